@@ -1,0 +1,50 @@
+import type { ApprovalCard, ApprovalItem } from '../loop/types.js';
+import { canonicalJson } from '../policy/gate.js';
+import type { CardText, ToolSpec } from '../tools/types.js';
+
+/** A1: the plugin's own words, or the raw call when it has none (or its describe fails). */
+export function describeCall(tool: ToolSpec, args: Record<string, unknown>): CardText {
+  const raw = { title: `${tool.name}`, lines: [`${tool.name}(${canonicalJson(args)})`] };
+  if (!tool.describe) return raw;
+  try {
+    const c = tool.describe(args);
+    if (!c || typeof c.title !== 'string' || !Array.isArray(c.lines)) return raw;
+    return { title: c.title, lines: c.lines.map(String) };
+  } catch {
+    return raw;
+  }
+}
+
+export function undoSentence(tool: ToolSpec): string {
+  return tool.declaration.undo ? `reversible with ${tool.declaration.undo}` : 'cannot be undone';
+}
+
+export function buildCard(items: readonly ApprovalItem[], tools: ReadonlyMap<string, ToolSpec>, request: string): ApprovalCard {
+  return {
+    title: items.length === 1 ? items[0].card.title : `${items.length} actions need your approval`,
+    items: items.map((i) => {
+      const t = tools.get(i.tool);
+      return {
+        tool: i.tool,
+        title: i.card.title,
+        lines: i.card.lines,
+        undo: t ? undoSentence(t) : 'cannot be undone',
+        call: `${i.tool}(${canonicalJson(i.args)})`,
+      };
+    }),
+    request,
+  };
+}
+
+/** The card as text, for the CLI and the demo. */
+export function renderCard(card: ApprovalCard, id?: string): string {
+  const out = [`┌ Approval needed${id ? ` (${id})` : ''}: ${card.title}`, `│ You asked: ${card.request}`];
+  for (const item of card.items) {
+    out.push(`│ • ${item.title}`);
+    for (const l of item.lines) out.push(`│     ${l}`);
+    out.push(`│     ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
+    out.push(`│     exact call: ${item.call}`);
+  }
+  out.push('└');
+  return out.join('\n');
+}

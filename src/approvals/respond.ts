@@ -1,0 +1,59 @@
+import { KeelError } from '../errors.js';
+import type { ApprovalRecord, Store } from '../store/types.js';
+
+export type ApprovalDecision = 'approve' | 'reject';
+
+/**
+ * A3: the one function every surface (CLI, HTTP, web console) answers an approval through.
+ * Unknown id → not_found; answered → conflict; past its expiry → marked expired, nothing runs.
+ * Every decision is audited. Continuing the run is the caller's next step (see Keel.respondToApproval).
+ */
+export async function respondToApproval(
+  store: Store,
+  id: string,
+  decision: ApprovalDecision,
+  actor: string,
+  reason: string | null = null,
+  now: Date = new Date(),
+): Promise<ApprovalRecord> {
+  const a = await store.getApproval(id);
+  if (!a) throw new KeelError('not_found', `no approval ${id} (keel approvals list shows them)`);
+  if (a.status !== 'pending') {
+    throw new KeelError(
+      'conflict',
+      `approval ${id} was already ${a.status}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.answered_at ? ` at ${a.answered_at}` : ''}; it cannot be answered again`,
+    );
+  }
+  const at = now.toISOString();
+  if (now.getTime() > Date.parse(a.expires_at)) {
+    await store.answerApproval(id, 'expired', 'system', 'expired before it was answered', at);
+    await store.audit({ at, actor, action: `${decision}_refused_expired`, subject: id, detail: `expired at ${a.expires_at}` });
+    return { ...a, status: 'expired', answered_at: at, answered_by: 'system', reason: 'expired before it was answered' };
+  }
+  const status = decision === 'approve' ? 'approved' : 'rejected';
+  if (!(await store.answerApproval(id, status, actor, reason, at))) {
+    throw new KeelError('conflict', `approval ${id} was answered by someone else just now; it cannot be answered again`);
+  }
+  await store.audit({
+    at,
+    actor,
+    action: status,
+    subject: id,
+    detail: JSON.stringify({ run_id: a.run_id, calls: a.items.map((i) => ({ tool: i.tool, args: i.args })), reason }),
+  });
+  return { ...a, status, answered_at: at, answered_by: actor, reason };
+}
+
+/** A4: marks every pending approval past its expiry as expired (audited). Returns them. */
+export async function expireApprovals(store: Store, now: Date = new Date()): Promise<ApprovalRecord[]> {
+  const out: ApprovalRecord[] = [];
+  for (const a of await store.listApprovals({ status: 'pending' })) {
+    if (now.getTime() <= Date.parse(a.expires_at)) continue;
+    const at = now.toISOString();
+    if (await store.answerApproval(a.id, 'expired', 'system', 'expired before it was answered', at)) {
+      await store.audit({ at, actor: 'system', action: 'expired', subject: a.id, detail: `expired at ${a.expires_at}` });
+      out.push({ ...a, status: 'expired', answered_at: at, answered_by: 'system' });
+    }
+  }
+  return out;
+}

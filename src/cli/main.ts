@@ -1,0 +1,194 @@
+import { Command, CommanderError, Option } from 'commander';
+import { renderCard } from '../approvals/card.js';
+import { expireApprovals } from '../approvals/respond.js';
+import { KeelError } from '../errors.js';
+import { Keel, keelHome } from '../keel.js';
+import type { LoopEvent, RunResult } from '../loop/types.js';
+import { ModelError } from '../models/types.js';
+import { mountPlugins, registryHealthy } from '../plugin-host/host.js';
+import { confirmOnceOverride } from '../tools/spec.js';
+import type { Mode } from '../tools/types.js';
+import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
+
+export interface Io {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  env: NodeJS.ProcessEnv;
+}
+
+const defaultIo: Io = {
+  out: (s) => process.stdout.write(s),
+  err: (s) => process.stderr.write(s),
+  env: process.env,
+};
+
+/** Exit codes: 0 done or paused, 1 a run that failed, 2 bad input (flags, ids, files, config). */
+export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+  let code = 0;
+  let keel: Keel | undefined;
+  const getKeel = () => {
+    keel ??= new Keel({ env: io.env });
+    return keel;
+  };
+  const finish = (r: RunResult, json: boolean) => {
+    io.out(json ? `${JSON.stringify(r)}\n` : renderEnd(r));
+    code = r.status === 'failed' ? 1 : 0;
+  };
+  const printer = (json: boolean) => (json ? undefined : eventPrinter(io.out));
+
+  const program = new Command('keel')
+    .description('Keel: an agent core where every tool declares its effect, and the core enforces it.')
+    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    .exitOverride()
+    .showHelpAfterError('(keel --help lists the commands)');
+
+  program
+    .command('run')
+    .description('run a request to its end, a question, or an approval card')
+    .argument('<message...>', 'what you want done')
+    .option('-m, --model <spec>', 'model spec (script:FILE, ollama:MODEL, openai:MODEL, …); default KEEL_MODEL')
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
+    .addOption(new Option('--mode <mode>', 'session mode').choices(['agent', 'plan', 'goal']).default('agent'))
+    .option('--json', 'print one JSON object (SPEC S1)')
+    .action(async (message: string[], o: { model?: string; plugins: string[]; mode: Mode; json?: boolean }) => {
+      const r = await getKeel().run(message.join(' '), { model: o.model, pluginDirs: o.plugins, mode: o.mode }, printer(!!o.json));
+      finish(r, !!o.json);
+    });
+
+  program
+    .command('resume')
+    .description('continue a paused run: answer its question, or continue after its approval was answered')
+    .argument('<run_id>')
+    .option('-a, --answer <text>', "the answer to the run's question")
+    .option('-m, --model <spec>', "model spec (default: the run's own)")
+    .option('--json', 'print one JSON object')
+    .action(async (runId: string, o: { answer?: string; model?: string; json?: boolean }) => {
+      const k = getKeel();
+      const r =
+        o.answer !== undefined
+          ? await k.resume(runId, o.answer, { model: o.model }, printer(!!o.json))
+          : await k.continueRun(runId, printer(!!o.json));
+      finish(r, !!o.json);
+    });
+
+  const runs = program.command('runs').description('stored runs and their traces');
+  runs
+    .command('list')
+    .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
+    .option('--json', 'print JSON')
+    .action(async (o: { limit: number; json?: boolean }) => {
+      const rows = await getKeel().store!.listRuns(o.limit);
+      io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
+    });
+  runs
+    .command('show')
+    .argument('<run_id>')
+    .option('--json', 'print the whole run state as JSON')
+    .action(async (runId: string, o: { json?: boolean }) => {
+      const run = await getKeel().getRun(runId);
+      io.out(o.json ? `${JSON.stringify(run)}\n` : renderRunShow(run));
+    });
+
+  const plugins = program.command('plugins').description('plugin manifests, registrations and drift');
+  plugins
+    .command('check')
+    .description('mount plugins and report status, tools, degraded and drift rows (exit 1 when any is failed or degraded)')
+    .argument('[dirs...]', 'plugin folders (default KEEL_PLUGINS or the bundled plugins)')
+    .option('--json', 'print JSON')
+    .action(async (dirs: string[], o: { json?: boolean }) => {
+      const reg = await mountFor(dirs, io.env);
+      io.out(o.json ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg) })}\n` : renderPlugins(reg.plugins));
+      await reg.close();
+      code = registryHealthy(reg) ? 0 : 1;
+    });
+  plugins
+    .command('show')
+    .argument('<name>', 'plugin name')
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
+    .option('--json', 'print JSON')
+    .action(async (name: string, o: { plugins: string[]; json?: boolean }) => {
+      const reg = await mountFor(o.plugins, io.env);
+      await reg.close();
+      const p = reg.plugins.find((x) => x.name === name);
+      if (!p) throw new KeelError('not_found', `no plugin named ${name} (found: ${reg.plugins.map((x) => x.name).join(', ') || 'none'})`);
+      io.out(o.json ? `${JSON.stringify(p)}\n` : renderPlugins([p]));
+      code = p.status === 'loaded' ? 0 : 1;
+    });
+
+  const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
+  approvals
+    .command('list')
+    .addOption(new Option('--status <status>', 'only this status').choices(['pending', 'approved', 'rejected', 'expired']))
+    .option('--json', 'print JSON')
+    .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
+      const store = getKeel().store!;
+      await expireApprovals(store);
+      const rows = await store.listApprovals({ status: o.status });
+      if (o.json) io.out(`${JSON.stringify(rows)}\n`);
+      else if (!rows.length) io.out('No approvals.\n');
+      else {
+        for (const a of rows) {
+          io.out(`${a.id}  ${a.status.padEnd(8)} run ${a.run_id}  requested ${a.requested_at}  expires ${a.expires_at}\n`);
+          io.out(`${renderCard(a.card).replace(/^/gm, '    ')}\n`);
+        }
+      }
+    });
+  for (const decision of ['approve', 'reject'] as const) {
+    approvals
+      .command(decision)
+      .argument('<id>', 'approval id')
+      .option('-r, --reason <text>', 'why (kept in the audit)')
+      .option('--as <actor>', 'who answers (default: the OS user)')
+      .option('--json', 'print the continued run as one JSON object')
+      .action(async (id: string, o: { reason?: string; as?: string; json?: boolean }) => {
+        const actor = o.as ?? io.env.USER ?? io.env.LOGNAME ?? 'cli';
+        const { approval, result } = await getKeel().respondToApproval(id, decision, actor, o.reason ?? null, printer(!!o.json));
+        if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
+        finish(result, !!o.json);
+      });
+  }
+
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    code = reportError(err, io);
+  } finally {
+    await keel?.close();
+  }
+  return code;
+}
+
+function collectList(v: string, prev: string[]): string[] {
+  return [...prev, v];
+}
+
+function positiveInt(v: string, flag: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new KeelError('bad_input', `${flag} must be a positive integer, got "${v}"`);
+  return n;
+}
+
+async function mountFor(dirs: string[], env: NodeJS.ProcessEnv) {
+  const k = new Keel({ env, store: null });
+  return mountPlugins(k.pluginDirs(dirs), { home: keelHome(env), confirmOnce: confirmOnceOverride(env) });
+}
+
+function reportError(err: unknown, io: Io): number {
+  if (err instanceof CommanderError) {
+    // Help and version print and exit 0; usage errors were already printed by commander.
+    return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
+  }
+  if (err instanceof KeelError || err instanceof ModelError) {
+    io.err(`keel: ${err.message}\n`);
+    return 2;
+  }
+  const e = err as Error;
+  if (e?.message?.startsWith('plugin folder not found')) {
+    io.err(`keel: ${e.message}\n`);
+    return 2;
+  }
+  io.err(`keel: unexpected error: ${e?.stack ?? String(err)}\n`);
+  return 1;
+}
+
+export type { LoopEvent };

@@ -1,0 +1,120 @@
+import { renderCard } from '../approvals/card.js';
+import type { PluginReport } from '../plugin-host/types.js';
+import type { CallRecord, LoopEvent, RunResult, RunState } from '../loop/types.js';
+import type { RunSummary } from '../store/types.js';
+
+const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
+  ran: '✓',
+  held_for_confirmation: '⏸ held',
+  awaiting_approval: '⏳ awaiting approval',
+  denied_by_mode: '⛔ denied',
+  repeat: '↺ repeat',
+  unknown_tool: '✗ unknown tool',
+  invalid_arguments: '✗ invalid arguments',
+  error: '✗ error',
+};
+
+function oneLine(s: string, n = 160): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > n ? `${flat.slice(0, n)}…` : flat;
+}
+
+export function renderCall(r: Pick<CallRecord, 'tool' | 'args' | 'outcome' | 'result'>): string {
+  const args = r.args ? JSON.stringify(r.args) : '(unparseable arguments)';
+  const head = `  → ${r.tool}(${args === '{}' ? '' : args})  ${OUTCOME_ICON[r.outcome]}`;
+  if (r.tool === 'ask_user' && r.outcome === 'ran') return `${head}\n      user answered: ${oneLine(r.result)}`;
+  return r.result ? `${head}\n      ${oneLine(r.result)}` : head;
+}
+
+/** A readable transcript, event by event (the CLI's non-JSON output). */
+export function eventPrinter(write: (s: string) => void): (e: LoopEvent) => void {
+  return (e) => {
+    switch (e.type) {
+      case 'run_started':
+        write(e.resumed ? `▶ resuming ${e.run_id}\n` : `▶ ${e.run_id}: ${e.request}\n`);
+        break;
+      case 'assistant':
+        if (e.text.trim() && e.tool_calls.length) write(`  model: ${oneLine(e.text)}\n`);
+        break;
+      case 'tool_result':
+        if (e.record.tool !== 'ask_user' || e.record.outcome !== 'ran' || e.record.result) write(`${renderCall(e.record)}\n`);
+        break;
+      default:
+        break;
+    }
+  };
+}
+
+export function renderEnd(r: RunResult): string {
+  const out: string[] = [];
+  if (r.status === 'paused' && r.question !== undefined) {
+    out.push(`? ${r.question}`, '', `Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
+  } else if (r.status === 'paused' && r.approval) {
+    out.push(
+      renderCard(r.approval.card, r.approval.id),
+      '',
+      `Run ${r.run_id} is paused for approval. Answer with:`,
+      `  keel approvals approve ${r.approval.id}    or    keel approvals reject ${r.approval.id}`,
+    );
+  } else {
+    out.push(r.answer ?? '', '', `(${r.status}: ${r.reason}; ${r.model_calls} model call${r.model_calls === 1 ? '' : 's'}; run ${r.run_id})`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+export function renderRunList(rows: RunSummary[]): string {
+  if (!rows.length) return 'No runs yet.\n';
+  const lines = rows.map(
+    (r) => `${r.id}  ${r.status.padEnd(7)} ${(r.reason ?? '').padEnd(20)} ${r.mode.padEnd(5)} ${r.created_at}  ${oneLine(r.request, 60)}`,
+  );
+  return `${lines.join('\n')}\n`;
+}
+
+export function renderRunShow(run: RunState): string {
+  const out = [
+    `run ${run.id}`,
+    `  request: ${run.request}`,
+    `  status: ${run.status}${run.reason ? ` (${run.reason})` : ''}   mode: ${run.mode}   model: ${run.model}   model calls: ${run.model_calls}`,
+    `  created: ${run.created_at}   updated: ${run.updated_at}`,
+  ];
+  let step = 0;
+  const records = [...run.steps, ...(run.pause?.calls ?? [])];
+  for (const req of run.requests) {
+    step = req.step;
+    const avail = req.tools.filter((t) => t.available).length;
+    out.push(
+      `step ${step}: ${req.tools.length} tools declared (${avail} available)${req.dropped.length ? `, ${req.dropped.length} left off: ${req.dropped.slice(0, 8).join(', ')}${req.dropped.length > 8 ? ', …' : ''}` : ''}${req.input_tokens ? `, ${req.input_tokens} input tokens` : ''}`,
+    );
+    for (const r of records.filter((x) => x.step === step)) out.push(renderCall(r));
+  }
+  if (run.effects.length) out.push(`effects: ${run.effects.map((e) => `${e.tool} (${e.effect})`).join(', ')}`);
+  if (run.notes.length) out.push(`notes:\n${run.notes.map((n) => `  - ${n}`).join('\n')}`);
+  if (run.pause?.kind === 'ask_user') out.push(`paused: waiting for an answer to "${run.pause.question}"`);
+  if (run.pause?.kind === 'approval') out.push(`paused: waiting for approval ${run.pause.approval_id}`);
+  if (run.answer) out.push(`answer: ${run.answer}`);
+  return `${out.join('\n')}\n`;
+}
+
+export function renderPlugins(plugins: PluginReport[]): string {
+  const out: string[] = [];
+  for (const p of plugins) {
+    out.push(`${p.name}${p.version ? ` ${p.version}` : ''}  ${p.status.toUpperCase()}  (${p.dir})`);
+    for (const t of p.tools) {
+      const flags = [
+        t.pinned && 'pinned',
+        t.answers_directly && 'answers_directly',
+        t.guidance && 'guidance',
+        t.undo && `undo=${t.undo}`,
+        t.contract_modes === 'declare' && 'contract_modes=declare',
+        t.via === 'declareTool' && 'own loop',
+      ].filter(Boolean);
+      out.push(`  ${t.name.padEnd(24)} ${t.effect.padEnd(12)} gate=${t.gate.padEnd(13)} ${flags.join(' ')}`.trimEnd());
+    }
+    for (const r of p.failures) out.push(`  failed: ${r.message}`);
+    for (const r of p.degraded) out.push(`  degraded: ${r.message}`);
+    for (const r of p.drift) out.push(`  drift: ${r.message}`);
+  }
+  const bad = plugins.filter((p) => p.status !== 'loaded').length;
+  out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
+  return `${out.join('\n')}\n`;
+}

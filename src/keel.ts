@@ -1,0 +1,182 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ApprovalDecision, expireApprovals, respondToApproval } from './approvals/respond.js';
+import { KeelError } from './errors.js';
+import type { EngineDeps, Limits } from './loop/engine.js';
+import { collect, streamApprovalContinuation, streamResume, streamRun } from './loop/run.js';
+import type { LoopEvent, RunResult, RunState } from './loop/types.js';
+import { createModel } from './models/index.js';
+import type { ModelClient } from './models/types.js';
+import { mountPlugins, type Registry } from './plugin-host/host.js';
+import type { Shortlist } from './prompt/menu.js';
+import { SqliteStore } from './store/sqlite.js';
+import type { ApprovalRecord, Store } from './store/types.js';
+import { askUser, memoryTools } from './tools/builtins.js';
+import { confirmOnceOverride } from './tools/spec.js';
+import type { Mode, ToolSpec } from './tools/types.js';
+
+/** The reference plugins shipped with Keel (used when no plugin folder is given). */
+export const BUNDLED_PLUGINS = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins');
+
+export interface KeelOptions {
+  /** Keel's home: the store and plugin data live here. Default KEEL_HOME, else ~/.keel. */
+  home?: string;
+  /** A store to use instead of the SQLite file under home; null for a run with nowhere to pause (A5). */
+  store?: Store | null;
+  limits?: Partial<Limits>;
+  shortlist?: Shortlist;
+  env?: NodeJS.ProcessEnv;
+  /** Extra built-in tools (tests, embedders). */
+  extraTools?: ToolSpec[];
+}
+
+export interface RunOptions {
+  model?: string | ModelClient;
+  pluginDirs?: string[];
+  mode?: Mode;
+}
+
+export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
+}
+
+export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
+  const n = (k: string) => {
+    const v = env[k];
+    if (v === undefined || v === '') return undefined;
+    const x = Number(v);
+    if (!Number.isFinite(x) || x <= 0) throw new KeelError('config', `${k}=${v} is not a positive number`);
+    return x;
+  };
+  const out: Partial<Limits> = {};
+  const steps = n('KEEL_MAX_STEPS');
+  const timeout = n('KEEL_TIMEOUT_MS');
+  const ttl = n('KEEL_APPROVAL_TTL_MINUTES');
+  if (steps) out.maxSteps = steps;
+  if (timeout) out.timeoutMs = timeout;
+  if (ttl) out.approvalTtlMs = ttl * 60_000;
+  return out;
+}
+
+/**
+ * The library API (S2): everything the CLI does is a method here. One Keel per process is enough;
+ * registries are mounted per plugin-folder set and cached.
+ */
+export class Keel {
+  readonly home: string;
+  readonly store: Store | null;
+  private readonly opts: KeelOptions;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly registries = new Map<string, Promise<Registry>>();
+
+  constructor(opts: KeelOptions = {}) {
+    this.opts = opts;
+    this.env = opts.env ?? process.env;
+    this.home = opts.home ? resolve(opts.home) : keelHome(this.env);
+    this.store = opts.store === undefined ? new SqliteStore(join(this.home, 'keel.db')) : opts.store;
+  }
+
+  /** Plugin folders for a run: the given ones, else KEEL_PLUGINS, else the bundled reference plugins. */
+  pluginDirs(dirs?: string[]): string[] {
+    if (dirs?.length) return dirs.map((d) => resolve(d));
+    const fromEnv = this.env.KEEL_PLUGINS?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (fromEnv?.length) return fromEnv.map((d) => resolve(d));
+    return existsSync(BUNDLED_PLUGINS) ? [BUNDLED_PLUGINS] : [];
+  }
+
+  registry(dirs: string[]): Promise<Registry> {
+    const key = dirs.join('\u0000');
+    let r = this.registries.get(key);
+    if (!r) {
+      const builtins = [askUser, ...(this.store ? memoryTools(this.store) : []), ...(this.opts.extraTools ?? [])];
+      r = mountPlugins(dirs, { home: this.home, builtins, confirmOnce: confirmOnceOverride(this.env) });
+      this.registries.set(key, r);
+    }
+    return r;
+  }
+
+  private async deps(model: string | ModelClient | undefined, dirs: string[]): Promise<EngineDeps> {
+    return {
+      registry: await this.registry(dirs),
+      model: typeof model === 'object' ? model : await createModel(model, this.env),
+      store: this.store,
+      limits: { ...limitsFromEnv(this.env), ...this.opts.limits },
+      shortlist: this.opts.shortlist,
+    };
+  }
+
+  async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    const dirs = this.pluginDirs(o.pluginDirs);
+    return yield* streamRun(await this.deps(o.model, dirs), { message, mode: o.mode, pluginDirs: dirs });
+  }
+
+  run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    return collect(this.stream(message, o), onEvent);
+  }
+
+  private requireStore(): Store {
+    if (!this.store) throw new KeelError('bad_input', 'this Keel has no store: runs cannot be resumed');
+    return this.store;
+  }
+
+  async getRun(runId: string): Promise<RunState> {
+    const run = await this.requireStore().loadRun(runId);
+    if (!run) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
+    return run;
+  }
+
+  /** Resumes with the run's own model spec and plugin folders unless told otherwise. */
+  async *streamResume(runId: string, answer: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    const run = await this.getRun(runId);
+    const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
+    return yield* streamResume(deps, runId, answer);
+  }
+
+  resume(runId: string, answer: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    return collect(this.streamResume(runId, answer, o), onEvent);
+  }
+
+  /** A3: answer an approval (the one function), then continue its run. */
+  async respondToApproval(
+    id: string,
+    decision: ApprovalDecision,
+    actor: string,
+    reason: string | null = null,
+    onEvent?: (e: LoopEvent) => void,
+  ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+    const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason);
+    const result = await this.continueApproval(approval, onEvent);
+    return { approval, result };
+  }
+
+  /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
+  async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
+    const run = await this.getRun(approval.run_id);
+    const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
+    return collect(streamApprovalContinuation(deps, approval), onEvent);
+  }
+
+  /** `keel resume RUN` without an answer: continue a run whose approval was answered (or recover one). */
+  async continueRun(runId: string, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    const run = await this.getRun(runId);
+    if (run.pause?.kind !== 'approval') {
+      throw new KeelError('bad_input', `run ${runId} is ${run.status}${run.pause ? ', waiting for an answer: pass --answer TEXT' : ''}`);
+    }
+    const store = this.requireStore();
+    await expireApprovals(store);
+    const approval = (await store.getApproval(run.pause.approval_id))!;
+    if (approval.status === 'pending') {
+      throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
+    }
+    return this.continueApproval(approval, onEvent);
+  }
+
+  async close(): Promise<void> {
+    for (const r of this.registries.values()) await (await r).close();
+    await this.store?.close();
+  }
+}

@@ -1,0 +1,80 @@
+import type { EndReason, RunResult, RunState } from './types.js';
+
+const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }) => string>> = {
+  max_steps: (l) => `it reached the step limit (${l.maxSteps} model calls)`,
+  timeout: (l) => `it ran past the time limit (${Math.round(l.timeoutMs / 1000)} s)`,
+  stalled: () => 'the model kept repeating the same call',
+  halted: () => 'tool calls kept failing',
+  model_error: () => 'the model failed',
+};
+
+const HOW: Partial<Record<EndReason, string>> = {
+  max_steps: 'Ask again with a narrower request, or raise the limit (KEEL_MAX_STEPS).',
+  timeout: 'Ask again with a narrower request, or raise the limit (KEEL_TIMEOUT_MS).',
+  stalled: 'Rephrase the request, or ask for the part that is still missing.',
+  halted: 'Check the failing tool (keel plugins check), then ask again.',
+  model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
+};
+
+/**
+ * R20: what a halted run tells the user: what was done, why it stopped, how to continue.
+ * It never says the task is done.
+ */
+export function interruption(
+  s: RunState,
+  reason: EndReason,
+  why: string | undefined,
+  limits: { maxSteps: number; timeoutMs: number },
+): string {
+  const ran = new Map<string, number>();
+  for (const r of s.steps) if (r.outcome === 'ran' && r.tool !== 'ask_user') ran.set(r.tool, (ran.get(r.tool) ?? 0) + 1);
+  const done = ran.size ? [...ran].map(([t, n]) => (n > 1 ? `${t} ×${n}` : t)).join(', ') : 'no tool ran';
+  const reasonText = WHY[reason]?.(limits) ?? reason;
+  return [
+    `I stopped before finishing: ${reasonText}${why ? ` (${why})` : ''}.`,
+    `Done so far: ${done}.`,
+    s.effects.length ? `Changes started: ${s.effects.map((e) => `${e.tool} (${e.effect})`).join(', ')}.` : 'Nothing was changed.',
+    HOW[reason] ?? '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+}
+
+/** SPEC S1: the one JSON object `keel run --json` prints. */
+export function toResult(s: RunState): RunResult {
+  const status = s.status === 'running' ? 'failed' : s.status;
+  const out: RunResult = {
+    run_id: s.id,
+    status,
+    reason: s.reason,
+    answer: s.answer,
+    mode: s.mode,
+    model_calls: s.model_calls,
+    effects: s.effects,
+    requests: s.requests.map((r) => ({
+      system: r.system,
+      tools: r.tools.map((t) => ({ name: t.name, description: t.description, available: t.available })),
+      ...(r.input_tokens !== undefined ? { input_tokens: r.input_tokens } : {}),
+      dropped: r.dropped,
+    })),
+    steps: [...s.steps, ...pendingCalls(s)].map((r) => ({
+      call_id: r.call_id,
+      tool: r.tool,
+      args: r.args,
+      outcome: r.outcome,
+      result: r.result,
+      is_error: r.is_error,
+    })),
+    notes: s.notes,
+  };
+  if (s.pause?.kind === 'ask_user') out.question = s.pause.question;
+  if (s.pause?.kind === 'approval') out.approval = { id: s.pause.approval_id, card: s.pause.card };
+  return out;
+}
+
+/** The paused step's calls that have a result already (the question itself is still open). */
+function pendingCalls(s: RunState) {
+  if (!s.pause) return [];
+  const open = new Set(s.pause.results.filter((r) => r.content === undefined).map((r) => r.call_id));
+  return s.pause.calls.filter((c) => !(open.has(c.call_id) && c.tool === 'ask_user'));
+}

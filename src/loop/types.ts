@@ -1,0 +1,171 @@
+import type { Effect } from '../manifest/schema.js';
+import type { CardText, Mode } from '../tools/types.js';
+
+/** A tool call as the model asked for it. `args` is absent when the arguments did not parse. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  args?: Record<string, unknown>;
+  /** The raw argument text when it was not valid JSON (SPEC R21). */
+  raw_args?: string;
+}
+
+export type Message =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls: ToolCall[] }
+  | { role: 'tool'; call_id: string; name: string; content: string; is_error: boolean };
+
+/** SPEC R27. */
+export type Outcome =
+  | 'ran'
+  | 'held_for_confirmation'
+  | 'awaiting_approval'
+  | 'denied_by_mode'
+  | 'repeat'
+  | 'unknown_tool'
+  | 'invalid_arguments'
+  | 'error';
+
+/** SPEC R28. */
+export type EndReason =
+  | 'final_answer'
+  | 'answered_by_tool'
+  | 'awaiting_user_input'
+  | 'awaiting_approval'
+  | 'max_steps'
+  | 'stalled'
+  | 'timeout'
+  | 'model_error'
+  | 'halted'
+  | 'approval_expired'
+  | 'approval_rejected';
+
+export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
+
+/** One call's record in the trace (SPEC R26, S1 `steps[]`). */
+export interface CallRecord {
+  step: number;
+  call_id: string;
+  tool: string;
+  args: Record<string, unknown> | null;
+  outcome: Outcome;
+  result: string;
+  is_error: boolean;
+  /** Effect of the tool when it is in the pool. */
+  effect?: Effect;
+  /** True when the core produced the result instead of running the tool (R12 "unusable"). */
+  by_core: boolean;
+}
+
+/** SPEC R29: a non-read call that started, recorded before it ran. */
+export interface EffectRecord {
+  call_id: string;
+  tool: string;
+  effect: Effect;
+  args: Record<string, unknown>;
+}
+
+/** One declaration as sent, with whether the tool may run (SPEC S1 `requests[].tools[]`). */
+export interface DeclaredTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  available: boolean;
+}
+
+export interface RequestTrace {
+  step: number;
+  system: string;
+  tools: DeclaredTool[];
+  /** Names in the pool that were not declared this request (SPEC R23: no silent truncation). */
+  dropped: string[];
+  input_tokens?: number;
+  usage?: { input: number; output: number; cost?: number };
+}
+
+export interface PendingResult {
+  call_id: string;
+  name: string;
+  /** Undefined while the pause holds it (the ask_user answer, the approved call's result). */
+  content?: string;
+  is_error: boolean;
+}
+
+export interface ApprovalItem {
+  call_id: string;
+  tool: string;
+  args: Record<string, unknown>;
+  card: CardText;
+}
+
+export interface ApprovalCard {
+  title: string;
+  items: { tool: string; title: string; lines: string[]; undo: string; call: string }[];
+  request: string;
+}
+
+/** Why and where a run waits. `seq` makes each pause resumable at most once (SPEC R18). */
+export type Pause =
+  | { kind: 'ask_user'; seq: number; call_id: string; question: string; step: number; results: PendingResult[]; calls: CallRecord[] }
+  | {
+      kind: 'approval';
+      seq: number;
+      approval_id: string;
+      card: ApprovalCard;
+      step: number;
+      items: ApprovalItem[];
+      results: PendingResult[];
+      calls: CallRecord[];
+    };
+
+/** A run's whole state: what the store keeps and a new process resumes from. */
+export interface RunState {
+  id: string;
+  status: RunStatus;
+  reason: EndReason | null;
+  request: string;
+  mode: Mode;
+  model: string;
+  plugin_dirs: string[];
+  answer: string | null;
+  pause: Pause | null;
+  pause_seq: number;
+  model_calls: number;
+  effects: EffectRecord[];
+  messages: Message[];
+  steps: CallRecord[];
+  requests: RequestTrace[];
+  notes: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** SPEC S1: what `keel run --json` prints. */
+export interface RunResult {
+  run_id: string;
+  status: 'done' | 'paused' | 'failed';
+  reason: EndReason | null;
+  answer: string | null;
+  question?: string;
+  approval?: { id: string; card: ApprovalCard };
+  mode: Mode;
+  model_calls: number;
+  effects: EffectRecord[];
+  requests: {
+    system: string;
+    tools: { name: string; description: string; available: boolean }[];
+    input_tokens?: number;
+    dropped: string[];
+  }[];
+  steps: Omit<CallRecord, 'by_core' | 'effect' | 'step'>[];
+  notes: string[];
+}
+
+export type LoopEvent =
+  | { type: 'run_started'; run_id: string; request: string; resumed: boolean }
+  | { type: 'model_request'; step: number; system: string; tools: DeclaredTool[] }
+  | { type: 'text_delta'; text: string }
+  | { type: 'assistant'; step: number; text: string; tool_calls: ToolCall[] }
+  | { type: 'tool_result'; step: number; record: CallRecord }
+  | { type: 'paused'; pause: Pause }
+  | { type: 'run_finished'; result: RunResult };

@@ -1,0 +1,184 @@
+import { readFile } from 'node:fs/promises';
+import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { type Declaration, EFFECTS, effectiveGate, type Manifest, ManifestSchema, normalizeDeclaration, TOOL_NAME } from './schema.js';
+
+/** One reason a manifest does not mount, with where it is (SPEC M4). */
+export interface ManifestIssue {
+  plugin: string;
+  tool?: string;
+  field?: string;
+  message: string;
+  file: string;
+  line: number;
+  col: number;
+}
+
+export function formatIssue(i: ManifestIssue): string {
+  const where = [`plugin ${i.plugin}`];
+  if (i.tool) where.push(`tool ${i.tool}`);
+  if (i.field) where.push(`field ${i.field}`);
+  return `${i.file}:${i.line}:${i.col}: ${where.join(', ')}: ${i.message}`;
+}
+
+export interface LoadedManifest {
+  manifest: Manifest;
+  declarations: Map<string, Declaration>;
+}
+
+export type ManifestResult = { ok: true; value: LoadedManifest } | { ok: false; issues: ManifestIssue[] };
+
+export async function loadManifestFile(file: string, fallbackName: string): Promise<ManifestResult> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    return {
+      ok: false,
+      issues: [{ plugin: fallbackName, message: `cannot read the manifest (${code})`, file, line: 1, col: 1 }],
+    };
+  }
+  return parseManifest(text, file, fallbackName);
+}
+
+type Path = readonly (string | number)[];
+
+/** Parses and validates manifest text. `file` is only used in messages. */
+export function parseManifest(text: string, file: string, fallbackName: string): ManifestResult {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  const pos = (offset: number) => {
+    const p = lineCounter.linePos(offset);
+    return { line: p.line, col: p.col };
+  };
+  const plugin = isMap(doc.contents) && typeof doc.get('name') === 'string' ? (doc.get('name') as string) : fallbackName;
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      issues: doc.errors.map((e) => ({
+        plugin,
+        message: `YAML does not parse: ${e.message.split('\n')[0]}`,
+        file,
+        ...pos(e.pos[0]),
+      })),
+    };
+  }
+  if (!isMap(doc.contents)) {
+    const at = doc.contents?.range ? pos(doc.contents.range[0]) : { line: 1, col: 1 };
+    return {
+      ok: false,
+      issues: [{ plugin, message: 'the manifest must be a YAML mapping (name, version, provides, tools)', file, ...at }],
+    };
+  }
+  const locate = (path: Path, key = false) => pos(offsetOf(doc, path, key));
+  const issue = (path: Path, message: string, key = false): ManifestIssue => {
+    const tool = path[0] === 'tools' && typeof path[1] === 'string' ? path[1] : undefined;
+    const fieldPath = tool ? path.slice(2) : path;
+    return {
+      plugin,
+      tool,
+      field: fieldPath.length > 0 ? fieldPath.join('.') : undefined,
+      message,
+      file,
+      ...locate(path, key),
+    };
+  };
+
+  const raw = doc.toJS() as Record<string, unknown>;
+  const parsed = ManifestSchema.safeParse(raw);
+  if (!parsed.success) {
+    return { ok: false, issues: parsed.error.issues.flatMap((i) => shapeIssues(i, issue)) };
+  }
+  const manifest = parsed.data;
+  const issues = checkRules(manifest, issue);
+  if (issues.length > 0) return { ok: false, issues };
+  const declarations = new Map<string, Declaration>();
+  for (const [name, d] of Object.entries(manifest.tools ?? {})) declarations.set(name, normalizeDeclaration(d));
+  return { ok: true, value: { manifest, declarations } };
+}
+
+type IssueAt = (path: Path, message: string, key?: boolean) => ManifestIssue;
+
+function shapeIssues(i: z.core.$ZodIssue, at: IssueAt): ManifestIssue[] {
+  const path = i.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+  if (i.code === 'unrecognized_keys') {
+    return i.keys.map((k) => at([...path, k], `unknown field '${k}'`, true));
+  }
+  const last = path[path.length - 1];
+  if (i.code === 'invalid_value' && last === 'effect') {
+    return [at(path, `unknown effect ${JSON.stringify(i.input)} (expected ${EFFECTS.join(', ')})`)];
+  }
+  if (i.code === 'invalid_type' && i.input === undefined) {
+    return [at(path.slice(0, -1), `missing required field '${String(last)}'`, path.length > 1)];
+  }
+  return [at(path, i.message)];
+}
+
+/** The cross-field rules of SPEC M4 that a schema cannot say. */
+function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
+  const out: ManifestIssue[] = [];
+  const tools = m.tools ?? {};
+  if (m.tools && !(m.provides ?? []).includes('tool')) {
+    out.push(at(['tools'], "'tools:' is present but 'provides' does not list 'tool'", true));
+  }
+  for (const [name, d] of Object.entries(tools)) {
+    const p = (field: string) => ['tools', name, field];
+    if (!TOOL_NAME.test(name)) {
+      out.push(at(['tools', name], `tool name '${name}' must be lowercase letters, digits and _`, true));
+    }
+    if (d.confirm !== undefined && d.effect !== 'write') {
+      out.push(at(p('confirm'), `'confirm' applies only to write tools; this tool is ${d.effect}`, true));
+    }
+    if (d.approval !== undefined && d.effect !== 'write') {
+      out.push(
+        at(
+          p('approval'),
+          `'approval' applies only to write tools; a ${d.effect} tool ${d.effect === 'destructive' ? 'is always approved per call' : 'needs none'}`,
+          true,
+        ),
+      );
+    }
+    if (d.approval !== undefined && d.confirm !== undefined) {
+      out.push(at(p('approval'), "'approval: pinned' cannot be combined with 'confirm': choose one gate", true));
+    }
+    if (d.undo !== undefined) {
+      if (d.effect !== 'destructive') {
+        out.push(at(p('undo'), `'undo' applies only to destructive tools; this tool is ${d.effect}`, true));
+      } else {
+        const target = tools[d.undo];
+        if (!target) {
+          out.push(at(p('undo'), `undo tool '${d.undo}' is not declared in this manifest`));
+        } else if (!(target.effect === 'write' && target.confirm === 'never' && !target.approval)) {
+          out.push(at(p('undo'), `undo tool '${d.undo}' must be a write with 'confirm: never'`));
+        }
+      }
+    }
+    if (d.answers_directly && !(d.effect === 'read' || (d.effect === 'write' && effectiveGate(d) === 'none'))) {
+      out.push(at(p('answers_directly'), "'answers_directly' needs a read tool or a write with 'confirm: never' (gate none)", true));
+    }
+    if (d.contract_modes !== undefined && d.effect === 'read') {
+      out.push(at(p('contract_modes'), "'contract_modes' applies only to non-read tools; read tools always run in Plan/Goal", true));
+    }
+  }
+  return out;
+}
+
+/** Source offset of the node at `path` (or of its key), falling back to the nearest ancestor. */
+function offsetOf(doc: Document, path: Path, key: boolean): number {
+  let node: unknown = doc.contents;
+  let best = 0;
+  for (let i = 0; i < path.length; i++) {
+    if (!isMap(node)) break;
+    const pair = node.items.find((it) => isPair(it) && isScalar(it.key) && String(it.key.value) === String(path[i]));
+    if (!pair) break;
+    const isLast = i === path.length - 1;
+    const k = pair.key as Node | null;
+    const v = pair.value as Node | null;
+    if (isLast && key && k?.range) return k.range[0];
+    if (v?.range) best = v.range[0];
+    else if (k?.range) best = k.range[0];
+    node = v;
+  }
+  return best;
+}

@@ -1,0 +1,90 @@
+import { z } from 'zod';
+
+/** What a call changes in the world (SPEC M2). */
+export const EFFECTS = ['read', 'write', 'destructive'] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+/** What the core does before a call runs (SPEC M3). */
+export type Gate = 'none' | 'confirm_once' | 'approval';
+
+export const TOOL_NAME = /^[a-z0-9_]+$/;
+
+export const ToolDeclarationSchema = z
+  .strictObject({
+    effect: z.enum(EFFECTS).describe('What a call changes: read, write or destructive.'),
+    confirm: z.enum(['once', 'never']).optional().describe('write only: ask the user once per run before the first write (default once).'),
+    approval: z.literal('pinned').optional().describe('write only: every call waits for an approval card, like a destructive call.'),
+    guidance: z.string().optional().describe('Prose the core adds to the prompt while the tool is on the menu.'),
+    pinned: z.boolean().optional().describe('The shortlist never drops this tool.'),
+    answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
+    undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
+    contract_modes: z
+      .enum(['declare', 'hide'])
+      .optional()
+      .describe('non-read only: in Plan/Goal stay declared (labelled unavailable) or leave the menu.'),
+  })
+  .describe('One tool the plugin registers, and what it does to the world.');
+
+export const McpSectionSchema = z
+  .strictObject({
+    command: z.string().min(1),
+    args: z.array(z.string()).optional(),
+    env: z.record(z.string(), z.string()).optional(),
+  })
+  .describe('A stdio MCP server whose tools this plugin mounts.');
+
+export const ManifestSchema = z
+  .strictObject({
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, - and _'),
+    version: z.string().min(1),
+    description: z.string().optional(),
+    entry: z.string().optional().describe('Entry module, relative to the plugin folder (default index.ts/js/mjs).'),
+    provides: z.array(z.string()).optional().describe('Kinds this plugin provides, e.g. [tool].'),
+    tools: z.record(z.string(), ToolDeclarationSchema).optional(),
+    mcp: McpSectionSchema.optional(),
+  })
+  .describe('Keel plugin manifest (plugin.yaml).');
+
+export type ToolDeclarationInput = z.infer<typeof ToolDeclarationSchema>;
+export type Manifest = z.infer<typeof ManifestSchema>;
+
+/** A tool declaration with every default filled in: what the core reads. */
+export interface Declaration {
+  effect: Effect;
+  confirm?: 'once' | 'never';
+  approval?: 'pinned';
+  guidance?: string;
+  pinned: boolean;
+  answers_directly: boolean;
+  undo?: string;
+  contract_modes: 'declare' | 'hide';
+}
+
+export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
+  return {
+    effect: d.effect,
+    confirm: d.effect === 'write' ? (d.confirm ?? (d.approval ? undefined : 'once')) : undefined,
+    approval: d.approval,
+    guidance: d.guidance,
+    pinned: d.pinned ?? false,
+    answers_directly: d.answers_directly ?? false,
+    undo: d.undo,
+    contract_modes: d.contract_modes ?? 'hide',
+  };
+}
+
+/** SPEC M3: the effective gate of a declaration. */
+export function effectiveGate(d: Pick<Declaration, 'effect' | 'confirm' | 'approval'>): Gate {
+  if (d.effect === 'read') return 'none';
+  if (d.effect === 'destructive' || d.approval === 'pinned') return 'approval';
+  return d.confirm === 'never' ? 'none' : 'confirm_once';
+}
+
+export function manifestJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(ManifestSchema, { target: 'draft-7' }) as Record<string, unknown>;
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 'Keel plugin manifest',
+    ...schema,
+  };
+}

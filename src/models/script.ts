@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse } from 'yaml';
+import type { ToolCall } from '../loop/types.js';
+import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './types.js';
+
+/**
+ * One scripted reply (SPEC P2). Stable format:
+ *   - tool_calls: [{ id: c1, name: upcoming_dues, args: { within_days: 15 } }]
+ *   - text: "Here is what I found."
+ * Extensions for tests: `arguments: "<raw text>"` instead of `args` (malformed JSON, R21),
+ * and `error: "message"` (the provider fails).
+ */
+export interface ScriptEntry {
+  text?: string;
+  tool_calls?: { id?: string; name: string; args?: Record<string, unknown>; arguments?: string }[];
+  error?: string;
+}
+
+export function parseScript(text: string, where: string): ScriptEntry[] {
+  let data: unknown;
+  try {
+    data = parse(text);
+  } catch (err) {
+    throw new ModelError(`${where}: the script is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  if (!Array.isArray(data)) throw new ModelError(`${where}: a script is a YAML list of replies (text: or tool_calls:)`);
+  data.forEach((e, i) => {
+    const at = `${where}: entry ${i + 1}`;
+    if (!e || typeof e !== 'object' || Array.isArray(e)) throw new ModelError(`${at} is not a mapping`);
+    const unknown = Object.keys(e).filter((k) => !['text', 'tool_calls', 'error'].includes(k));
+    if (unknown.length) throw new ModelError(`${at} has unknown field(s) ${unknown.join(', ')} (expected text, tool_calls)`);
+    if (e.text === undefined && e.tool_calls === undefined && e.error === undefined) {
+      throw new ModelError(`${at} has neither text nor tool_calls`);
+    }
+    if (e.text !== undefined && typeof e.text !== 'string') throw new ModelError(`${at}: text must be a string`);
+    if (e.tool_calls !== undefined) {
+      if (!Array.isArray(e.tool_calls)) throw new ModelError(`${at}: tool_calls must be a list`);
+      for (const c of e.tool_calls) {
+        if (!c || typeof c.name !== 'string') throw new ModelError(`${at}: every tool call needs a name`);
+      }
+    }
+  });
+  return data as ScriptEntry[];
+}
+
+/** Tool-call ids the script leaves out are generated from the position, so they are stable. */
+function toReply(entry: ScriptEntry, seq: number): AssistantReply {
+  const tool_calls: ToolCall[] = (entry.tool_calls ?? []).map((c, i) => {
+    const id = c.id ?? `call_${seq + 1}_${i + 1}`;
+    if (c.arguments !== undefined) {
+      try {
+        const parsed = JSON.parse(c.arguments);
+        return { id, name: c.name, args: parsed };
+      } catch {
+        return { id, name: c.name, raw_args: c.arguments };
+      }
+    }
+    return { id, name: c.name, args: c.args ?? {} };
+  });
+  return { text: entry.text ?? '', tool_calls, usage: { input: 0, output: 0 } };
+}
+
+/** `script:FILE`: replies from a YAML list, one per model call, offline and deterministic. */
+export class ScriptModel implements ModelClient {
+  readonly spec: string;
+  private readonly entries: ScriptEntry[];
+  private readonly file: string;
+
+  constructor(file: string, entries?: ScriptEntry[]) {
+    this.file = file;
+    this.spec = `script:${file}`;
+    if (entries) {
+      this.entries = entries;
+    } else {
+      let text: string;
+      try {
+        text = readFileSync(resolve(file), 'utf8');
+      } catch (err) {
+        throw new ModelError(`cannot read script ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+      }
+      this.entries = parseScript(text, file);
+    }
+  }
+
+  async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    const entry = this.entries[req.seq];
+    if (!entry) {
+      throw new ModelError(
+        `script ${this.file} ran out: model call ${req.seq + 1} was asked for but the script has ${this.entries.length} ${this.entries.length === 1 ? 'entry' : 'entries'}`,
+      );
+    }
+    if (entry.error !== undefined) throw new ModelError(entry.error);
+    const reply = toReply(entry, req.seq);
+    if (reply.text) yield { type: 'text_delta', text: reply.text };
+    for (const call of reply.tool_calls) yield { type: 'tool_call', call };
+    yield { type: 'done', reply };
+  }
+}

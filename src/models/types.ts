@@ -1,0 +1,40 @@
+import type { Message, ToolCall } from '../loop/types.js';
+import type { ToolDeclaration } from '../tools/types.js';
+
+export interface ModelRequest {
+  system: string;
+  messages: readonly Message[];
+  tools: readonly ToolDeclaration[];
+  /** How many model calls this run has made before this one (a scripted model's position). */
+  seq: number;
+  signal?: AbortSignal;
+}
+
+export interface Usage {
+  input: number;
+  output: number;
+  cost?: number;
+}
+
+export interface AssistantReply {
+  text: string;
+  tool_calls: ToolCall[];
+  usage?: Usage;
+}
+
+export type ModelEvent =
+  | { type: 'text_delta'; text: string }
+  | { type: 'tool_call'; call: ToolCall }
+  | { type: 'done'; reply: AssistantReply };
+
+/** The one thing the loop needs from a model. Failures throw a ModelError. */
+export interface ModelClient {
+  /** The spec it was built from (`script:FILE`, `openai:gpt-4o-mini`, …): stored with the run. */
+  readonly spec: string;
+  stream(req: ModelRequest): AsyncIterable<ModelEvent>;
+}
+
+/** A model failure the user can act on: the message says what and how to fix it. */
+export class ModelError extends Error {
+  override name = 'ModelError';
+}

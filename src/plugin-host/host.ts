@@ -1,0 +1,250 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { formatIssue, loadManifestFile } from '../manifest/load.js';
+import type { Declaration } from '../manifest/schema.js';
+import { definitionProblem, makeToolSpec } from '../tools/spec.js';
+import type { ToolDefinition, ToolSpec } from '../tools/types.js';
+import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
+
+const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
+
+/** Every tool that can be offered, the plugins' reports, and their hooks. */
+export interface Registry {
+  plugins: PluginReport[];
+  /** The pool, in registration order: built-ins first, then plugins in discovery order. */
+  pool: ToolSpec[];
+  byName: Map<string, ToolSpec>;
+  hooks: { onToolCall: ToolCallHook[]; onToolResult: ToolResultHook[] };
+  /** Charges a tool failure to the plugin that owns the tool (SPEC R6). */
+  chargeFailure(tool: ToolSpec): void;
+  close(): Promise<void>;
+}
+
+export interface MountOptions {
+  /** Keel's home (plugins keep data there). */
+  home: string;
+  /** Built-in tools, registered before any plugin so a plugin cannot take their names. */
+  builtins?: ToolSpec[];
+  confirmOnce?: ReadonlySet<string>;
+}
+
+/**
+ * A folder that holds plugin.yaml is one plugin; otherwise each sub-folder holding plugin.yaml is.
+ * Sorted by name so the pool order is stable.
+ */
+export function discoverPlugins(dirs: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const d of dirs) {
+    const dir = resolve(d);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+      throw new Error(`plugin folder not found: ${dir}`);
+    }
+    if (existsSync(join(dir, 'plugin.yaml'))) {
+      found.push(dir);
+      continue;
+    }
+    for (const name of readdirSync(dir).sort()) {
+      const sub = join(dir, name);
+      if (existsSync(join(sub, 'plugin.yaml')) && statSync(sub).isDirectory()) found.push(sub);
+    }
+  }
+  return [...new Set(found)];
+}
+
+async function importEntry(file: string): Promise<unknown> {
+  if (file.endsWith('.ts')) {
+    // Lazy: only plugins written in TypeScript pay for the loader.
+    const { tsImport } = await import('tsx/esm/api');
+    return tsImport(pathToFileURL(file).href, import.meta.url);
+  }
+  return import(pathToFileURL(file).href);
+}
+
+function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
+  const d = spec.declaration;
+  return {
+    name: spec.name,
+    effect: d.effect,
+    gate: spec.gate,
+    pinned: d.pinned,
+    answers_directly: d.answers_directly,
+    guidance: Boolean(d.guidance?.trim()),
+    contract_modes: d.contract_modes,
+    undo: d.undo,
+    via,
+  };
+}
+
+export async function mountPlugins(dirs: readonly string[], opts: MountOptions): Promise<Registry> {
+  const pool: ToolSpec[] = [];
+  const byName = new Map<string, ToolSpec>();
+  const owner = new Map<string, PluginReport>();
+  const hooks: Registry['hooks'] = { onToolCall: [], onToolResult: [] };
+  const closers: (() => void | Promise<void>)[] = [];
+  const plugins: PluginReport[] = [];
+  const confirmOnce = opts.confirmOnce ?? new Set<string>();
+  for (const b of opts.builtins ?? []) {
+    pool.push(b);
+    byName.set(b.name, b);
+  }
+
+  for (const dir of discoverPlugins(dirs)) {
+    const report: PluginReport = {
+      name: basename(dir),
+      version: '',
+      dir,
+      status: 'loaded',
+      tools: [],
+      failures: [],
+      degraded: [],
+      drift: [],
+      runtime_failures: 0,
+    };
+    plugins.push(report);
+    const loaded = await loadManifestFile(join(dir, 'plugin.yaml'), basename(dir));
+    if (!loaded.ok) {
+      report.status = 'failed';
+      report.failures = loaded.issues.map((i) => ({
+        kind: 'manifest_error',
+        tool: i.tool,
+        message: formatIssue({ ...i, file: join(dir, 'plugin.yaml') }),
+      }));
+      continue;
+    }
+    const { manifest, declarations } = loaded.value;
+    report.name = manifest.name;
+    report.version = manifest.version;
+    const registeredNames = new Set<string>();
+    let registerCalls = 0;
+
+    const admit = (def: ToolDefinition, via: ToolRow['via']): ToolSpec | undefined => {
+      const problem = definitionProblem(def);
+      const name = typeof def?.name === 'string' ? def.name : undefined;
+      const refuse = (kind: Row['kind'], message: string) => {
+        report.degraded.push({ kind, tool: name, message });
+        return undefined;
+      };
+      if (problem) return refuse('invalid_tool', `plugin ${report.name}: ${problem}`);
+      const declaration: Declaration | undefined = declarations.get(def.name);
+      if (!declaration) {
+        return refuse(
+          'undeclared_tool',
+          `tool ${def.name} is registered by plugin ${report.name} but not declared in its manifest (plugin.yaml tools:)`,
+        );
+      }
+      if (via === 'registerTool' && (byName.has(def.name) || registeredNames.has(def.name))) {
+        const other = owner.get(def.name)?.name ?? (byName.get(def.name)?.plugin === 'core' ? 'the core' : report.name);
+        return refuse('duplicate_tool', `tool ${def.name} from plugin ${report.name} is refused: ${other} already registers that name`);
+      }
+      let spec: ToolSpec;
+      try {
+        spec = makeToolSpec(def, report.name, declaration, confirmOnce);
+      } catch (err) {
+        return refuse('invalid_tool', `plugin ${report.name}: ${(err as Error).message}`);
+      }
+      registeredNames.add(def.name);
+      report.tools.push(toolRow(spec, via));
+      return spec;
+    };
+
+    const api: PluginAPI = {
+      name: manifest.name,
+      dir,
+      home: opts.home,
+      registerTool(def) {
+        registerCalls++;
+        const spec = admit(def, 'registerTool');
+        if (!spec) return;
+        pool.push(spec);
+        byName.set(spec.name, spec);
+        owner.set(spec.name, report);
+      },
+      declareTool: (def) => admit(def, 'declareTool'),
+      onToolCall: (fn) => void hooks.onToolCall.push(fn),
+      onToolResult: (fn) => void hooks.onToolResult.push(fn),
+      onClose: (fn) => void closers.push(fn),
+    };
+
+    const entry = manifest.entry ? [manifest.entry] : ENTRY_NAMES;
+    const entryFile = entry.map((e) => join(dir, e)).find((f) => existsSync(f));
+    if (!entryFile) {
+      report.status = 'failed';
+      report.failures.push({
+        kind: 'entry_missing',
+        message: `plugin ${report.name}: no entry module in ${dir} (looked for ${entry.join(', ')})`,
+      });
+      continue;
+    }
+    let setup: PluginSetup;
+    try {
+      const mod = (await importEntry(entryFile)) as { default?: unknown };
+      if (typeof mod.default !== 'function') throw new Error('its default export is not a setup(api) function');
+      setup = mod.default as PluginSetup;
+    } catch (err) {
+      report.status = 'failed';
+      report.failures.push({
+        kind: 'entry_failed',
+        message: `plugin ${report.name}: cannot load ${basename(entryFile)}: ${(err as Error).message}`,
+      });
+      continue;
+    }
+    // Tools a failed setup registered before throwing are withdrawn: the plugin is out as a whole.
+    const poolBefore = pool.length;
+    try {
+      await setup(api);
+    } catch (err) {
+      for (const t of pool.splice(poolBefore)) {
+        byName.delete(t.name);
+        owner.delete(t.name);
+      }
+      report.tools = [];
+      report.status = 'failed';
+      report.failures.push({ kind: 'setup_failed', message: `plugin ${report.name}: setup threw: ${(err as Error).message}` });
+      continue;
+    }
+
+    const provides = manifest.provides ?? [];
+    for (const name of declarations.keys()) {
+      if (!registeredNames.has(name)) {
+        report.drift.push({
+          kind: 'declared_not_registered',
+          tool: name,
+          message: `tool ${name} is declared in plugin ${report.name}'s manifest but never registered`,
+        });
+      }
+    }
+    if (provides.includes('tool') && registeredNames.size === 0 && !manifest.mcp) {
+      report.drift.push({
+        kind: 'provides_not_registered',
+        message: `plugin ${report.name} provides 'tool' but registered none`,
+      });
+    }
+    if (!provides.includes('tool') && registerCalls > 0) {
+      report.drift.push({
+        kind: 'registered_not_provided',
+        message: `plugin ${report.name} registers tools but its manifest's 'provides' does not list 'tool'`,
+      });
+    }
+    if (report.degraded.length > 0) report.status = 'degraded';
+  }
+
+  return {
+    plugins,
+    pool,
+    byName,
+    hooks,
+    chargeFailure(tool) {
+      const r = owner.get(tool.name);
+      if (r) r.runtime_failures++;
+    },
+    async close() {
+      for (const c of closers.reverse()) await c();
+    },
+  };
+}
+
+/** Non-zero when any plugin failed or is degraded (SPEC R8). */
+export function registryHealthy(r: Pick<Registry, 'plugins'>): boolean {
+  return r.plugins.every((p) => p.status === 'loaded');
+}

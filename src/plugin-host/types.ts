@@ -1,0 +1,91 @@
+import type { Effect, Gate } from '../manifest/schema.js';
+import type { Mode, ToolDefinition, ToolSpec } from '../tools/types.js';
+
+export type PluginStatus = 'loaded' | 'degraded' | 'failed';
+
+export type RowKind =
+  | 'manifest_error'
+  | 'entry_missing'
+  | 'entry_failed'
+  | 'setup_failed'
+  | 'undeclared_tool'
+  | 'invalid_tool'
+  | 'duplicate_tool'
+  | 'declared_not_registered'
+  | 'provides_not_registered'
+  | 'registered_not_provided'
+  | 'tool_failed';
+
+/** One line of a plugin's report: why it failed, why it is degraded, or where it drifts. */
+export interface Row {
+  kind: RowKind;
+  tool?: string;
+  message: string;
+}
+
+export interface ToolRow {
+  name: string;
+  effect: Effect;
+  gate: Gate;
+  pinned: boolean;
+  answers_directly: boolean;
+  guidance: boolean;
+  contract_modes: 'declare' | 'hide';
+  undo?: string;
+  /** Registered with registerTool (in the pool) or built with declareTool (the plugin's own loop). */
+  via: 'registerTool' | 'declareTool';
+}
+
+export interface PluginReport {
+  name: string;
+  version: string;
+  dir: string;
+  status: PluginStatus;
+  tools: ToolRow[];
+  /** Why the plugin failed (status failed). */
+  failures: Row[];
+  /** Refused registrations (status degraded). */
+  degraded: Row[];
+  /** Manifest and code disagree in a way that refuses nothing. */
+  drift: Row[];
+  /** Tool failures charged to this plugin at run time (SPEC R6). */
+  runtime_failures: number;
+}
+
+/** What a `beforeToolCall` subscriber sees; returning `{ block: reason }` stops the call. */
+export interface ToolCallEvent {
+  runId: string;
+  callId: string;
+  tool: string;
+  args: Record<string, unknown>;
+  mode: Mode;
+}
+export type ToolCallHook = (e: ToolCallEvent) => void | { block: string } | Promise<void | { block: string }>;
+
+export interface ToolResultEvent extends ToolCallEvent {
+  content: string;
+  is_error: boolean;
+}
+/** May rewrite the result the model sees. */
+export type ToolResultHook = (
+  e: ToolResultEvent,
+) => void | { content: string; is_error?: boolean } | Promise<void | { content: string; is_error?: boolean }>;
+
+/** What a plugin's `setup(api)` receives. Stable: plugins outside this repo use it. */
+export interface PluginAPI {
+  /** The plugin's own name, from its manifest. */
+  readonly name: string;
+  /** The plugin's folder. */
+  readonly dir: string;
+  /** Keel's home folder (KEEL_HOME): where a plugin keeps its data. */
+  readonly home: string;
+  registerTool(def: ToolDefinition): void;
+  /** SPEC R4: the same check for a tool the plugin runs in its own loop. Undefined when refused. */
+  declareTool(def: ToolDefinition): ToolSpec | undefined;
+  onToolCall(fn: ToolCallHook): void;
+  onToolResult(fn: ToolResultHook): void;
+  /** Called when the host closes (release files, stop child processes). */
+  onClose(fn: () => void | Promise<void>): void;
+}
+
+export type PluginSetup = (api: PluginAPI) => void | Promise<void>;

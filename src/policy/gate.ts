@@ -1,0 +1,142 @@
+import type { CallRecord } from '../loop/types.js';
+import type { Mode, ToolSpec } from '../tools/types.js';
+
+/**
+ * The gate: one pure function deciding what happens to a tool call, in the order
+ * unknown → mode → arguments → ask_user → repeat → effect gate (DESIGN.md "One path").
+ * Most of SPEC's rules live here; the engine only carries out the decision.
+ */
+export type Decision =
+  | { kind: 'run' }
+  | { kind: 'ask_user' }
+  | { kind: 'hold_for_confirmation' }
+  | { kind: 'needs_approval' }
+  | { kind: 'refuse_approval' }
+  | { kind: 'deny'; reason: string }
+  | { kind: 'unknown_tool' }
+  | { kind: 'invalid_arguments'; problem: string }
+  | { kind: 'repeat'; earlier: LedgerEntry; nth: number };
+
+/** An executed call the repeat guard remembers (SPEC R13). */
+export interface LedgerEntry {
+  call_id: string;
+  tool: string;
+  content: string;
+  is_error: boolean;
+  /** How many times this exact call was repeated after it ran. */
+  repeats: number;
+  /** Read results go stale once anything writes (R13). */
+  read: boolean;
+}
+
+/** What the gate needs to know about the run so far. Derived from the trace (see deriveGateState). */
+export interface GateState {
+  /** Executed calls by `tool + canonical args`; reads drop out after any write (R13). */
+  executed: Map<string, LedgerEntry>;
+  /** Confirm-once tools the user has consented to in this run (R16). */
+  consented: Set<string>;
+  /** Confirm-once tools held and not yet followed by an answered ask_user. */
+  heldAwaitingAnswer: Set<string>;
+  /** False when the run has no store to pause in (A5). */
+  canPause: boolean;
+}
+
+export interface GateInput {
+  name: string;
+  /** The pool's tool, or undefined when the name is in no pool. */
+  tool: ToolSpec | undefined;
+  /** Whether the tool is declared on this request's menu (or admissible to it). */
+  admissible: boolean;
+  /** Parse or schema problem with the arguments, if any. */
+  argsProblem?: string;
+  /** `tool + canonical args` (see callKey). */
+  key: string;
+  mode: Mode;
+  /** The tool the current contract mode submits with (submit_plan / submit_goal). */
+  submitTool?: string;
+  state: GateState;
+}
+
+/** SPEC C2: in a contract mode only reads, ask_user and the mode's own submit tool may run. */
+export function executableInMode(tool: ToolSpec, mode: Mode, submitTool?: string): boolean {
+  if (mode === 'agent') return true;
+  return tool.declaration.effect === 'read' || tool.name === 'ask_user' || tool.name === submitTool;
+}
+
+export function decide(input: GateInput): Decision {
+  const { tool, state } = input;
+  if (!tool || !input.admissible) return { kind: 'unknown_tool' };
+  // C4/C9: the mode decides before arguments, hooks or handlers are looked at.
+  if (!executableInMode(tool, input.mode, input.submitTool)) {
+    return {
+      kind: 'deny',
+      reason: `${tool.name} is unavailable in ${input.mode} mode: it was not run. In ${input.mode} mode only read tools, ask_user and ${input.submitTool ?? 'the submit tool'} can run; put this action in your ${input.mode === 'plan' ? 'plan' : 'goal'} instead.`,
+    };
+  }
+  if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };
+  if (tool.name === 'ask_user') return { kind: 'ask_user' };
+  const earlier = state.executed.get(input.key);
+  if (earlier) return { kind: 'repeat', earlier, nth: earlier.repeats + 1 };
+  switch (tool.gate) {
+    case 'none':
+      return { kind: 'run' };
+    case 'confirm_once':
+      return state.consented.has(tool.name) ? { kind: 'run' } : { kind: 'hold_for_confirmation' };
+    case 'approval':
+      return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
+  }
+}
+
+/** Sorted-key JSON: two calls with the same arguments in any key order have one key. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+export function callKey(tool: string, args: unknown): string {
+  return `${tool}\u0000${canonicalJson(args ?? {})}`;
+}
+
+/**
+ * Folds one call record into the gate state. Replaying a run's records in order rebuilds the
+ * state exactly, so a resumed run (another process) decides as the original would have.
+ */
+export function recordCall(state: GateState, r: CallRecord): void {
+  if (r.outcome === 'held_for_confirmation') state.heldAwaitingAnswer.add(r.tool);
+  if (r.outcome === 'repeat') {
+    const e = state.executed.get(callKey(r.tool, r.args));
+    if (e) e.repeats++;
+    return;
+  }
+  if (r.outcome !== 'ran' && !(r.outcome === 'error' && !r.by_core)) return;
+  if (r.tool === 'ask_user') {
+    // R16: an answered question after a held call is consent to that tool (and only that tool).
+    for (const t of state.heldAwaitingAnswer) state.consented.add(t);
+    state.heldAwaitingAnswer.clear();
+    return;
+  }
+  const read = r.effect === undefined || r.effect === 'read';
+  if (!read) {
+    // R13: a write anywhere invalidates cached reads.
+    for (const [k, e] of state.executed) if (e.read) state.executed.delete(k);
+  }
+  state.executed.set(callKey(r.tool, r.args), {
+    call_id: r.call_id,
+    tool: r.tool,
+    content: r.result,
+    is_error: r.is_error,
+    repeats: 0,
+    read,
+  });
+}
+
+export function deriveGateState(records: readonly CallRecord[], canPause: boolean): GateState {
+  const state: GateState = { executed: new Map(), consented: new Set(), heldAwaitingAnswer: new Set(), canPause };
+  for (const r of records) recordCall(state, r);
+  return state;
+}

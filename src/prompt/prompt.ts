@@ -1,0 +1,84 @@
+import type { DeclaredTool } from '../loop/types.js';
+import type { Mode, ToolSpec } from '../tools/types.js';
+
+/** R9: the mark a tool's declaration carries, by its effect and gate. Read tools carry none. */
+export function effectMark(t: ToolSpec): string {
+  const d = t.declaration;
+  if (d.effect === 'destructive') {
+    return '[Deletes or overwrites. Each call is approved by the owner on a card before it runs; do not ask in chat, just call it.]';
+  }
+  if (d.effect === 'write' && t.gate === 'approval') {
+    return "[Writes on the user's behalf. Each call is shown to the owner as an approval card before it runs; do not ask in chat, just call it.]";
+  }
+  if (d.effect === 'write' || t.gate === 'confirm_once') return "[Writes on the user's behalf.]";
+  return '';
+}
+
+export function modeLabel(mode: Mode): string {
+  return `[Unavailable in ${mode} mode: calling it returns an error and does nothing.]`;
+}
+
+const decls = new WeakMap<ToolSpec, DeclaredTool>();
+
+/** The declaration of a tool that may run. Cached per tool: the hot path builds no strings. */
+export function declare(t: ToolSpec): DeclaredTool {
+  let d = decls.get(t);
+  if (!d) {
+    const mark = effectMark(t);
+    d = { name: t.name, description: mark ? `${t.description} ${mark}` : t.description, parameters: t.parameters, available: true };
+    decls.set(t, d);
+  }
+  return d;
+}
+
+/** C3: a restricted tool keeps its declaration and schema (same object), with the label first. */
+export function declareUnavailable(t: ToolSpec, mode: Mode): DeclaredTool {
+  const base = declare(t);
+  return { name: t.name, description: `${modeLabel(mode)} ${base.description}`, parameters: base.parameters, available: false };
+}
+
+const BASE = `You are Keel, an assistant that works for the user through tools.
+- Use tools to find facts; never invent a tool's result or claim an action you did not take.
+- Ask the user (with ask_user) only for what you cannot find out yourself, one clear question at a time.
+- When the results answer the request, reply to the user directly and concisely.`;
+
+/** R10: present once, only when a confirm-once write is on the menu. Names no plugin tool. */
+export const ASK_ONCE_RULE = `Before a run of writes on the user's behalf, ask the user once with ask_user, listing every item you will create or change. After the answer, call the tool once per item without asking again. A clarifying question is not a confirmation.`;
+
+export interface PromptParts {
+  mode: Mode;
+  menu: readonly ToolSpec[];
+  /** Restricted tools kept declared in a contract mode (listed in the mode's prompt, C3). */
+  unavailable: readonly string[];
+  /** Text of an approved contract the run works under (plan steps or goal criteria). */
+  contract?: string;
+}
+
+/** R11: each menu tool's guidance, trimmed, no empties, no exact duplicates, in menu order. */
+export function guidanceBlock(menu: readonly ToolSpec[]): string[] {
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const t of menu) {
+    const g = t.declaration.guidance?.trim();
+    if (!g || seen.has(g)) continue;
+    seen.add(g);
+    out.push(g);
+  }
+  return out;
+}
+
+export function systemPrompt(p: PromptParts): string {
+  const parts = [BASE];
+  if (p.menu.some((t) => t.gate === 'confirm_once')) parts.push(ASK_ONCE_RULE);
+  if (p.mode !== 'agent') {
+    const submit = p.mode === 'plan' ? 'submit_plan (ordered steps)' : 'submit_goal (outcome, acceptance criteria, boundaries)';
+    parts.push(
+      `You are in ${p.mode} mode. Investigate with read tools and ask_user, then submit your proposal with ${submit} for the user's approval. Nothing that writes can run until the user approves it.` +
+        (p.unavailable.length ? ` Unavailable in ${p.mode} mode: ${p.unavailable.join(', ')}.` : ''),
+    );
+  }
+  if (p.contract) parts.push(p.contract);
+  const guidance = guidanceBlock(p.menu);
+  if (guidance.length) parts.push(`Tool guidance:\n${guidance.map((g) => `- ${g}`).join('\n')}`);
+  return parts.join('\n\n');
+}

@@ -1,0 +1,312 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { CallRecord, Message, RequestTrace, RunState } from '../loop/types.js';
+import type { ApprovalRecord, ApprovalStatus, AuditRecord, LedgerRow, Memory, RunDelta, RunSummary, Store } from './types.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS runs (
+  id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  reason TEXT,
+  request TEXT NOT NULL,
+  mode TEXT NOT NULL,
+  model TEXT NOT NULL,
+  plugin_dirs TEXT NOT NULL,
+  answer TEXT,
+  pause TEXT,
+  pause_seq INTEGER NOT NULL DEFAULT 0,
+  model_calls INTEGER NOT NULL DEFAULT 0,
+  effects TEXT NOT NULL DEFAULT '[]',
+  notes TEXT NOT NULL DEFAULT '[]',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS calls (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS requests (run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, system_hash TEXT NOT NULL, tools_hash TEXT NOT NULL, meta TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS approvals (
+  id TEXT PRIMARY KEY, run_id TEXT NOT NULL, pause_seq INTEGER NOT NULL, items TEXT NOT NULL, card TEXT NOT NULL,
+  status TEXT NOT NULL, requested_at TEXT NOT NULL, expires_at TEXT NOT NULL,
+  answered_at TEXT, answered_by TEXT, reason TEXT
+);
+CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status);
+CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS ledger (
+  approval_id TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL, args_json TEXT NOT NULL,
+  state TEXT NOT NULL, result TEXT, is_error INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (approval_id, call_id)
+);
+CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
+`;
+
+type Row = Record<string, unknown>;
+
+/** The embedded store: one SQLite file (WAL), safe to share between processes. */
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite';
+  readonly file: string;
+  private readonly db: Database.Database;
+  private readonly stmt: Record<string, Database.Statement>;
+  /** Hashes this process has already written to `blobs` (the table is content-addressed). */
+  private readonly knownBlobs = new Set<string>();
+  private readonly saveTx: (run: RunState, delta: RunDelta) => void;
+
+  constructor(file: string) {
+    this.file = file;
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    this.db = new Database(file, { timeout: 5000 });
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(SCHEMA);
+    const p = (sql: string) => this.db.prepare(sql);
+    this.stmt = {
+      insertRun:
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@created_at,@updated_at)`),
+      updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
+        model_calls=@model_calls, effects=@effects, notes=@notes, updated_at=@updated_at WHERE id=@id`),
+      getRun: p('SELECT * FROM runs WHERE id = ?'),
+      listRuns: p(
+        'SELECT id,status,reason,request,mode,model,model_calls,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
+      ),
+      countMessages: p('SELECT COUNT(*) AS n FROM messages WHERE run_id = ?'),
+      insertMessage: p('INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)'),
+      insertCall: p('INSERT INTO calls (run_id, seq, body) VALUES (?, ?, ?)'),
+      insertRequest: p('INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertBlob: p('INSERT OR IGNORE INTO blobs (hash, body) VALUES (?, ?)'),
+      messages: p('SELECT body FROM messages WHERE run_id = ? ORDER BY seq'),
+      calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
+      requests: p(`SELECT r.step, r.meta, s.body AS system, t.body AS tools FROM requests r
+        JOIN blobs s ON s.hash = r.system_hash JOIN blobs t ON t.hash = r.tools_hash WHERE r.run_id = ? ORDER BY r.seq`),
+      claim: p("UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?"),
+      insertApproval:
+        p(`INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason)
+        VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason)`),
+      getApproval: p('SELECT * FROM approvals WHERE id = ?'),
+      answerApproval: p(
+        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ? WHERE id = ? AND status = 'pending'",
+      ),
+      audit: p('INSERT INTO audit (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)'),
+      ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
+      ledgerFinish: p("UPDATE ledger SET state = 'finished', result = ?, is_error = ? WHERE approval_id = ? AND call_id = ?"),
+      ledgerGet: p('SELECT * FROM ledger WHERE approval_id = ? AND call_id = ?'),
+      memoryAdd: p("INSERT INTO memories (text, status, created_at, updated_at) VALUES (?, 'active', ?, ?)"),
+      memoryGet: p('SELECT * FROM memories WHERE id = ?'),
+      memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
+      feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
+    };
+    this.saveTx = this.db.transaction((run: RunState, delta: RunDelta) => this.writeDelta(run, delta));
+  }
+
+  private runParams(run: RunState) {
+    return {
+      id: run.id,
+      status: run.status,
+      reason: run.reason,
+      request: run.request,
+      mode: run.mode,
+      model: run.model,
+      plugin_dirs: JSON.stringify(run.plugin_dirs),
+      answer: run.answer,
+      pause: run.pause ? JSON.stringify(run.pause) : null,
+      pause_seq: run.pause_seq,
+      model_calls: run.model_calls,
+      effects: JSON.stringify(run.effects),
+      notes: JSON.stringify(run.notes),
+      created_at: run.created_at,
+      updated_at: run.updated_at,
+    };
+  }
+
+  private blob(body: string): string {
+    const hash = contentHash(body);
+    if (!this.knownBlobs.has(hash)) {
+      this.stmt.insertBlob.run(hash, body);
+      this.knownBlobs.add(hash);
+    }
+    return hash;
+  }
+
+  private writeDelta(run: RunState, delta: RunDelta): void {
+    // Sequence numbers come from the state's own lengths: the tail starts where the state says.
+    let seq = run.messages.length - delta.messages.length;
+    for (const m of delta.messages) this.stmt.insertMessage.run(run.id, seq++, JSON.stringify(m));
+    seq = run.steps.length - delta.steps.length;
+    for (const c of delta.steps) this.stmt.insertCall.run(run.id, seq++, JSON.stringify(c));
+    seq = run.requests.length - delta.requests.length;
+    for (const r of delta.requests) {
+      const { system, tools, ...meta } = r;
+      this.stmt.insertRequest.run(run.id, seq++, r.step, this.blob(system), this.blob(toolsJson(tools)), JSON.stringify(meta));
+    }
+    this.stmt.updateRun.run(this.runParams(run));
+  }
+
+  async createRun(run: RunState): Promise<void> {
+    this.db.transaction(() => {
+      this.stmt.insertRun.run(this.runParams(run));
+      this.writeDelta(run, { messages: run.messages, steps: run.steps, requests: run.requests });
+    })();
+  }
+
+  async saveRun(run: RunState, delta: RunDelta): Promise<void> {
+    this.saveTx(run, delta);
+  }
+
+  async loadRun(id: string): Promise<RunState | undefined> {
+    const r = this.stmt.getRun.get(id) as Row | undefined;
+    if (!r) return undefined;
+    const bodies = (s: Database.Statement) => (s.all(id) as { body: string }[]).map((x) => JSON.parse(x.body));
+    const requests = (this.stmt.requests.all(id) as Row[]).map(
+      (x) => ({ ...JSON.parse(x.meta as string), system: x.system, tools: JSON.parse(x.tools as string) }) as RequestTrace,
+    );
+    return {
+      id: r.id as string,
+      status: r.status as RunState['status'],
+      reason: (r.reason as RunState['reason']) ?? null,
+      request: r.request as string,
+      mode: r.mode as RunState['mode'],
+      model: r.model as string,
+      plugin_dirs: JSON.parse(r.plugin_dirs as string),
+      answer: (r.answer as string | null) ?? null,
+      pause: r.pause ? JSON.parse(r.pause as string) : null,
+      pause_seq: r.pause_seq as number,
+      model_calls: r.model_calls as number,
+      effects: JSON.parse(r.effects as string),
+      notes: JSON.parse(r.notes as string),
+      messages: bodies(this.stmt.messages) as Message[],
+      steps: bodies(this.stmt.calls) as CallRecord[],
+      requests,
+      created_at: r.created_at as string,
+      updated_at: r.updated_at as string,
+    };
+  }
+
+  async listRuns(limit = 50): Promise<RunSummary[]> {
+    return this.stmt.listRuns.all(limit) as RunSummary[];
+  }
+
+  async claimPause(runId: string, seq: number): Promise<boolean> {
+    return this.stmt.claim.run(new Date().toISOString(), runId, seq).changes === 1;
+  }
+
+  async createApproval(a: ApprovalRecord): Promise<void> {
+    this.stmt.insertApproval.run({ ...a, items: JSON.stringify(a.items), card: JSON.stringify(a.card) });
+  }
+
+  private approvalFromRow(r: Row): ApprovalRecord {
+    return { ...(r as unknown as ApprovalRecord), items: JSON.parse(r.items as string), card: JSON.parse(r.card as string) };
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | undefined> {
+    const r = this.stmt.getApproval.get(id) as Row | undefined;
+    return r ? this.approvalFromRow(r) : undefined;
+  }
+
+  async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
+    const where: string[] = [];
+    const args: string[] = [];
+    if (filter.status) {
+      where.push('status = ?');
+      args.push(filter.status);
+    }
+    if (filter.run_id) {
+      where.push('run_id = ?');
+      args.push(filter.run_id);
+    }
+    const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY requested_at, rowid`;
+    return (this.db.prepare(sql).all(...args) as Row[]).map((r) => this.approvalFromRow(r));
+  }
+
+  async answerApproval(
+    id: string,
+    status: Exclude<ApprovalStatus, 'pending'>,
+    actor: string,
+    reason: string | null,
+    at: string,
+  ): Promise<boolean> {
+    return this.stmt.answerApproval.run(status, actor, reason, at, id).changes === 1;
+  }
+
+  async audit(row: AuditRecord): Promise<void> {
+    this.stmt.audit.run(row.at, row.actor, row.action, row.subject, row.detail);
+  }
+
+  async listAudit(subject?: string): Promise<AuditRecord[]> {
+    const rows = subject
+      ? this.db.prepare('SELECT at, actor, action, subject, detail FROM audit WHERE subject = ? ORDER BY id').all(subject)
+      : this.db.prepare('SELECT at, actor, action, subject, detail FROM audit ORDER BY id').all();
+    return rows as AuditRecord[];
+  }
+
+  async ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean> {
+    return this.stmt.ledgerStart.run(row.approval_id, row.call_id, row.tool, row.args_json).changes === 1;
+  }
+
+  async ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
+    this.stmt.ledgerFinish.run(result, isError ? 1 : 0, approvalId, callId);
+  }
+
+  async ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {
+    const r = this.stmt.ledgerGet.get(approvalId, callId) as Row | undefined;
+    return r ? ({ ...(r as unknown as LedgerRow), is_error: r.is_error === 1 } as LedgerRow) : undefined;
+  }
+
+  async memoryAdd(text: string): Promise<Memory> {
+    const now = new Date().toISOString();
+    const id = Number(this.stmt.memoryAdd.run(text, now, now).lastInsertRowid);
+    return this.stmt.memoryGet.get(id) as Memory;
+  }
+
+  async memorySearch(query: string, limit: number): Promise<Memory[]> {
+    const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    const scored = (this.stmt.memoryActive.all() as Memory[])
+      .map((m) => ({ m, score: words.filter((w) => m.text.toLowerCase().includes(w)).length }))
+      .filter((x) => words.length === 0 || x.score > 0)
+      .sort((a, b) => b.score - a.score || b.m.id - a.m.id);
+    return scored.slice(0, limit).map((x) => x.m);
+  }
+
+  async memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined> {
+    const m = this.stmt.memoryGet.get(id) as Memory | undefined;
+    if (!m) return undefined;
+    this.db
+      .prepare('UPDATE memories SET text = ?, status = ?, updated_at = ? WHERE id = ?')
+      .run(patch.text ?? m.text, patch.status ?? m.status, new Date().toISOString(), id);
+    return this.stmt.memoryGet.get(id) as Memory;
+  }
+
+  async addFeedback(runId: string, text: string): Promise<void> {
+    this.stmt.feedback.run(runId, text, new Date().toISOString());
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+}
+
+const toolsJsonCache = new WeakMap<object, string>();
+/** The same menu (same array) is serialised once per process, not once per step. */
+function toolsJson(tools: RequestTrace['tools']): string {
+  let j = toolsJsonCache.get(tools);
+  if (j === undefined) {
+    j = JSON.stringify(tools);
+    toolsJsonCache.set(tools, j);
+  }
+  return j;
+}
+
+const hashCache = new Map<string, string>();
+/** Content key for deduplicating trace blobs; recent bodies are remembered to skip rehashing. */
+function contentHash(s: string): string {
+  let h = hashCache.get(s);
+  if (h === undefined) {
+    h = createHash('sha1').update(s).digest('hex');
+    if (hashCache.size > 64) hashCache.clear();
+    hashCache.set(s, h);
+  }
+  return h;
+}

@@ -1,0 +1,108 @@
+import { normalizeDeclaration, type ToolDeclarationInput } from '../manifest/schema.js';
+import type { Store } from '../store/types.js';
+import { makeToolSpec } from './spec.js';
+import type { ToolDefinition, ToolSpec } from './types.js';
+
+/**
+ * SPEC R5: the core's own tools declare their effects here, in code, not in any manifest.
+ * memory_* and record_feedback are writes the user's own sentence authorises (confirm: never);
+ * invoke_pending_action and promote_recommendation act on something outside the conversation
+ * (confirm: once); the subagent tools stay declared in contract modes.
+ */
+export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
+  ask_user: { effect: 'read' },
+  memory_search: { effect: 'read' },
+  memory_correct: { effect: 'write', confirm: 'never' },
+  memory_forget: { effect: 'write', confirm: 'never' },
+  memory_restore: { effect: 'write', confirm: 'never' },
+  record_feedback: { effect: 'write', confirm: 'never' },
+  invoke_pending_action: { effect: 'write', confirm: 'once' },
+  promote_recommendation: { effect: 'write', confirm: 'once' },
+  task: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
+  task_wait: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
+  task_list: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
+  task_stop: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
+  submit_plan: { effect: 'write', confirm: 'never' },
+  submit_goal: { effect: 'write', confirm: 'never' },
+};
+
+export function coreTool(def: ToolDefinition, extra: Partial<ToolSpec> = {}): ToolSpec {
+  const decl = CORE_DECLARATIONS[def.name];
+  if (!decl) throw new Error(`core tool ${def.name} has no declaration in CORE_DECLARATIONS`);
+  return { ...makeToolSpec(def, 'core', normalizeDeclaration(decl)), ...extra };
+}
+
+const str = (description: string) => ({ type: 'string', description });
+
+export const askUser = coreTool({
+  name: 'ask_user',
+  description: 'Ask the user one question and wait for the answer. The run pauses until the user replies.',
+  parameters: {
+    type: 'object',
+    properties: { question: str('The question, with everything the user needs to answer it.') },
+    required: ['question'],
+    additionalProperties: false,
+  },
+  execute: () => {
+    throw new Error('ask_user is answered by the user, never executed');
+  },
+});
+
+/** The memory built-ins over the store's memories (R5). */
+export function memoryTools(store: Store): ToolSpec[] {
+  const idArg = { id: { type: 'integer', description: 'The memory id, as memory_search shows it.' } };
+  const show = (m: { id: number; text: string; status: string }) => `#${m.id} ${m.text}${m.status === 'forgotten' ? ' (forgotten)' : ''}`;
+  return [
+    coreTool({
+      name: 'memory_search',
+      description: 'Search what the user asked you to remember (facts, preferences).',
+      parameters: { type: 'object', properties: { query: str('Words to look for.') }, required: ['query'], additionalProperties: false },
+      execute: async (a) => {
+        const found = await store.memorySearch(String(a.query), 10);
+        return found.length ? found.map(show).join('\n') : `No memory matches "${a.query}".`;
+      },
+    }),
+    coreTool({
+      name: 'memory_correct',
+      description: 'Remember a fact the user states, or correct memory #id with the new text.',
+      parameters: {
+        type: 'object',
+        properties: { ...idArg, text: str('The fact, in one sentence.') },
+        required: ['text'],
+        additionalProperties: false,
+      },
+      execute: async (a) => {
+        if (a.id === undefined) return `Remembered ${show(await store.memoryAdd(String(a.text)))}.`;
+        const m = await store.memoryUpdate(Number(a.id), { text: String(a.text), status: 'active' });
+        return m ? `Corrected: ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
+      },
+    }),
+    coreTool({
+      name: 'memory_forget',
+      description: 'Forget memory #id (it can be restored with memory_restore).',
+      parameters: { type: 'object', properties: idArg, required: ['id'], additionalProperties: false },
+      execute: async (a) => {
+        const m = await store.memoryUpdate(Number(a.id), { status: 'forgotten' });
+        return m ? `Forgot #${m.id}.` : { content: `No memory #${a.id}.`, is_error: true };
+      },
+    }),
+    coreTool({
+      name: 'memory_restore',
+      description: 'Restore forgotten memory #id.',
+      parameters: { type: 'object', properties: idArg, required: ['id'], additionalProperties: false },
+      execute: async (a) => {
+        const m = await store.memoryUpdate(Number(a.id), { status: 'active' });
+        return m ? `Restored ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
+      },
+    }),
+    coreTool({
+      name: 'record_feedback',
+      description: "Record the user's feedback about how you worked, in their words.",
+      parameters: { type: 'object', properties: { text: str('The feedback.') }, required: ['text'], additionalProperties: false },
+      execute: async (a, ctx) => {
+        await store.addFeedback(ctx.runId, String(a.text));
+        return 'Feedback recorded.';
+      },
+    }),
+  ];
+}
