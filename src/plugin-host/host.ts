@@ -164,6 +164,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       onToolCall: (fn) => void hooks.onToolCall.push(fn),
       onToolResult: (fn) => void hooks.onToolResult.push(fn),
       onClose: (fn) => void closers.push(fn),
+      plugins: () => plugins,
     };
 
     const entry = manifest.entry ? [manifest.entry] : ENTRY_NAMES;

@@ -84,6 +84,8 @@ export interface PluginAPI {
   declareTool(def: ToolDefinition): ToolSpec | undefined;
   onToolCall(fn: ToolCallHook): void;
   onToolResult(fn: ToolResultHook): void;
+  /** Every mounted plugin's report, live (for a health tool). */
+  plugins(): readonly PluginReport[];
   /** Called when the host closes (release files, stop child processes). */
   onClose(fn: () => void | Promise<void>): void;
 }
