@@ -95,6 +95,8 @@ export class Keel {
       const builtins = [askUser, ...(this.store ? memoryTools(this.store) : []), ...(this.opts.extraTools ?? [])];
       r = mountPlugins(dirs, { home: this.home, builtins, confirmOnce: confirmOnceOverride(this.env) });
       this.registries.set(key, r);
+      // A mount that failed (a folder that does not exist) is not cached: the next call retries.
+      r.catch(() => this.registries.delete(key));
     }
     return r;
   }
@@ -176,7 +178,7 @@ export class Keel {
   }
 
   async close(): Promise<void> {
-    for (const r of this.registries.values()) await (await r).close();
+    for (const r of this.registries.values()) await (await r.catch(() => undefined))?.close();
     await this.store?.close();
   }
 }

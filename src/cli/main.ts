@@ -183,10 +183,6 @@ function reportError(err: unknown, io: Io): number {
     return 2;
   }
   const e = err as Error;
-  if (e?.message?.startsWith('plugin folder not found')) {
-    io.err(`keel: ${e.message}\n`);
-    return 2;
-  }
   io.err(`keel: unexpected error: ${e?.stack ?? String(err)}\n`);
   return 1;
 }

@@ -1,6 +1,6 @@
 import { renderCard } from '../approvals/card.js';
-import type { PluginReport } from '../plugin-host/types.js';
 import type { CallRecord, LoopEvent, RunResult, RunState } from '../loop/types.js';
+import type { PluginReport } from '../plugin-host/types.js';
 import type { RunSummary } from '../store/types.js';
 
 const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
@@ -57,7 +57,11 @@ export function renderEnd(r: RunResult): string {
       `  keel approvals approve ${r.approval.id}    or    keel approvals reject ${r.approval.id}`,
     );
   } else {
-    out.push(r.answer ?? '', '', `(${r.status}: ${r.reason}; ${r.model_calls} model call${r.model_calls === 1 ? '' : 's'}; run ${r.run_id})`);
+    out.push(
+      r.answer ?? '',
+      '',
+      `(${r.status}: ${r.reason}; ${r.model_calls} model call${r.model_calls === 1 ? '' : 's'}; run ${r.run_id})`,
+    );
   }
   return `${out.join('\n')}\n`;
 }

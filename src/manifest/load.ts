@@ -72,7 +72,7 @@ export function parseManifest(text: string, file: string, fallbackName: string):
     };
   }
   const locate = (path: Path, key = false) => pos(offsetOf(doc, path, key));
-  const issue = (path: Path, message: string, key = false): ManifestIssue => {
+  const issue: IssueAt = (path, message, key = false, at = path) => {
     const tool = path[0] === 'tools' && typeof path[1] === 'string' ? path[1] : undefined;
     const fieldPath = tool ? path.slice(2) : path;
     return {
@@ -81,14 +81,14 @@ export function parseManifest(text: string, file: string, fallbackName: string):
       field: fieldPath.length > 0 ? fieldPath.join('.') : undefined,
       message,
       file,
-      ...locate(path, key),
+      ...locate(at, key),
     };
   };
 
   const raw = doc.toJS() as Record<string, unknown>;
   const parsed = ManifestSchema.safeParse(raw);
   if (!parsed.success) {
-    return { ok: false, issues: parsed.error.issues.flatMap((i) => shapeIssues(i, issue)) };
+    return { ok: false, issues: parsed.error.issues.flatMap((i) => shapeIssues(i, issue, raw)) };
   }
   const manifest = parsed.data;
   const issues = checkRules(manifest, issue);
@@ -98,21 +98,39 @@ export function parseManifest(text: string, file: string, fallbackName: string):
   return { ok: true, value: { manifest, declarations } };
 }
 
-type IssueAt = (path: Path, message: string, key?: boolean) => ManifestIssue;
+/** An issue about `path`, reported at the position of `at` (its key when `key`). */
+type IssueAt = (path: Path, message: string, key?: boolean, at?: Path) => ManifestIssue;
 
-function shapeIssues(i: z.core.$ZodIssue, at: IssueAt): ManifestIssue[] {
+/** What sits at `path` in the parsed YAML, and whether the key is there at all. */
+function lookup(raw: unknown, path: Path): { present: boolean; value?: unknown } {
+  let node: unknown = raw;
+  for (const k of path) {
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, k)) return { present: false };
+    node = (node as Record<string | number, unknown>)[k];
+  }
+  return { present: true, value: node };
+}
+
+function shapeIssues(i: z.core.$ZodIssue, at: IssueAt, raw: unknown): ManifestIssue[] {
   const path = i.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
   if (i.code === 'unrecognized_keys') {
     return i.keys.map((k) => at([...path, k], `unknown field '${k}'`, true));
   }
   const last = path[path.length - 1];
-  if (i.code === 'invalid_value' && last === 'effect') {
-    return [at(path, `unknown effect ${JSON.stringify(i.input)} (expected ${EFFECTS.join(', ')})`)];
+  const found = lookup(raw, path);
+  // zod does not keep the input on issues: look the value up so "missing" means missing.
+  if (!found.present) {
+    // Reported at the key of the mapping that lacks the field (the tool's name, or the file's start).
+    return [at(path, `missing required field '${String(last)}'`, path.length > 1, path.slice(0, -1))];
   }
-  if (i.code === 'invalid_type' && i.input === undefined) {
-    return [at(path.slice(0, -1), `missing required field '${String(last)}'`, path.length > 1)];
+  const got = JSON.stringify(found.value) ?? String(found.value);
+  if (path.length === 3 && path[0] === 'tools' && last === 'effect') {
+    return [at(path, `unknown effect ${got} (expected ${EFFECTS.join(', ')})`)];
   }
-  return [at(path, i.message)];
+  if (path.length === 2 && path[0] === 'tools') {
+    return [at(path, `the declaration must be a mapping with at least 'effect: ${EFFECTS.join(' | ')}', got ${got}`, true)];
+  }
+  return [at(path, `${i.message} (got ${got})`)];
 }
 
 /** The cross-field rules of SPEC M4 that a schema cannot say. */

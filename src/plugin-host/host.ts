@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { KeelError } from '../errors.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
@@ -38,7 +39,7 @@ export function discoverPlugins(dirs: readonly string[]): string[] {
   for (const d of dirs) {
     const dir = resolve(d);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-      throw new Error(`plugin folder not found: ${dir}`);
+      throw new KeelError('config', `plugin folder not found: ${dir}`);
     }
     if (existsSync(join(dir, 'plugin.yaml'))) {
       found.push(dir);
@@ -190,8 +191,9 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       });
       continue;
     }
-    // Tools a failed setup registered before throwing are withdrawn: the plugin is out as a whole.
+    // Tools and hooks a failed setup registered before throwing are withdrawn: the plugin is out as a whole.
     const poolBefore = pool.length;
+    const hooksBefore = { call: hooks.onToolCall.length, result: hooks.onToolResult.length };
     try {
       await setup(api);
     } catch (err) {
@@ -199,6 +201,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
         byName.delete(t.name);
         owner.delete(t.name);
       }
+      hooks.onToolCall.splice(hooksBefore.call);
+      hooks.onToolResult.splice(hooksBefore.result);
       report.tools = [];
       report.status = 'failed';
       report.failures.push({ kind: 'setup_failed', message: `plugin ${report.name}: setup threw: ${(err as Error).message}` });

@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { CallRecord } from '../../src/loop/types.js';
+import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
+import { callKey, canonicalJson, type Decision, decide, deriveGateState, type GateState } from '../../src/policy/gate.js';
+import { makeToolSpec } from '../../src/tools/spec.js';
+import type { Mode, ToolSpec } from '../../src/tools/types.js';
+
+const tool = (name: string, d: ToolDeclarationInput): ToolSpec =>
+  makeToolSpec(
+    { name, description: name, parameters: { type: 'object', properties: {} }, execute: () => 'ok' },
+    'p',
+    normalizeDeclaration(d),
+  );
+
+const T = {
+  read: tool('lookup', { effect: 'read' }),
+  ask: tool('ask_user', { effect: 'read' }),
+  once: tool('create_reminder', { effect: 'write' }),
+  never: tool('restore_email', { effect: 'write', confirm: 'never' }),
+  destructive: tool('trash_email', { effect: 'destructive' }),
+  pinnedWrite: tool('send_email', { effect: 'write', approval: 'pinned' }),
+  submitPlan: tool('submit_plan', { effect: 'write', confirm: 'never' }),
+  declared: tool('write_file', { effect: 'write', contract_modes: 'declare' }),
+};
+
+const rec = (tool: string, outcome: CallRecord['outcome'], effect: CallRecord['effect'] = 'read', args = {}): CallRecord => ({
+  step: 1,
+  call_id: `c_${Math.random()}`,
+  tool,
+  args,
+  outcome,
+  result: `${tool} result`,
+  is_error: false,
+  effect,
+  by_core: outcome !== 'ran',
+});
+
+function run(
+  t: ToolSpec | undefined,
+  opts: { mode?: Mode; state?: GateState; args?: object; argsProblem?: string; admissible?: boolean } = {},
+): Decision {
+  const mode = opts.mode ?? 'agent';
+  return decide({
+    name: t?.name ?? 'nope',
+    tool: t,
+    admissible: opts.admissible ?? true,
+    argsProblem: opts.argsProblem,
+    key: callKey(t?.name ?? 'nope', opts.args ?? {}),
+    mode,
+    submitTool: mode === 'plan' ? 'submit_plan' : mode === 'goal' ? 'submit_goal' : undefined,
+    state: opts.state ?? deriveGateState([], true),
+  });
+}
+
+const consented = deriveGateState([rec('create_reminder', 'held_for_confirmation', 'write'), rec('ask_user', 'ran')], true);
+const askedFirst = deriveGateState([rec('ask_user', 'ran'), rec('create_reminder', 'held_for_confirmation', 'write')], true);
+
+const table: [string, () => Decision, Decision['kind']][] = [
+  ['M3/R9: a read runs', () => run(T.read), 'run'],
+  ['R17: ask_user pauses (never executed)', () => run(T.ask), 'ask_user'],
+  ['M3: write + confirm never runs', () => run(T.never), 'run'],
+  ['R15: first confirm-once write is held', () => run(T.once), 'hold_for_confirmation'],
+  ['R16: held then answered ask_user = consent', () => run(T.once, { state: consented }), 'run'],
+  ['R16: a question before the write was proposed is not consent', () => run(T.once, { state: askedFirst }), 'hold_for_confirmation'],
+  [
+    'R16: consent to one tool is not consent to another',
+    () => run(tool('create_event', { effect: 'write' }), { state: consented }),
+    'hold_for_confirmation',
+  ],
+  ['A1: destructive needs approval', () => run(T.destructive), 'needs_approval'],
+  ['A1: approval: pinned write needs approval', () => run(T.pinnedWrite), 'needs_approval'],
+  ['A1: consent to a write is no approval for a destructive call', () => run(T.destructive, { state: consented }), 'needs_approval'],
+  ['A5: no store → approval refused outright', () => run(T.destructive, { state: deriveGateState([], false) }), 'refuse_approval'],
+  ['R21: unknown tool', () => run(undefined), 'unknown_tool'],
+  ['C3: a hidden tool is unknown to the model', () => run(T.once, { admissible: false }), 'unknown_tool'],
+  ['R21: bad arguments', () => run(T.read, { argsProblem: 'x' }), 'invalid_arguments'],
+  ['C2: plan mode denies a write', () => run(T.declared, { mode: 'plan' }), 'deny'],
+  ['C2: goal mode denies destructive', () => run(T.destructive, { mode: 'goal' }), 'deny'],
+  ['C2: plan mode runs reads', () => run(T.read, { mode: 'plan' }), 'run'],
+  ['C2: plan mode allows ask_user', () => run(T.ask, { mode: 'plan' }), 'ask_user'],
+  ['C2: plan mode allows its own submit tool', () => run(T.submitPlan, { mode: 'plan' }), 'run'],
+  ['C2: goal mode denies the other submit tool', () => run(T.submitPlan, { mode: 'goal' }), 'deny'],
+  ['C9: malformed args to a denied tool: denial, nothing runs', () => run(T.declared, { mode: 'plan', argsProblem: 'bad' }), 'deny'],
+  [
+    'R13: an executed read with the same args is a repeat',
+    () => run(T.read, { state: deriveGateState([rec('lookup', 'ran')], true) }),
+    'repeat',
+  ],
+  [
+    'R13: different args are a fan-out, not a repeat',
+    () => run(T.read, { args: { d: 2 }, state: deriveGateState([rec('lookup', 'ran', 'read', { d: 1 })], true) }),
+    'run',
+  ],
+  [
+    'R13: a write invalidates cached reads',
+    () => run(T.read, { state: deriveGateState([rec('lookup', 'ran'), rec('restore_email', 'ran', 'write')], true) }),
+    'run',
+  ],
+  [
+    'R13: a repeated write is not executed again',
+    () => run(T.never, { state: deriveGateState([rec('restore_email', 'ran', 'write')], true) }),
+    'repeat',
+  ],
+  [
+    'R13: a held call is not an executed call',
+    () => run(T.once, { state: deriveGateState([rec('create_reminder', 'held_for_confirmation', 'write')], true) }),
+    'hold_for_confirmation',
+  ],
+];
+
+for (const [name, fn, kind] of table) {
+  test(`gate: ${name}`, () => assert.equal(fn().kind, kind));
+}
+
+test('gate R13: the second repeat is counted (nth = 2)', () => {
+  const state = deriveGateState([rec('lookup', 'ran'), rec('lookup', 'repeat')], true);
+  const d = run(T.read, { state });
+  assert.equal(d.kind, 'repeat');
+  assert.equal(d.kind === 'repeat' && d.nth, 2);
+});
+
+test('gate C2: the deny reason names the tool and the mode', () => {
+  const d = run(T.declared, { mode: 'plan' });
+  assert.equal(d.kind, 'deny');
+  assert.match(d.kind === 'deny' ? d.reason : '', /write_file is unavailable in plan mode/);
+});
+
+test('R13: canonical arguments ignore key order', () => {
+  assert.equal(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } }), '{"a":{"c":null,"d":[1,{"x":1,"y":2}]},"b":1}');
+  assert.equal(callKey('t', { a: 1, b: 2 }), callKey('t', { b: 2, a: 1 }));
+  assert.notEqual(callKey('t', { a: 1 }), callKey('u', { a: 1 }));
+});
+
+test('R7: KEEL_CONFIRM_ONCE_TOOLS turns a gate-none tool into confirm-once', () => {
+  const t = makeToolSpec(
+    { name: 'configure_brief', description: '', parameters: { type: 'object' }, execute: () => '' },
+    'p',
+    normalizeDeclaration({ effect: 'write', confirm: 'never' }),
+    new Set(['configure_brief']),
+  );
+  assert.equal(t.gate, 'confirm_once');
+  assert.equal(run(t).kind, 'hold_for_confirmation');
+});

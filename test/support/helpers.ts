@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import type { ScriptEntry } from '../../src/models/script.js';
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const FIXTURES = join(ROOT, 'test', 'fixtures', 'plugins');
+export const KEEL_BIN = join(ROOT, 'bin', 'keel.js');
+
+export function tempHome(prefix = 'keel-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Writes a script:FILE for the scripted model and returns the model spec. */
+export function script(dir: string, entries: ScriptEntry[], name = 'script.yaml'): string {
+  const file = join(dir, name);
+  writeFileSync(file, stringify(entries));
+  return `script:${file}`;
+}
+
+/** Lines of a plugin's call log under home (the fixture plugins log each execution). */
+export function calls(home: string, log: string): string[] {
+  const f = join(home, log);
+  return existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean) : [];
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real CLI (dist/) as a user would, in a new process. */
+export function keel(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
+  ensureBuilt();
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [KEEL_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', rej);
+    child.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+export function json<T = Record<string, unknown>>(r: CliResult): T {
+  try {
+    return JSON.parse(r.stdout) as T;
+  } catch {
+    throw new Error(`not one JSON object on stdout (exit ${r.code}):\n${r.stdout}\nstderr:\n${r.stderr}`);
+  }
+}
+
+let built = false;
+/** The CLI runs from dist/; `npm ci` builds it (prepare). Rebuild when a source is newer. */
+export function ensureBuilt(): void {
+  if (built) return;
+  const main = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  if (!existsSync(main)) throw new Error('dist/ is missing: run `npm run build` (npm ci does it through prepare)');
+  built = statSync(main).mtimeMs > 0;
+}
