@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { buildCard, describeCall } from '../approvals/card.js';
 import { type AssistantReply, type ModelClient, ModelError } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
@@ -445,6 +446,31 @@ function truncate(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n)}…` : s;
 }
 
+const OWNER = `${hostname()}:${process.pid}`;
+/** This process, as recorded in a run it drives. */
+export function processOwner(): string {
+  return OWNER;
+}
+
+/**
+ * Whether the process that owns a run may still be driving it. On this host we can ask the OS;
+ * a run owned elsewhere is assumed alive until it has been silent for `staleMs`.
+ */
+export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10 * 60_000): boolean {
+  if (!owner) return false;
+  const [host, pid] = owner.split(':');
+  if (owner === OWNER) return false;
+  if (host === hostname()) {
+    try {
+      process.kill(Number(pid), 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
+    }
+  }
+  return Date.now() - Date.parse(updatedAt) < staleMs;
+}
+
 export function newRunState(input: { request: string; mode: Mode; model: string; plugin_dirs: string[]; now: string }): RunState {
   return {
     id: `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`,
@@ -463,6 +489,7 @@ export function newRunState(input: { request: string; mode: Mode; model: string;
     steps: [],
     requests: [],
     notes: [],
+    owner: processOwner(),
     created_at: input.now,
     updated_at: input.now,
   };

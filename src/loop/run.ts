@@ -2,7 +2,7 @@ import { KeelError } from '../errors.js';
 import type { ApprovalRecord } from '../store/types.js';
 import type { Mode } from '../tools/types.js';
 import { executeCall } from './calls.js';
-import { type EngineDeps, newRunState, RunLeg } from './engine.js';
+import { type EngineDeps, newRunState, ownerAlive, processOwner, RunLeg } from './engine.js';
 import { toResult } from './result.js';
 import type { CallRecord, LoopEvent, Pause, PendingResult, RunResult, RunState } from './types.js';
 
@@ -61,7 +61,7 @@ export async function* streamResume(deps: EngineDeps, runId: string, answer: str
       `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
     );
   }
-  if (!(await deps.store!.claimPause(runId, pause.seq))) {
+  if (!(await deps.store!.claimPause(runId, pause.seq, processOwner()))) {
     throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);
   }
   const calls = pause.calls.map((c) => (c.call_id === pause.call_id ? { ...c, result: answer } : c));
@@ -107,9 +107,19 @@ export async function* streamApprovalContinuation(deps: EngineDeps, approval: Ap
     throw new KeelError('not_paused', `run ${state.id} is not waiting for approval ${approval.id} (status ${state.status})`);
   }
   if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
-  if (state.status === 'paused' && !(await store.claimPause(state.id, pause.seq))) {
-    throw new KeelError('conflict', `run ${state.id} is already being continued after approval ${approval.id}`);
+  const claimed =
+    state.status === 'paused'
+      ? await store.claimPause(state.id, pause.seq, processOwner())
+      : state.status === 'running' &&
+        !ownerAlive(state.owner, state.updated_at) &&
+        (await store.takeOver(state.id, pause.seq, state.owner, processOwner()));
+  if (!claimed) {
+    throw new KeelError(
+      'conflict',
+      `run ${state.id} is already being continued after approval ${approval.id} (by ${state.owner ?? 'another process'})`,
+    );
   }
+  state.owner = processOwner();
   if (approval.status === 'expired') {
     state.status = 'failed';
     state.reason = 'approval_expired';

@@ -136,6 +136,8 @@ export interface RunState {
   steps: CallRecord[];
   requests: RequestTrace[];
   notes: string[];
+  /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
+  owner: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,7 +1,394 @@
-import { KeelError } from '../errors.js';
-import type { ModelClient } from './types.js';
+import type * as PiAi from '@mariozechner/pi-ai';
+import type { Message, ToolCall } from '../loop/types.js';
+import type { ToolDeclaration } from '../tools/types.js';
+import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest, type Usage } from './types.js';
 
-/** Real providers through pi-ai (SPEC P1). */
-export async function createProviderModel(kind: string, _model: string, spec: string, _env: NodeJS.ProcessEnv): Promise<ModelClient> {
-  throw new KeelError('config', `model spec "${spec}": the ${kind} provider is not wired yet`);
+type Pi = typeof PiAi;
+type PiApi = 'openai-completions' | 'anthropic-messages' | 'google-generative-ai';
+
+/** Where a model spec points: resolved from the spec and the environment before pi-ai loads. */
+export interface ProviderTarget {
+  kind: string;
+  /** The model id the server knows. */
+  model: string;
+  api: PiApi;
+  /** pi-ai's provider name (its model registry and cross-provider rules key on it). */
+  provider: string;
+  baseUrl: string;
+  apiKey: string;
+  /** The environment variable the key came from (named in 401 errors), when one is needed. */
+  keyEnv?: string;
+  /** Who is talking, in error messages: "Ollama", "OpenAI", "the server". */
+  label: string;
+  /** What to do when the server cannot be reached. */
+  unreachable: string;
+}
+
+const OLLAMA_DEFAULT = 'http://127.0.0.1:11434/v1';
+
+function missingKey(spec: string, vars: string[]): ModelError {
+  return new ModelError(`model "${spec}" needs an API key: set ${vars.join(' or ')} (or use ollama:MODEL for a local model without a key)`);
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '');
+}
+
+/**
+ * OLLAMA_HOST as Ollama itself reads it: `host`, `host:port` or a URL. Without a scheme the port
+ * defaults to 11434; the OpenAI-compatible API lives under `/v1`.
+ */
+export function ollamaBaseUrl(host: string | undefined): string {
+  const h = host?.trim();
+  if (!h) return OLLAMA_DEFAULT;
+  const schemed = /^[a-z][a-z0-9+.-]*:\/\//i.test(h);
+  let url: string;
+  try {
+    const u = new URL(schemed ? h : `http://${h}`);
+    if (!schemed && !u.port) u.port = '11434';
+    url = trimSlash(u.href);
+  } catch {
+    return h;
+  }
+  if (!/\/v1$/.test(url)) url += '/v1';
+  return url;
+}
+
+/** SPEC P1: a provider spec (without `script:`) and the environment → where and how to call. */
+export function resolveTarget(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): ProviderTarget {
+  const checkUrl = (url: string, from: string) => {
+    try {
+      const u = new URL(url);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+    } catch {
+      throw new ModelError(`model "${spec}": ${from} "${url}" is not an http(s) URL`);
+    }
+    return trimSlash(url);
+  };
+  switch (kind) {
+    case 'openai': {
+      const apiKey = env.OPENAI_API_KEY?.trim();
+      if (!apiKey) throw missingKey(spec, ['OPENAI_API_KEY']);
+      const baseUrl = env.OPENAI_BASE_URL?.trim() ? checkUrl(env.OPENAI_BASE_URL.trim(), 'OPENAI_BASE_URL') : 'https://api.openai.com/v1';
+      return {
+        kind,
+        model: rest,
+        api: 'openai-completions',
+        provider: 'openai',
+        baseUrl,
+        apiKey,
+        keyEnv: 'OPENAI_API_KEY',
+        label: 'OpenAI',
+        unreachable: `check your network${env.OPENAI_BASE_URL ? ' and OPENAI_BASE_URL' : ''}, or pick another model with --model`,
+      };
+    }
+    case 'ollama': {
+      const baseUrl = checkUrl(ollamaBaseUrl(env.OLLAMA_HOST), 'OLLAMA_HOST');
+      return {
+        kind,
+        model: rest,
+        api: 'openai-completions',
+        provider: 'ollama',
+        baseUrl,
+        // Ollama needs no key; the OpenAI client insists on one.
+        apiKey: 'ollama',
+        label: 'Ollama',
+        unreachable: `start Ollama with \`ollama serve\` (and \`ollama pull ${rest}\`) or pick another model with --model${env.OLLAMA_HOST ? '' : ' (OLLAMA_HOST sets where Ollama listens)'}`,
+      };
+    }
+    case 'anthropic': {
+      const apiKey = env.ANTHROPIC_API_KEY?.trim();
+      if (!apiKey) throw missingKey(spec, ['ANTHROPIC_API_KEY']);
+      const baseUrl = env.ANTHROPIC_BASE_URL?.trim()
+        ? checkUrl(env.ANTHROPIC_BASE_URL.trim(), 'ANTHROPIC_BASE_URL')
+        : 'https://api.anthropic.com';
+      return {
+        kind,
+        model: rest,
+        api: 'anthropic-messages',
+        provider: 'anthropic',
+        baseUrl,
+        apiKey,
+        keyEnv: 'ANTHROPIC_API_KEY',
+        label: 'Anthropic',
+        unreachable: `check your network${env.ANTHROPIC_BASE_URL ? ' and ANTHROPIC_BASE_URL' : ''}, or pick another model with --model`,
+      };
+    }
+    case 'google': {
+      const keyEnv = env.GEMINI_API_KEY?.trim() ? 'GEMINI_API_KEY' : env.GOOGLE_API_KEY?.trim() ? 'GOOGLE_API_KEY' : undefined;
+      if (!keyEnv) throw missingKey(spec, ['GEMINI_API_KEY', 'GOOGLE_API_KEY']);
+      return {
+        kind,
+        model: rest,
+        api: 'google-generative-ai',
+        provider: 'google',
+        baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
+        apiKey: env[keyEnv]!.trim(),
+        keyEnv,
+        label: 'Google',
+        unreachable: 'check your network, or pick another model with --model',
+      };
+    }
+    case 'openai-compatible': {
+      // MODEL@URL: the URL starts at the first "@http(s)://" (model names may contain "@").
+      const m = /^(.+?)@(https?:\/\/.+)$/i.exec(rest);
+      if (!m) {
+        throw new ModelError(`model "${spec}": write openai-compatible:MODEL@URL, e.g. openai-compatible:qwen2.5@http://127.0.0.1:8000/v1`);
+      }
+      const keyEnv = env.KEEL_API_KEY?.trim() ? 'KEEL_API_KEY' : env.OPENAI_API_KEY?.trim() ? 'OPENAI_API_KEY' : undefined;
+      const baseUrl = checkUrl(m[2], 'the URL');
+      return {
+        kind,
+        model: m[1],
+        api: 'openai-completions',
+        provider: 'openai-compatible',
+        baseUrl,
+        // Local servers (vLLM, llama.cpp) take no key; the OpenAI client insists on one.
+        apiKey: keyEnv ? env[keyEnv]!.trim() : 'none',
+        keyEnv: keyEnv ?? 'KEEL_API_KEY',
+        label: `the server at ${baseUrl}`,
+        unreachable: 'check that the server is running and the URL in the model spec is right, or pick another model with --model',
+      };
+    }
+    default:
+      throw new ModelError(`model "${spec}": unknown provider "${kind}"`);
+  }
+}
+
+/** A pi-ai Model for the target: the registry's entry (prices, limits) when it knows the id, else a plain one. */
+function piModel(pi: Pi, t: ProviderTarget): PiAi.Model<PiApi> {
+  const known = ['openai', 'anthropic', 'google'].includes(t.provider)
+    ? pi.getModels(t.provider as PiAi.KnownProvider).find((m) => m.id === t.model)
+    : undefined;
+  const local = t.api === 'openai-completions' && t.provider !== 'openai';
+  return {
+    id: t.model,
+    name: known?.name ?? t.model,
+    api: t.api,
+    provider: t.provider,
+    baseUrl: t.baseUrl,
+    reasoning: known?.reasoning ?? false,
+    ...(known?.thinkingLevelMap ? { thinkingLevelMap: known.thinkingLevelMap } : {}),
+    input: ['text'],
+    cost: known?.cost ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    contextWindow: known?.contextWindow ?? 128_000,
+    maxTokens: known?.maxTokens ?? 16_384,
+    // Local and third-party OpenAI-compatible servers: no `store`, no `developer` role, no `strict` field.
+    ...(local
+      ? { compat: { supportsStore: false, supportsDeveloperRole: false, supportsReasoningEffort: false, supportsStrictMode: false } }
+      : {}),
+  } as PiAi.Model<PiApi>;
+}
+
+/** Real providers through pi-ai (SPEC P1). pi-ai loads here, on first use, not with the CLI. */
+export async function createProviderModel(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): Promise<ModelClient> {
+  const target = resolveTarget(kind, rest, spec, env);
+  const pi: Pi = await import('@mariozechner/pi-ai');
+  return new ProviderModel(spec, target, pi);
+}
+
+const ZERO_USAGE: PiAi.Usage = {
+  input: 0,
+  output: 0,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 0,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
+
+export class ProviderModel implements ModelClient {
+  readonly spec: string;
+  readonly target: ProviderTarget;
+  private readonly pi: Pi;
+  private readonly model: PiAi.Model<PiApi>;
+  private readonly priced: boolean;
+  /** Gemini's thought signatures by call id: Keel's transcript has no field for them (in-process only). */
+  private readonly signatures = new Map<string, string>();
+
+  constructor(spec: string, target: ProviderTarget, pi: Pi) {
+    this.spec = spec;
+    this.target = target;
+    this.pi = pi;
+    this.model = piModel(pi, target);
+    const c = this.model.cost;
+    this.priced = target.kind === 'ollama' || c.input > 0 || c.output > 0;
+  }
+
+  async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    const context: PiAi.Context = {
+      systemPrompt: req.system,
+      messages: this.toPiMessages(req.messages),
+      tools: req.tools.map(toPiTool),
+    };
+    const declared = new Map(req.tools.map((t) => [t.name, t.parameters]));
+    let events: PiAi.AssistantMessageEventStream;
+    try {
+      events = this.pi.stream(this.model, context, {
+        apiKey: this.target.apiKey,
+        signal: req.signal,
+        // Fail fast: the loop reports a model error; a retry loop here would hide a dead server for seconds.
+        maxRetries: 0,
+        onPayload: (payload) => (this.model.api === 'anthropic-messages' ? fullAnthropicSchemas(payload, declared) : undefined),
+      });
+    } catch (err) {
+      throw this.failure(err instanceof Error ? err.message : String(err));
+    }
+    // The argument text exactly as the provider sent it, per content block: pi-ai repairs or
+    // silently empties JSON it cannot parse, and Keel must see unparseable arguments (R21).
+    const rawArgs = new Map<number, string>();
+    const calls = new Map<number, ToolCall>();
+    let final: PiAi.AssistantMessage | undefined;
+    for await (const ev of events) {
+      switch (ev.type) {
+        case 'text_delta':
+          if (ev.delta) yield { type: 'text_delta', text: ev.delta };
+          break;
+        case 'toolcall_delta':
+          rawArgs.set(ev.contentIndex, (rawArgs.get(ev.contentIndex) ?? '') + ev.delta);
+          break;
+        case 'toolcall_end': {
+          const call = this.toKeelCall(ev.toolCall, rawArgs.get(ev.contentIndex));
+          calls.set(ev.contentIndex, call);
+          yield { type: 'tool_call', call };
+          break;
+        }
+        case 'done':
+          final = ev.message;
+          break;
+        case 'error':
+          if (ev.reason === 'aborted') throw new ModelError(`the request to ${this.target.label} was cancelled`);
+          throw this.failure(ev.error.errorMessage ?? 'unknown error');
+      }
+    }
+    if (!final) throw new ModelError(`${this.target.label} ended the response without finishing it`);
+    const tool_calls: ToolCall[] = [];
+    let text = '';
+    final.content.forEach((block, i) => {
+      if (block.type === 'text') text += block.text;
+      else if (block.type === 'toolCall') tool_calls.push(calls.get(i) ?? this.toKeelCall(block, rawArgs.get(i)));
+    });
+    const reply: AssistantReply = { text, tool_calls, usage: this.usage(final.usage) };
+    yield { type: 'done', reply };
+  }
+
+  private usage(u: PiAi.Usage): Usage {
+    // pi-ai counts cached prompt tokens apart; Keel's `input` is every prompt token sent.
+    const out: Usage = { input: u.input + u.cacheRead + u.cacheWrite, output: u.output };
+    if (this.priced) out.cost = u.cost.total;
+    return out;
+  }
+
+  /** The id is the provider's, unchanged (R19). Arguments that are not JSON keep their raw text (R21). */
+  private toKeelCall(c: PiAi.ToolCall, raw: string | undefined): ToolCall {
+    if (c.thoughtSignature) this.signatures.set(c.id, c.thoughtSignature);
+    if (raw === undefined || raw.trim() === '') return { id: c.id, name: c.name, args: c.arguments ?? {} };
+    try {
+      return { id: c.id, name: c.name, args: this.pi.parseJsonWithRepair(raw) };
+    } catch {
+      return { id: c.id, name: c.name, raw_args: raw };
+    }
+  }
+
+  /**
+   * Keel's transcript → pi-ai messages. Assistant turns are stamped as this very model's, so pi-ai's
+   * cross-provider rules never rename a call id (it normalises ids of "foreign" turns).
+   */
+  private toPiMessages(messages: readonly Message[]): PiAi.Message[] {
+    const m = this.model;
+    return messages.map((msg): PiAi.Message => {
+      if (msg.role === 'user') return { role: 'user', content: msg.content, timestamp: 0 };
+      if (msg.role === 'tool') {
+        return {
+          role: 'toolResult',
+          toolCallId: msg.call_id,
+          toolName: msg.name,
+          content: [{ type: 'text', text: msg.content }],
+          isError: msg.is_error,
+          timestamp: 0,
+        };
+      }
+      const content: PiAi.AssistantMessage['content'] = [];
+      if (msg.content) content.push({ type: 'text', text: msg.content });
+      for (const c of msg.tool_calls) {
+        const sig = this.signatures.get(c.id);
+        content.push({
+          type: 'toolCall',
+          id: c.id,
+          name: c.name,
+          // A call whose arguments did not parse goes back as {}: the wire needs an object, and the
+          // error result the model got quotes the raw text.
+          arguments: isPlainObject(c.args) ? c.args : {},
+          ...(sig ? { thoughtSignature: sig } : {}),
+        });
+      }
+      return {
+        role: 'assistant',
+        content,
+        api: m.api,
+        provider: m.provider,
+        model: m.id,
+        usage: ZERO_USAGE,
+        stopReason: msg.tool_calls.length ? 'toolUse' : 'stop',
+        timestamp: 0,
+      };
+    });
+  }
+
+  /** A provider failure → a ModelError that says what happened and what to do. */
+  failure(raw: string): ModelError {
+    const t = this.target;
+    const msg = raw.trim();
+    if (CONNECTION_FAILURE.test(msg)) {
+      return new ModelError(`cannot reach ${t.label} at ${t.baseUrl} (${msg.replace(/\.$/, '')}): ${t.unreachable}`);
+    }
+    const http = /^(\d{3})\s+([\s\S]*)$/.exec(msg);
+    if (http) {
+      const status = Number(http[1]);
+      const detail = providerText(http[2]);
+      let hint = '';
+      if (status === 401 || status === 403) hint = t.keyEnv ? ` (check ${t.keyEnv})` : '';
+      else if (status === 404 && t.kind === 'ollama') hint = ` (is the model pulled? \`ollama pull ${t.model}\`)`;
+      else if (status === 404) hint = ` (check the model name "${t.model}" and the base URL ${t.baseUrl})`;
+      return new ModelError(`${t.label} returned HTTP ${status} for model ${t.model}: ${detail}${hint}`);
+    }
+    return new ModelError(`${t.label} failed for model ${t.model}: ${msg}`);
+  }
+}
+
+const CONNECTION_FAILURE = /^(Connection error|Request timed out)|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|fetch failed|socket hang up/i;
+
+/** The SDKs prefix the status and inline the JSON body; keep the provider's own sentence. */
+function providerText(body: string): string {
+  const s = body.trim();
+  if (!s.startsWith('{')) return s;
+  try {
+    const j = JSON.parse(s);
+    const m = j?.error?.message ?? j?.message ?? j?.error;
+    return typeof m === 'string' && m ? m : s;
+  } catch {
+    return s;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function toPiTool(t: ToolDeclaration): PiAi.Tool {
+  // TypeBox schemas are plain JSON Schema at runtime: the declared schema goes through as it is.
+  return { name: t.name, description: t.description, parameters: t.parameters as unknown as PiAi.TSchema };
+}
+
+/**
+ * pi-ai's Anthropic adapter keeps only `properties` and `required` of a tool schema. Put the
+ * declared schema back whole, so every provider is shown the same parameters Keel declares.
+ */
+function fullAnthropicSchemas(payload: unknown, declared: Map<string, Record<string, unknown>>): unknown {
+  const tools = (payload as { tools?: { name: string; input_schema?: unknown }[] }).tools;
+  if (!Array.isArray(tools)) return undefined;
+  for (const tool of tools) {
+    const schema = declared.get(tool.name);
+    if (schema) tool.input_schema = 'type' in schema ? schema : { type: 'object', ...schema };
+  }
+  return payload;
 }

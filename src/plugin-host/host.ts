@@ -117,11 +117,14 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     report.name = manifest.name;
     report.version = manifest.version;
     const registeredNames = new Set<string>();
+    // Names the plugin tried to register, refused or not: a refused tool is a degraded row, not drift.
+    const attemptedNames = new Set<string>();
     let registerCalls = 0;
 
     const admit = (def: ToolDefinition, via: ToolRow['via']): ToolSpec | undefined => {
       const problem = definitionProblem(def);
       const name = typeof def?.name === 'string' ? def.name : undefined;
+      if (name) attemptedNames.add(name);
       const refuse = (kind: Row['kind'], message: string) => {
         report.degraded.push({ kind, tool: name, message });
         return undefined;
@@ -181,8 +184,11 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     let setup: PluginSetup;
     try {
       const mod = (await importEntry(entryFile)) as { default?: unknown };
-      if (typeof mod.default !== 'function') throw new Error('its default export is not a setup(api) function');
-      setup = mod.default as PluginSetup;
+      // A .ts entry outside a `"type": "module"` package is compiled as CommonJS: its default
+      // export then arrives wrapped as { default: { default: setup } }.
+      const found = typeof mod.default === 'object' && mod.default !== null ? (mod.default as { default?: unknown }).default : mod.default;
+      if (typeof found !== 'function') throw new Error('its default export is not a setup(api) function');
+      setup = found as PluginSetup;
     } catch (err) {
       report.status = 'failed';
       report.failures.push({
@@ -211,7 +217,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
 
     const provides = manifest.provides ?? [];
     for (const name of declarations.keys()) {
-      if (!registeredNames.has(name)) {
+      if (!attemptedNames.has(name)) {
         report.drift.push({
           kind: 'declared_not_registered',
           tool: name,

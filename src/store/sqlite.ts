@@ -20,6 +20,7 @@ CREATE TABLE IF NOT EXISTS runs (
   model_calls INTEGER NOT NULL DEFAULT 0,
   effects TEXT NOT NULL DEFAULT '[]',
   notes TEXT NOT NULL DEFAULT '[]',
+  owner TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -65,8 +66,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@created_at,@updated_at)`),
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
         model_calls=@model_calls, effects=@effects, notes=@notes, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
@@ -82,7 +83,8 @@ export class SqliteStore implements Store {
       calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
       requests: p(`SELECT r.step, r.meta, s.body AS system, t.body AS tools FROM requests r
         JOIN blobs s ON s.hash = r.system_hash JOIN blobs t ON t.hash = r.tools_hash WHERE r.run_id = ? ORDER BY r.seq`),
-      claim: p("UPDATE runs SET status = 'running', updated_at = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?"),
+      claim: p("UPDATE runs SET status = 'running', owner = ?, updated_at = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?"),
+      takeOver: p("UPDATE runs SET owner = ?, updated_at = ? WHERE id = ? AND status = 'running' AND pause_seq = ? AND owner IS ?"),
       insertApproval:
         p(`INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason)
         VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason)`),
@@ -117,6 +119,7 @@ export class SqliteStore implements Store {
       model_calls: run.model_calls,
       effects: JSON.stringify(run.effects),
       notes: JSON.stringify(run.notes),
+      owner: run.owner,
       created_at: run.created_at,
       updated_at: run.updated_at,
     };
@@ -177,6 +180,7 @@ export class SqliteStore implements Store {
       model_calls: r.model_calls as number,
       effects: JSON.parse(r.effects as string),
       notes: JSON.parse(r.notes as string),
+      owner: (r.owner as string | null) ?? null,
       messages: bodies(this.stmt.messages) as Message[],
       steps: bodies(this.stmt.calls) as CallRecord[],
       requests,
@@ -189,8 +193,12 @@ export class SqliteStore implements Store {
     return this.stmt.listRuns.all(limit) as RunSummary[];
   }
 
-  async claimPause(runId: string, seq: number): Promise<boolean> {
-    return this.stmt.claim.run(new Date().toISOString(), runId, seq).changes === 1;
+  async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
+    return this.stmt.claim.run(owner, new Date().toISOString(), runId, seq).changes === 1;
+  }
+
+  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
+    return this.stmt.takeOver.run(owner, new Date().toISOString(), runId, seq, deadOwner).changes === 1;
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {

@@ -90,7 +90,12 @@ export interface Store {
    * Atomically takes a paused run out of pause `seq`. False when it is not paused there any more
    * (already resumed, in this process or another): the caller must not continue it (R18).
    */
-  claimPause(runId: string, seq: number): Promise<boolean>;
+  claimPause(runId: string, seq: number, owner: string): Promise<boolean>;
+  /**
+   * Takes over a run left 'running' at pause `seq` by a process that died (`deadOwner`).
+   * False when another process took it first.
+   */
+  takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean>;
 
   createApproval(a: ApprovalRecord): Promise<void>;
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
