@@ -80,11 +80,58 @@ export function effectiveGate(d: Pick<Declaration, 'effect' | 'confirm' | 'appro
   return d.confirm === 'never' ? 'none' : 'confirm_once';
 }
 
-export function manifestJsonSchema(): Record<string, unknown> {
-  const schema = z.toJSONSchema(ManifestSchema, { target: 'draft-7' }) as Record<string, unknown>;
+type JsonObject = Record<string, unknown>;
+
+/** A draft-07 `if`/`then` pair. */
+function ifThen(condition: JsonObject, consequence: JsonObject): JsonObject {
+  // biome-ignore lint/suspicious/noThenProperty: `then` is the JSON Schema keyword here, not a thenable.
+  return { if: condition, then: consequence };
+}
+
+const effectIs = (...effects: Effect[]): JsonObject => ({
+  type: 'object',
+  required: ['effect'],
+  properties: { effect: { enum: effects } },
+});
+
+/**
+ * The M4 cross-field rules that draft-07 can say (`if`/`then`), so an editor flags them as the
+ * manifest is typed. `parseManifest` stays the authority (with positions and messages); the schema
+ * cannot check that `undo` names a declared tool. test/manifest/schema-file.test.ts keeps the two in step.
+ */
+const DECLARATION_RULES: JsonObject[] = [
+  ifThen(effectIs('read', 'destructive'), { properties: { confirm: false, approval: false } }),
+  ifThen({ type: 'object', required: ['approval'] }, { properties: { confirm: false } }),
+  ifThen(effectIs('read', 'write'), { properties: { undo: false } }),
+  ifThen(effectIs('read'), { properties: { contract_modes: false } }),
+  ifThen(
+    { type: 'object', required: ['answers_directly'], properties: { answers_directly: { const: true } } },
+    {
+      anyOf: [
+        { properties: { effect: { const: 'read' } } },
+        { required: ['confirm'], properties: { effect: { const: 'write' }, confirm: { const: 'never' } } },
+      ],
+    },
+  ),
+];
+
+const MANIFEST_RULES: JsonObject[] = [
+  ifThen(
+    { type: 'object', required: ['tools'] },
+    { required: ['provides'], properties: { provides: { type: 'array', contains: { const: 'tool' } } } },
+  ),
+];
+
+/** SPEC M5: the manifest as JSON Schema (draft-07), written to schema/plugin.schema.json by `npm run schema`. */
+export function manifestJsonSchema(): JsonObject {
+  const schema = z.toJSONSchema(ManifestSchema, { target: 'draft-7' }) as JsonObject;
+  const tools = (schema.properties as Record<string, JsonObject>).tools;
+  tools.propertyNames = { type: 'string', pattern: TOOL_NAME.source };
+  (tools.additionalProperties as JsonObject).allOf = DECLARATION_RULES;
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
     title: 'Keel plugin manifest',
     ...schema,
+    allOf: MANIFEST_RULES,
   };
 }
