@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ApprovalDecision, expireApprovals, respondToApproval } from './approvals/respond.js';
+import { type KeelConfig, loadConfig } from './config/config.js';
 import { KeelError } from './errors.js';
 import type { EngineDeps, Limits } from './loop/engine.js';
 import { collect, streamApprovalContinuation, streamResume, streamRun } from './loop/run.js';
@@ -10,10 +11,12 @@ import type { LoopEvent, RunResult, RunState } from './loop/types.js';
 import { createModel } from './models/index.js';
 import type { ModelClient } from './models/types.js';
 import { mountPlugins, type Registry } from './plugin-host/host.js';
+import { guardHandler, ModeAuthority } from './policy/modes.js';
 import type { Shortlist } from './prompt/menu.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { ApprovalRecord, Store } from './store/types.js';
-import { askUser, memoryTools } from './tools/builtins.js';
+import { Subagents } from './subagents/delegates.js';
+import { askUser, memoryTools, submitGoal, submitPlan } from './tools/builtins.js';
 import { confirmOnceOverride } from './tools/spec.js';
 import type { Mode, ToolSpec } from './tools/types.js';
 
@@ -35,7 +38,10 @@ export interface KeelOptions {
 export interface RunOptions {
   model?: string | ModelClient;
   pluginDirs?: string[];
+  /** The session's mode; default: the session's current mode, else agent. */
   mode?: Mode;
+  /** Continue this session: the new run sees its transcript, mode and contract (C1). */
+  session?: string;
 }
 
 export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -70,6 +76,11 @@ export class Keel {
   private readonly opts: KeelOptions;
   private readonly env: NodeJS.ProcessEnv;
   private readonly registries = new Map<string, Promise<Registry>>();
+  /** The session modes every handler's fresh check reads (C5). */
+  readonly modes = new ModeAuthority();
+  /** Delegates per plugin-folder set (C8); undefined entries when none are configured. */
+  readonly subagents = new Map<string, Subagents | undefined>();
+  private config: KeelConfig | undefined;
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -88,17 +99,51 @@ export class Keel {
     return existsSync(BUNDLED_PLUGINS) ? [BUNDLED_PLUGINS] : [];
   }
 
+  /** Keel's config file (KEEL_CONFIG or KEEL_HOME/config.yaml), read once. */
+  getConfig(): KeelConfig {
+    this.config ??= loadConfig(this.home, this.env).config;
+    return this.config;
+  }
+
   registry(dirs: string[]): Promise<Registry> {
     const key = dirs.join('\u0000');
     let r = this.registries.get(key);
     if (!r) {
-      const builtins = [askUser, ...(this.store ? memoryTools(this.store) : []), ...(this.opts.extraTools ?? [])];
-      r = mountPlugins(dirs, { home: this.home, builtins, confirmOnce: confirmOnceOverride(this.env) });
+      let mounted: Registry | undefined;
+      const sub = this.makeSubagents(() => mounted!);
+      this.subagents.set(key, sub);
+      const builtins = [
+        askUser,
+        ...(this.store ? memoryTools(this.store) : []),
+        submitPlan,
+        submitGoal,
+        ...(sub?.tools() ?? []),
+        ...(this.opts.extraTools ?? []),
+      ];
+      const guard = (t: ToolSpec) => guardHandler(t, (ctx) => (ctx ? (this.modes.modeOfRun(ctx.runId) ?? ctx.mode) : 'agent'));
+      r = mountPlugins(dirs, { home: this.home, builtins, confirmOnce: confirmOnceOverride(this.env), guard }).then(
+        (reg) => (mounted = reg),
+      );
       this.registries.set(key, r);
       // A mount that failed (a folder that does not exist) is not cached: the next call retries.
       r.catch(() => this.registries.delete(key));
     }
     return r;
+  }
+
+  private makeSubagents(registry: () => Registry): Subagents | undefined {
+    const cfg = this.getConfig().subagents;
+    if (!cfg?.delegates.length) return undefined;
+    return new Subagents(cfg, {
+      registry,
+      createModel: (spec) => createModel(spec, this.env),
+      parent: async (runId) => {
+        const run = await this.getRun(runId);
+        return { model: run.model, session_id: run.session_id };
+      },
+      sessionMode: (sessionId) => this.modes.modeOfSession(sessionId) ?? 'agent',
+      limits: { ...limitsFromEnv(this.env), ...this.opts.limits },
+    });
   }
 
   private async deps(model: string | ModelClient | undefined, dirs: string[]): Promise<EngineDeps> {
@@ -108,12 +153,78 @@ export class Keel {
       store: this.store,
       limits: { ...limitsFromEnv(this.env), ...this.opts.limits },
       shortlist: this.opts.shortlist,
+      onModeChange: (run) => this.recordSession(run),
     };
+  }
+
+  /** Keeps the session record and the mode authority in step with a run. */
+  private async recordSession(run: RunState): Promise<void> {
+    this.modes.bindRun(run.id, run.session_id, run.mode);
+    this.modes.setSessionMode(run.session_id, run.mode);
+    await this.store?.saveSession({
+      id: run.session_id,
+      mode: run.mode,
+      last_run_id: run.id,
+      contract: run.contract,
+      updated_at: new Date().toISOString(),
+    });
+  }
+
+  /** Binds each run to its session as it starts, and records the session when it stops. */
+  private async *tracked(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    let run: { id: string; session: string } | undefined;
+    while (true) {
+      const n = await gen.next();
+      if (n.done) {
+        if (run && this.store) {
+          const state = await this.store.loadRun(run.id);
+          if (state) await this.recordSession(state);
+        }
+        return n.value;
+      }
+      const e = n.value;
+      if (e.type === 'run_started') {
+        run = { id: e.run_id, session: e.session_id };
+        this.modes.bindRun(e.run_id, e.session_id, e.mode);
+        this.modes.setSessionMode(e.session_id, e.mode);
+      }
+      yield e;
+    }
   }
 
   async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const dirs = this.pluginDirs(o.pluginDirs);
-    return yield* streamRun(await this.deps(o.model, dirs), { message, mode: o.mode, pluginDirs: dirs });
+    let session: { id: string; history: RunState['messages']; contract: RunState['contract'] } | undefined;
+    let mode = o.mode;
+    if (o.session) {
+      const rec = await this.requireStore().getSession(o.session);
+      if (!rec) throw new KeelError('not_found', `no session ${o.session} (keel runs list shows each run's session)`);
+      const last = rec.last_run_id ? await this.getRun(rec.last_run_id) : undefined;
+      if (last?.status === 'paused' || last?.status === 'running') {
+        throw new KeelError('conflict', `session ${o.session} has a run that is ${last.status} (${last.id}): answer or finish it first`);
+      }
+      session = { id: rec.id, history: last?.messages ?? [], contract: rec.contract };
+      mode ??= rec.mode;
+    }
+    return yield* this.tracked(streamRun(await this.deps(o.model, dirs), { message, mode, pluginDirs: dirs, session }));
+  }
+
+  /**
+   * Switches a session's mode (C1; `/mode` in chat). A paused run of the session continues in the
+   * new mode; every handler's fresh check sees it at once (C5).
+   */
+  async setMode(sessionId: string, mode: Mode): Promise<void> {
+    const store = this.requireStore();
+    const rec = await store.getSession(sessionId);
+    if (!rec) throw new KeelError('not_found', `no session ${sessionId}`);
+    this.modes.setSessionMode(sessionId, mode);
+    await store.saveSession({ ...rec, mode, updated_at: new Date().toISOString() });
+    const last = rec.last_run_id ? await store.loadRun(rec.last_run_id) : undefined;
+    if (last?.status === 'paused' && last.mode !== mode) {
+      last.mode = mode;
+      last.notes.push(`mode switched to ${mode} while paused`);
+      await store.saveRun(last, { messages: [], steps: [], requests: [] });
+    }
   }
 
   run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -135,7 +246,7 @@ export class Keel {
   async *streamResume(runId: string, answer: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
-    return yield* streamResume(deps, runId, answer);
+    return yield* this.tracked(streamResume(deps, runId, answer));
   }
 
   resume(runId: string, answer: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -159,7 +270,7 @@ export class Keel {
   async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     const run = await this.getRun(approval.run_id);
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
-    return collect(streamApprovalContinuation(deps, approval), onEvent);
+    return collect(this.tracked(streamApprovalContinuation(deps, approval)), onEvent);
   }
 
   /** `keel resume RUN` without an answer: continue a run whose approval was answered (or recover one). */

@@ -16,6 +16,7 @@ export function describeCall(tool: ToolSpec, args: Record<string, unknown>): Car
 }
 
 export function undoSentence(tool: ToolSpec): string {
+  if (tool.onlyInModes) return 'approving switches the session to agent mode; rejecting keeps it as it is';
   return tool.declaration.undo ? `reversible with ${tool.declaration.undo}` : 'cannot be undone';
 }
 

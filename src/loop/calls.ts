@@ -17,7 +17,6 @@ export interface ExecuteInput {
   request: string;
   /** Read at call time, never captured (SPEC C5). */
   currentMode: () => Mode;
-  submitTool?: string;
   registry: Pick<Registry, 'hooks' | 'chargeFailure'>;
   signal: AbortSignal;
 }
@@ -37,7 +36,7 @@ function normalizeOutput(out: ToolOutput): { content: string; is_error: boolean 
 export async function executeCall(x: ExecuteInput): Promise<Executed> {
   const mode = x.currentMode();
   // C5: the handler's authority is the session's mode now, not when this call was decided.
-  if (!executableInMode(x.tool, mode, x.submitTool)) {
+  if (!executableInMode(x.tool, mode)) {
     return { content: `${x.tool.name} is unavailable in ${mode} mode: it was not run.`, is_error: true, by_core: true };
   }
   const event = { runId: x.runId, callId: x.callId, tool: x.tool.name, args: x.args, mode };

@@ -5,12 +5,23 @@ import { type AssistantReply, type ModelClient, ModelError } from '../models/typ
 import type { Registry } from '../plugin-host/host.js';
 import { callKey, decide, deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
-import { systemPrompt } from '../prompt/prompt.js';
+import { renderContract, systemPrompt } from '../prompt/prompt.js';
 import type { Store } from '../store/types.js';
 import type { Mode, ToolSpec } from '../tools/types.js';
 import { closestNames, executeCall } from './calls.js';
 import { interruption, toResult } from './result.js';
-import type { ApprovalItem, CallRecord, EndReason, LoopEvent, Message, PendingResult, RequestTrace, RunResult, RunState } from './types.js';
+import type {
+  ApprovalItem,
+  CallRecord,
+  Contract,
+  EndReason,
+  LoopEvent,
+  Message,
+  PendingResult,
+  RequestTrace,
+  RunResult,
+  RunState,
+} from './types.js';
 
 export interface Limits {
   /** R20 step cap: model calls per run. */
@@ -37,12 +48,14 @@ export interface EngineDeps {
   store: Store | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
-  /** Extra system-prompt text for the run (an approved contract). */
-  contractText?: (run: RunState) => string | undefined;
+  /** A delegate's instructions, placed first in its system prompt (C8). */
+  instructions?: string;
+  /** The session's mode now (C5); defaults to the run's own. Delegates read their parent's. */
+  sessionMode?: () => Mode;
+  /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
+  onModeChange?: (run: RunState) => void | Promise<void>;
   now?: () => Date;
 }
-
-const SUBMIT_TOOL: Record<Mode, string | undefined> = { agent: undefined, plan: 'submit_plan', goal: 'submit_goal' };
 
 /** One leg of a run: from its start or a resume to its next end or pause. The only loop body (R14). */
 export class RunLeg {
@@ -56,6 +69,7 @@ export class RunLeg {
   private saved: { messages: number; steps: number; requests: number };
   private readonly started = Date.now();
   private readonly abort = new AbortController();
+  private stopped: string | undefined;
 
   constructor(deps: EngineDeps, state: RunState, fresh: boolean) {
     this.deps = deps;
@@ -95,13 +109,12 @@ export class RunLeg {
 
   private menu(): { menu: Menu; system: string } {
     const s = this.state;
-    const key = `${s.mode}|${[...this.called].join(',')}|${[...this.admitted].join(',')}`;
+    const key = `${s.mode}|${s.contract ? 'c' : ''}|${[...this.called].join(',')}|${[...this.admitted].join(',')}`;
     if (this.menuCache?.key === key) return this.menuCache;
     const menu = buildMenu(
       {
         pool: this.deps.registry.pool,
         mode: s.mode,
-        submitTool: SUBMIT_TOOL[s.mode],
         called: this.called,
         admitted: this.admitted,
         request: s.request,
@@ -112,16 +125,24 @@ export class RunLeg {
       mode: s.mode,
       menu: menu.tools,
       unavailable: menu.unavailable,
-      contract: this.deps.contractText?.(s),
+      contract: s.contract ? renderContract(s.contract) : undefined,
+      instructions: this.deps.instructions,
     });
     this.menuCache = { key, menu, system };
     return this.menuCache;
+  }
+
+  /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
+  stop(why: string): void {
+    this.stopped = why;
+    this.abort.abort(new Error(why));
   }
 
   /** Drives the run until it ends or pauses, yielding every event on the way. */
   async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.state;
     while (true) {
+      if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
       if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
       if (Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
       const { menu, system } = this.menu();
@@ -144,6 +165,7 @@ export class RunLeg {
         if (!reply) throw new ModelError('the model stream ended without a reply');
       } catch (err) {
         s.model_calls++;
+        if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         const msg = err instanceof Error ? err.message : String(err);
         s.notes.push(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
@@ -189,7 +211,6 @@ export class RunLeg {
         argsProblem,
         key: callKey(call.name, args),
         mode: s.mode,
-        submitTool: SUBMIT_TOOL[s.mode],
         state: this.gate,
       });
       const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
@@ -344,6 +365,9 @@ export class RunLeg {
       s.messages.push({ role: 'tool', call_id: r.call_id, name: r.name, content: r.content ?? '', is_error: r.is_error });
     }
     s.steps.push(...records);
+    for (const r of records) {
+      if (r.outcome === 'ran' && (r.tool === 'submit_plan' || r.tool === 'submit_goal')) await this.adoptContract(r);
+    }
     // R20: the evaluator has its say first.
     const failures = countTrailingFailures(s.steps);
     if (failures >= this.limits.maxConsecutiveFailures)
@@ -365,6 +389,20 @@ export class RunLeg {
     }
     await this.save();
     return undefined;
+  }
+
+  /** C1: an approved proposal switches the session to Agent mode; the work goes on under it. */
+  private async adoptContract(r: CallRecord): Promise<void> {
+    const s = this.state;
+    const a = r.args ?? {};
+    const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+    s.contract =
+      r.tool === 'submit_plan'
+        ? { kind: 'plan', summary: typeof a.summary === 'string' ? a.summary : undefined, steps: list(a.steps) }
+        : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) };
+    s.notes.push(`${s.contract.kind} approved: ${s.mode} mode → agent mode`);
+    s.mode = 'agent';
+    await this.deps.onModeChange?.(s);
   }
 
   private lastUsable(current: CallRecord[]): string | undefined {
@@ -394,8 +432,7 @@ export class RunLeg {
       runId: s.id,
       callId,
       request: s.request,
-      currentMode: () => this.state.mode,
-      submitTool: SUBMIT_TOOL[s.mode],
+      currentMode: this.deps.sessionMode ?? (() => this.state.mode),
       registry: this.deps.registry,
       signal: this.abort.signal,
     });
@@ -471,9 +508,21 @@ export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10
   return Date.now() - Date.parse(updatedAt) < staleMs;
 }
 
-export function newRunState(input: { request: string; mode: Mode; model: string; plugin_dirs: string[]; now: string }): RunState {
+export function newRunState(input: {
+  request: string;
+  mode: Mode;
+  model: string;
+  plugin_dirs: string[];
+  now: string;
+  session_id?: string;
+  history?: readonly Message[];
+  contract?: Contract | null;
+}): RunState {
+  const id = `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
   return {
-    id: `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`,
+    id,
+    session_id: input.session_id ?? `ses_${id.slice(4)}`,
+    contract: input.contract ?? null,
     status: 'running',
     reason: null,
     request: input.request,
@@ -485,7 +534,7 @@ export function newRunState(input: { request: string; mode: Mode; model: string;
     pause_seq: 0,
     model_calls: 0,
     effects: [],
-    messages: [{ role: 'user', content: input.request } satisfies Message],
+    messages: [...(input.history ?? []), { role: 'user', content: input.request } satisfies Message],
     steps: [],
     requests: [],
     notes: [],

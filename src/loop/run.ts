@@ -4,12 +4,14 @@ import type { Mode } from '../tools/types.js';
 import { executeCall } from './calls.js';
 import { type EngineDeps, newRunState, ownerAlive, processOwner, RunLeg } from './engine.js';
 import { toResult } from './result.js';
-import type { CallRecord, LoopEvent, Pause, PendingResult, RunResult, RunState } from './types.js';
+import type { CallRecord, Contract, LoopEvent, Message, Pause, PendingResult, RunResult, RunState } from './types.js';
 
 export interface StartInput {
   message: string;
   mode?: Mode;
   pluginDirs?: string[];
+  /** Continue a session: its id, its transcript so far, and its approved contract. */
+  session?: { id: string; history: readonly Message[]; contract: Contract | null };
 }
 
 /** Streaming API: every event as it happens, ending with the run's result (R14). */
@@ -22,10 +24,13 @@ export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGene
     model: deps.model.spec,
     plugin_dirs: input.pluginDirs ?? [],
     now: (deps.now?.() ?? new Date()).toISOString(),
+    session_id: input.session?.id,
+    history: input.session?.history,
+    contract: input.session?.contract,
   });
   const leg = new RunLeg(deps, state, true);
   await leg.save(true);
-  yield { type: 'run_started', run_id: state.id, request: message, resumed: false };
+  yield { type: 'run_started', run_id: state.id, session_id: state.session_id, mode: state.mode, request: message, resumed: false };
   return yield* leg.drive();
 }
 
@@ -80,7 +85,7 @@ async function* continueLeg(
   state.reason = null;
   const priorToolCalls = state.steps.some((r) => r.tool !== 'ask_user');
   const leg = new RunLeg(deps, state, false);
-  yield { type: 'run_started', run_id: state.id, request: state.request, resumed: true };
+  yield { type: 'run_started', run_id: state.id, session_id: state.session_id, mode: state.mode, request: state.request, resumed: true };
   for (const record of calls) {
     const before = pause.calls.find((c) => c.call_id === record.call_id);
     if (before && (before.result !== record.result || before.outcome !== record.outcome))

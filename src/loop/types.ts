@@ -104,6 +104,11 @@ export interface ApprovalCard {
   request: string;
 }
 
+/** An approved proposal from a contract mode (C1). */
+export type Contract =
+  | { kind: 'plan'; summary?: string; steps: string[] }
+  | { kind: 'goal'; outcome: string; criteria: string[]; boundaries: string[] };
+
 /** Why and where a run waits. `seq` makes each pause resumable at most once (SPEC R18). */
 export type Pause =
   | { kind: 'ask_user'; seq: number; call_id: string; question: string; step: number; results: PendingResult[]; calls: CallRecord[] }
@@ -136,6 +141,10 @@ export interface RunState {
   steps: CallRecord[];
   requests: RequestTrace[];
   notes: string[];
+  /** The session the run belongs to: its mode and history carry across runs (C1). */
+  session_id: string;
+  /** The approved contract the run works under, if any (C1). */
+  contract: Contract | null;
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
   created_at: string;
@@ -164,7 +173,7 @@ export interface RunResult {
 }
 
 export type LoopEvent =
-  | { type: 'run_started'; run_id: string; request: string; resumed: boolean }
+  | { type: 'run_started'; run_id: string; session_id: string; mode: Mode; request: string; resumed: boolean }
   | { type: 'model_request'; step: number; system: string; tools: DeclaredTool[] }
   | { type: 'text_delta'; text: string }
   | { type: 'assistant'; step: number; text: string; tool_calls: ToolCall[] }

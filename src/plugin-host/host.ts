@@ -28,6 +28,8 @@ export interface MountOptions {
   /** Built-in tools, registered before any plugin so a plugin cannot take their names. */
   builtins?: ToolSpec[];
   confirmOnce?: ReadonlySet<string>;
+  /** Wraps every tool's handler (the fresh mode check, C5). */
+  guard?: (tool: ToolSpec) => ToolSpec;
 }
 
 /**
@@ -85,9 +87,11 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   const closers: (() => void | Promise<void>)[] = [];
   const plugins: PluginReport[] = [];
   const confirmOnce = opts.confirmOnce ?? new Set<string>();
+  const guard = opts.guard ?? ((t: ToolSpec) => t);
   for (const b of opts.builtins ?? []) {
-    pool.push(b);
-    byName.set(b.name, b);
+    const g = guard(b);
+    pool.push(g);
+    byName.set(g.name, g);
   }
 
   for (const dir of discoverPlugins(dirs)) {
@@ -149,7 +153,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       }
       registeredNames.add(def.name);
       report.tools.push(toolRow(spec, via));
-      return spec;
+      return guard(spec);
     };
 
     const api: PluginAPI = {

@@ -52,25 +52,26 @@ export interface GateInput {
   /** `tool + canonical args` (see callKey). */
   key: string;
   mode: Mode;
-  /** The tool the current contract mode submits with (submit_plan / submit_goal). */
-  submitTool?: string;
   state: GateState;
 }
 
+/** The tool each contract mode submits its proposal with (C1). */
+export const SUBMIT_TOOL: Record<Mode, string | undefined> = { agent: undefined, plan: 'submit_plan', goal: 'submit_goal' };
+
 /** SPEC C2: in a contract mode only reads, ask_user and the mode's own submit tool may run. */
-export function executableInMode(tool: ToolSpec, mode: Mode, submitTool?: string): boolean {
+export function executableInMode(tool: ToolSpec, mode: Mode): boolean {
   if (mode === 'agent') return true;
-  return tool.declaration.effect === 'read' || tool.name === 'ask_user' || tool.name === submitTool;
+  return tool.declaration.effect === 'read' || tool.name === 'ask_user' || tool.name === SUBMIT_TOOL[mode];
 }
 
 export function decide(input: GateInput): Decision {
   const { tool, state } = input;
   if (!tool || !input.admissible) return { kind: 'unknown_tool' };
   // C4/C9: the mode decides before arguments, hooks or handlers are looked at.
-  if (!executableInMode(tool, input.mode, input.submitTool)) {
+  if (!executableInMode(tool, input.mode)) {
     return {
       kind: 'deny',
-      reason: `${tool.name} is unavailable in ${input.mode} mode: it was not run. In ${input.mode} mode only read tools, ask_user and ${input.submitTool ?? 'the submit tool'} can run; put this action in your ${input.mode === 'plan' ? 'plan' : 'goal'} instead.`,
+      reason: `${tool.name} is unavailable in ${input.mode} mode: it was not run. In ${input.mode} mode only read tools, ask_user and ${SUBMIT_TOOL[input.mode]} can run; put this action in your ${input.mode === 'plan' ? 'plan' : 'goal'} instead.`,
     };
   }
   if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };

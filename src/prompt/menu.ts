@@ -6,7 +6,6 @@ import { declare, declareUnavailable } from './prompt.js';
 export interface MenuInput {
   pool: readonly ToolSpec[];
   mode: Mode;
-  submitTool?: string;
   /** Tools the transcript already calls (R23, C3 beyond). */
   called: ReadonlySet<string>;
   /** Pool tools admitted on first call (R24). */
@@ -43,7 +42,7 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
   const restricted = new Set<string>();
   for (const t of input.pool) {
     if (!exists(t)) continue;
-    if (executableInMode(t, mode, input.submitTool)) candidates.push(t);
+    if (executableInMode(t, mode)) candidates.push(t);
     else if (t.declaration.contract_modes === 'declare' || input.called.has(t.name)) restricted.add(t.name);
   }
   const keep = new Set<string>(input.admitted);
@@ -64,10 +63,10 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
       tools.push(t);
       declared.push(declareUnavailable(t, mode));
       unavailable.push(t.name);
-    } else if (chosen.has(t.name) && executableInMode(t, mode, input.submitTool)) {
+    } else if (chosen.has(t.name) && executableInMode(t, mode)) {
       tools.push(t);
       declared.push(declare(t));
-    } else if (executableInMode(t, mode, input.submitTool)) {
+    } else if (executableInMode(t, mode)) {
       dropped.push(t.name);
     } else {
       hidden.add(t.name);

@@ -1,4 +1,4 @@
-import type { DeclaredTool } from '../loop/types.js';
+import type { Contract, DeclaredTool } from '../loop/types.js';
 import type { Mode, ToolSpec } from '../tools/types.js';
 
 /** R9: the mark a tool's declaration carries, by its effect and gate. Read tools carry none. */
@@ -52,6 +52,8 @@ export interface PromptParts {
   unavailable: readonly string[];
   /** Text of an approved contract the run works under (plan steps or goal criteria). */
   contract?: string;
+  /** A delegate's instructions (C8), first. */
+  instructions?: string;
 }
 
 /** R11: each menu tool's guidance, trimmed, no empties, no exact duplicates, in menu order. */
@@ -67,8 +69,26 @@ export function guidanceBlock(menu: readonly ToolSpec[]): string[] {
   return out;
 }
 
+/** The approved contract as the prompt states it (C1). */
+export function renderContract(c: Contract): string {
+  if (c.kind === 'plan') {
+    return [
+      `The user approved this plan${c.summary ? ` (${c.summary})` : ''}. Carry it out step by step, in order, through the normal tools:`,
+      ...c.steps.map((s, i) => `${i + 1}. ${s}`),
+    ].join('\n');
+  }
+  return [
+    `The user approved this goal: ${c.outcome}`,
+    'Work until every acceptance criterion is verified, and in your final answer report each one as verified (with the evidence) or not:',
+    ...c.criteria.map((s, i) => `${i + 1}. ${s}`),
+    ...(c.boundaries.length
+      ? ['Boundaries — stop and tell the user instead of crossing any of these:', ...c.boundaries.map((b) => `- ${b}`)]
+      : []),
+  ].join('\n');
+}
+
 export function systemPrompt(p: PromptParts): string {
-  const parts = [BASE];
+  const parts = p.instructions ? [p.instructions.trim(), BASE] : [BASE];
   if (p.menu.some((t) => t.gate === 'confirm_once')) parts.push(ASK_ONCE_RULE);
   if (p.mode !== 'agent') {
     const submit = p.mode === 'plan' ? 'submit_plan (ordered steps)' : 'submit_goal (outcome, acceptance criteria, boundaries)';

@@ -3,7 +3,17 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { CallRecord, Message, RequestTrace, RunState } from '../loop/types.js';
-import type { ApprovalRecord, ApprovalStatus, AuditRecord, LedgerRow, Memory, RunDelta, RunSummary, Store } from './types.js';
+import type {
+  ApprovalRecord,
+  ApprovalStatus,
+  AuditRecord,
+  LedgerRow,
+  Memory,
+  RunDelta,
+  RunSummary,
+  SessionRecord,
+  Store,
+} from './types.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -21,12 +31,15 @@ CREATE TABLE IF NOT EXISTS runs (
   effects TEXT NOT NULL DEFAULT '[]',
   notes TEXT NOT NULL DEFAULT '[]',
   owner TEXT,
+  session_id TEXT NOT NULL,
+  contract TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS messages (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS calls (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS requests (run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, system_hash TEXT NOT NULL, tools_hash TEXT NOT NULL, meta TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, mode TEXT NOT NULL, last_run_id TEXT, contract TEXT, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (
   id TEXT PRIMARY KEY, run_id TEXT NOT NULL, pause_seq INTEGER NOT NULL, items TEXT NOT NULL, card TEXT NOT NULL,
@@ -66,13 +79,13 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,session_id,contract,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@session_id,@contract,@created_at,@updated_at)`),
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
-        model_calls=@model_calls, effects=@effects, notes=@notes, updated_at=@updated_at WHERE id=@id`),
+        model_calls=@model_calls, effects=@effects, notes=@notes, contract=@contract, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
       listRuns: p(
-        'SELECT id,status,reason,request,mode,model,model_calls,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
+        'SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
       ),
       countMessages: p('SELECT COUNT(*) AS n FROM messages WHERE run_id = ?'),
       insertMessage: p('INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)'),
@@ -120,6 +133,8 @@ export class SqliteStore implements Store {
       effects: JSON.stringify(run.effects),
       notes: JSON.stringify(run.notes),
       owner: run.owner,
+      session_id: run.session_id,
+      contract: run.contract ? JSON.stringify(run.contract) : null,
       created_at: run.created_at,
       updated_at: run.updated_at,
     };
@@ -181,12 +196,35 @@ export class SqliteStore implements Store {
       effects: JSON.parse(r.effects as string),
       notes: JSON.parse(r.notes as string),
       owner: (r.owner as string | null) ?? null,
+      session_id: r.session_id as string,
+      contract: r.contract ? JSON.parse(r.contract as string) : null,
       messages: bodies(this.stmt.messages) as Message[],
       steps: bodies(this.stmt.calls) as CallRecord[],
       requests,
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
     };
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
+    if (!r) return undefined;
+    return {
+      id: r.id as string,
+      mode: r.mode as SessionRecord['mode'],
+      last_run_id: (r.last_run_id as string | null) ?? null,
+      contract: r.contract ? JSON.parse(r.contract as string) : null,
+      updated_at: r.updated_at as string,
+    };
+  }
+
+  async saveSession(s: SessionRecord): Promise<void> {
+    this.db
+      .prepare(
+        `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
+      )
+      .run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
   }
 
   async listRuns(limit = 50): Promise<RunSummary[]> {

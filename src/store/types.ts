@@ -2,6 +2,7 @@ import type {
   ApprovalCard,
   ApprovalItem,
   CallRecord,
+  Contract,
   EffectRecord,
   EndReason,
   Message,
@@ -12,8 +13,17 @@ import type {
 } from '../loop/types.js';
 import type { Mode } from '../tools/types.js';
 
+export interface SessionRecord {
+  id: string;
+  mode: Mode;
+  last_run_id: string | null;
+  contract: Contract | null;
+  updated_at: string;
+}
+
 export interface RunSummary {
   id: string;
+  session_id: string;
   status: RunStatus;
   reason: EndReason | null;
   request: string;
@@ -86,6 +96,8 @@ export interface Store {
   saveRun(run: RunState, delta: RunDelta): Promise<void>;
   loadRun(id: string): Promise<RunState | undefined>;
   listRuns(limit?: number): Promise<RunSummary[]>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  saveSession(s: SessionRecord): Promise<void>;
   /**
    * Atomically takes a paused run out of pause `seq`. False when it is not paused there any more
    * (already resumed, in this process or another): the caller must not continue it (R18).

@@ -22,8 +22,9 @@ export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
   task_wait: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
   task_list: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
   task_stop: { effect: 'write', confirm: 'never', contract_modes: 'declare' },
-  submit_plan: { effect: 'write', confirm: 'never' },
-  submit_goal: { effect: 'write', confirm: 'never' },
+  // C1: the proposal waits for the user's approval (a card), which switches the session to Agent.
+  submit_plan: { effect: 'write', approval: 'pinned' },
+  submit_goal: { effect: 'write', approval: 'pinned' },
 };
 
 export function coreTool(def: ToolDefinition, extra: Partial<ToolSpec> = {}): ToolSpec {
@@ -106,3 +107,53 @@ export function memoryTools(store: Store): ToolSpec[] {
     }),
   ];
 }
+
+const strList = (description: string) => ({ type: 'array', items: { type: 'string', minLength: 1 }, description });
+
+/** C1: the contract modes' own submit tools; each exists only in its mode. */
+export const submitPlan = coreTool(
+  {
+    name: 'submit_plan',
+    description:
+      'Submit your plan for the user to approve: the ordered steps you will take. Approval switches to Agent mode and you then carry the plan out.',
+    parameters: {
+      type: 'object',
+      properties: { summary: str('One line: what the plan achieves.'), steps: { ...strList('The steps, in order.'), minItems: 1 } },
+      required: ['steps'],
+      additionalProperties: false,
+    },
+    describe: (a) => ({
+      title: `Approve this plan${a.summary ? `: ${a.summary}` : ''}? (switches to Agent mode)`,
+      lines: (a.steps as string[]).map((s, i) => `${i + 1}. ${s}`),
+    }),
+    execute: () => 'Plan approved. You are in Agent mode now: carry out the steps in order.',
+  },
+  { onlyInModes: ['plan'] },
+);
+
+export const submitGoal = coreTool(
+  {
+    name: 'submit_goal',
+    description:
+      'Submit a goal for the user to approve: the outcome, the acceptance criteria that prove it, and the boundaries you will not cross. Approval switches to Agent mode.',
+    parameters: {
+      type: 'object',
+      properties: {
+        outcome: str('The outcome, in one sentence.'),
+        criteria: { ...strList('Acceptance criteria, each checkable.'), minItems: 1 },
+        boundaries: strList('What you will not do (stop and ask instead).'),
+      },
+      required: ['outcome', 'criteria'],
+      additionalProperties: false,
+    },
+    describe: (a) => ({
+      title: `Approve this goal: ${a.outcome}? (switches to Agent mode)`,
+      lines: [
+        ...(a.criteria as string[]).map((c) => `criterion: ${c}`),
+        ...((a.boundaries as string[] | undefined) ?? []).map((b) => `boundary: ${b}`),
+      ],
+    }),
+    execute: () => 'Goal approved. You are in Agent mode now: work until each criterion is verified, within the boundaries.',
+  },
+  { onlyInModes: ['goal'] },
+);

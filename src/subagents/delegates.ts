@@ -1,0 +1,189 @@
+import type { DelegateConfig, KeelConfig } from '../config/config.js';
+import { DEFAULT_LIMITS, type Limits, newRunState, RunLeg } from '../loop/engine.js';
+import { collect } from '../loop/run.js';
+import type { RunResult } from '../loop/types.js';
+import type { ModelClient } from '../models/types.js';
+import type { Registry } from '../plugin-host/host.js';
+import { coreTool } from '../tools/builtins.js';
+import type { Mode, ToolSpec } from '../tools/types.js';
+
+/** What the delegates need from the Keel that runs them. */
+export interface DelegateHost {
+  /** The parent run's pool: a delegate gets the subset its config names. */
+  registry: () => Registry;
+  createModel: (spec: string) => Promise<ModelClient>;
+  /** The parent run's model spec and session (the delegate reads the session's mode fresh, C5). */
+  parent: (runId: string) => Promise<{ model: string; session_id: string }>;
+  sessionMode: (sessionId: string) => Mode;
+  limits: Partial<Limits>;
+}
+
+interface Task {
+  id: string;
+  delegate: string;
+  parentRun: string;
+  status: 'running' | 'done' | 'failed' | 'stopped';
+  leg: RunLeg;
+  done: Promise<RunResult>;
+  result?: RunResult;
+}
+
+const TASK_FAMILY = new Set(['task', 'task_wait', 'task_list', 'task_stop', 'ask_user']);
+
+/**
+ * SPEC C8: named delegates from the config, each run with its own isolated history through the
+ * same engine and gate (one loop body), with a subset of the parent's tools. Delegate runs have no
+ * store, so they cannot pause: ask_user and approvals are refused inside them (A5).
+ */
+export class Subagents {
+  readonly tasks = new Map<string, Task>();
+  /** How many delegates were ever started (tests assert denials create none, C6). */
+  created = 0;
+  private readonly delegates: Map<string, DelegateConfig>;
+  private readonly maxConcurrent: number;
+
+  constructor(
+    config: NonNullable<KeelConfig['subagents']>,
+    private readonly host: DelegateHost,
+  ) {
+    this.delegates = new Map(config.delegates.map((d) => [d.name, d]));
+    this.maxConcurrent = config.max_concurrent;
+  }
+
+  get configured(): boolean {
+    return this.delegates.size > 0;
+  }
+
+  private running(): number {
+    return [...this.tasks.values()].filter((t) => t.status === 'running').length;
+  }
+
+  private async start(name: string, prompt: string, parentRun: string): Promise<string> {
+    const d = this.delegates.get(name);
+    if (!d) throw new Error(`no delegate named ${name} (configured: ${[...this.delegates.keys()].join(', ')})`);
+    if (this.running() >= this.maxConcurrent) {
+      throw new Error(`${this.running()} delegates are already running (limit ${this.maxConcurrent}): wait for one with task_wait first`);
+    }
+    const parent = await this.host.parent(parentRun);
+    const reg = this.host.registry();
+    const pool = reg.pool.filter((t) => d.tools.includes(t.name) && !TASK_FAMILY.has(t.name));
+    const registry: Registry = { ...reg, pool, byName: new Map(pool.map((t) => [t.name, t])), close: async () => {} };
+    const model = await this.host.createModel(d.model ?? parent.model);
+    const state = newRunState({
+      request: prompt,
+      mode: 'agent',
+      model: model.spec,
+      plugin_dirs: [],
+      now: new Date().toISOString(),
+      session_id: parent.session_id,
+    });
+    const missing = d.tools.filter((n) => !pool.some((t) => t.name === n));
+    if (missing.length) state.notes.push(`delegate ${name}: tools not available: ${missing.join(', ')}`);
+    const leg = new RunLeg(
+      {
+        registry,
+        model,
+        store: null,
+        limits: { ...DEFAULT_LIMITS, ...this.host.limits, ...(d.max_steps ? { maxSteps: d.max_steps } : {}) },
+        instructions: d.instructions,
+        sessionMode: () => this.host.sessionMode(parent.session_id),
+      },
+      state,
+      true,
+    );
+    this.created++;
+    const id = `tk_${this.created}`;
+    const task: Task = { id, delegate: name, parentRun, status: 'running', leg, done: collect(leg.drive()) };
+    this.tasks.set(id, task);
+    task.done.then(
+      (r) => {
+        task.result = r;
+        if (task.status === 'running') task.status = r.status === 'done' ? 'done' : 'failed';
+      },
+      () => {
+        task.status = 'failed';
+      },
+    );
+    return id;
+  }
+
+  private task(id: unknown): Task {
+    const t = this.tasks.get(String(id));
+    if (!t) throw new Error(`no task ${id} (task_list shows them)`);
+    return t;
+  }
+
+  private static describe(t: Task): string {
+    const r = t.result;
+    const head = `Task ${t.id} (${t.delegate}): ${t.status}`;
+    if (!r) return head;
+    return `${head}; ${r.model_calls} model calls, tools run: ${
+      r.steps
+        .filter((s) => s.outcome === 'ran')
+        .map((s) => s.tool)
+        .join(', ') || 'none'
+    }.\n${r.answer ?? ''}`;
+  }
+
+  tools(): ToolSpec[] {
+    const id = { id: { type: 'string', description: 'The task id task returned.' } };
+    const names = [...this.delegates.values()].map((d) => `${d.name}${d.description ? ` (${d.description})` : ''}`).join('; ');
+    return [
+      coreTool({
+        name: 'task',
+        description: `Start a delegate on a self-contained piece of work; it works with its own history and tools and reports back. Delegates: ${names}.`,
+        parameters: {
+          type: 'object',
+          properties: {
+            agent: { type: 'string', enum: [...this.delegates.keys()], description: 'Which delegate.' },
+            prompt: { type: 'string', description: 'Everything the delegate needs to know: it sees nothing else.' },
+          },
+          required: ['agent', 'prompt'],
+          additionalProperties: false,
+        },
+        execute: async (a, ctx) => {
+          const tid = await this.start(String(a.agent), String(a.prompt), ctx.runId);
+          return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
+        },
+      }),
+      coreTool({
+        name: 'task_wait',
+        description: 'Wait for a delegate task to finish and get its answer.',
+        parameters: {
+          type: 'object',
+          properties: { ...id, timeout_s: { type: 'number', minimum: 1, maximum: 600, description: 'How long to wait (default 120).' } },
+          required: ['id'],
+          additionalProperties: false,
+        },
+        execute: async (a) => {
+          const t = this.task(a.id);
+          const ms = Number(a.timeout_s ?? 120) * 1000;
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([t.done.catch(() => undefined), new Promise((res) => (timer = setTimeout(res, ms)))]);
+          clearTimeout(timer);
+          return Subagents.describe(t);
+        },
+      }),
+      coreTool({
+        name: 'task_list',
+        description: 'List delegate tasks and their status.',
+        parameters: { type: 'object', properties: {}, additionalProperties: false },
+        execute: () =>
+          this.tasks.size ? [...this.tasks.values()].map((t) => `${t.id} ${t.delegate} ${t.status}`).join('\n') : 'No tasks.',
+      }),
+      coreTool({
+        name: 'task_stop',
+        description: 'Stop a running delegate task.',
+        parameters: { type: 'object', properties: id, required: ['id'], additionalProperties: false },
+        execute: async (a) => {
+          const t = this.task(a.id);
+          if (t.status !== 'running') return `Task ${t.id} is already ${t.status}.`;
+          t.status = 'stopped';
+          t.leg.stop('stopped by task_stop');
+          await t.done.catch(() => undefined);
+          return `Stopped task ${t.id}.`;
+        },
+      }),
+    ];
+  }
+}
