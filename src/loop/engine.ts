@@ -70,6 +70,8 @@ export class RunLeg {
   private readonly started = Date.now();
   private readonly abort = new AbortController();
   private stopped: string | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
 
   constructor(deps: EngineDeps, state: RunState, fresh: boolean) {
     this.deps = deps;
@@ -141,10 +143,19 @@ export class RunLeg {
   /** Drives the run until it ends or pauses, yielding every event on the way. */
   async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.state;
+    // R20: the time limit also cuts a model call or a tool that is still running.
+    this.timer ??= setTimeout(
+      () => {
+        this.timedOut = true;
+        this.abort.abort(new Error('the run took too long'));
+      },
+      Math.max(0, this.limits.timeoutMs - (Date.now() - this.started)),
+    );
+    this.timer.unref?.();
     while (true) {
       if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
       if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
-      if (Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
+      if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
       const { menu, system } = this.menu();
       const step = s.model_calls + 1;
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
@@ -166,6 +177,7 @@ export class RunLeg {
       } catch (err) {
         s.model_calls++;
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
+        if (this.timedOut) return yield* this.end('failed', 'timeout');
         const msg = err instanceof Error ? err.message : String(err);
         s.notes.push(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
@@ -440,6 +452,7 @@ export class RunLeg {
 
   async *end(status: RunState['status'], reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.state;
+    clearTimeout(this.timer);
     s.status = status;
     s.reason = reason;
     if (status === 'paused') {

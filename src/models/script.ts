@@ -15,6 +15,8 @@ export interface ScriptEntry {
   text?: string;
   tool_calls?: { id?: string; name: string; args?: Record<string, unknown>; arguments?: string }[];
   error?: string;
+  /** Wait this long before replying (a slow model, for timing tests); aborted by the request's signal. */
+  delay_ms?: number;
 }
 
 export function parseScript(text: string, where: string): ScriptEntry[] {
@@ -28,7 +30,7 @@ export function parseScript(text: string, where: string): ScriptEntry[] {
   data.forEach((e, i) => {
     const at = `${where}: entry ${i + 1}`;
     if (!e || typeof e !== 'object' || Array.isArray(e)) throw new ModelError(`${at} is not a mapping`);
-    const unknown = Object.keys(e).filter((k) => !['text', 'tool_calls', 'error'].includes(k));
+    const unknown = Object.keys(e).filter((k) => !['text', 'tool_calls', 'error', 'delay_ms'].includes(k));
     if (unknown.length) throw new ModelError(`${at} has unknown field(s) ${unknown.join(', ')} (expected text, tool_calls)`);
     if (e.text === undefined && e.tool_calls === undefined && e.error === undefined) {
       throw new ModelError(`${at} has neither text nor tool_calls`);
@@ -90,10 +92,22 @@ export class ScriptModel implements ModelClient {
         `script ${this.file} ran out: model call ${req.seq + 1} was asked for but the script has ${this.entries.length} ${this.entries.length === 1 ? 'entry' : 'entries'}`,
       );
     }
+    if (entry.delay_ms) await sleep(entry.delay_ms, req.signal);
     if (entry.error !== undefined) throw new ModelError(entry.error);
     const reply = toReply(entry, req.seq);
     if (reply.text) yield { type: 'text_delta', text: reply.text };
     for (const call of reply.tool_calls) yield { type: 'tool_call', call };
     yield { type: 'done', reply };
   }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      reject(signal.reason ?? new Error('aborted'));
+    });
+  });
 }

@@ -89,7 +89,8 @@ export function renderContract(c: Contract): string {
 
 export function systemPrompt(p: PromptParts): string {
   const parts = p.instructions ? [p.instructions.trim(), BASE] : [BASE];
-  if (p.menu.some((t) => t.gate === 'confirm_once')) parts.push(ASK_ONCE_RULE);
+  const unavailable = new Set(p.unavailable);
+  if (p.menu.some((t) => t.gate === 'confirm_once' && !unavailable.has(t.name))) parts.push(ASK_ONCE_RULE);
   if (p.mode !== 'agent') {
     const submit = p.mode === 'plan' ? 'submit_plan (ordered steps)' : 'submit_goal (outcome, acceptance criteria, boundaries)';
     parts.push(

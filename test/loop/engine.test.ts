@@ -352,3 +352,14 @@ test('R30/S1: the result carries model_calls, requests with declared tools, and 
   assert.ok(names.includes('ask_user') && names.includes('upcoming_dues') && names.includes('create_reminder'));
   assert.ok(r.requests[0].tools.every((t) => t.available));
 });
+
+test('R20: the time limit cuts a model call that is still running', async (t) => {
+  const h = new Harness([{ delay_ms: 5000, text: 'too late' }], { limits: { timeoutMs: 150 } });
+  t.after(() => h.close());
+  const started = Date.now();
+  const r = await h.run('slow');
+  assert.equal(r.status, 'failed');
+  assert.equal(r.reason, 'timeout');
+  assert.ok(Date.now() - started < 4000, 'it did not wait for the model');
+  assert.match(r.answer ?? '', /ran past the time limit/);
+});

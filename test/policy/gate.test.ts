@@ -48,7 +48,6 @@ function run(
     argsProblem: opts.argsProblem,
     key: callKey(t?.name ?? 'nope', opts.args ?? {}),
     mode,
-    submitTool: mode === 'plan' ? 'submit_plan' : mode === 'goal' ? 'submit_goal' : undefined,
     state: opts.state ?? deriveGateState([], true),
   });
 }
