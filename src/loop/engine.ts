@@ -57,6 +57,17 @@ export interface EngineDeps {
   now?: () => Date;
 }
 
+interface MenuEntry {
+  menu: Menu;
+  system: string;
+  names: ReadonlySet<string>;
+  mode: Mode;
+  contract: Contract | null;
+}
+
+/** Menus by pool (a registry's pool array) and key: runs over one registry share them. */
+const MENU_MEMO = new WeakMap<readonly ToolSpec[], Map<string, Omit<MenuEntry, 'mode' | 'contract'>>>();
+
 /** One leg of a run: from its start or a resume to its next end or pause. The only loop body (R14). */
 export class RunLeg {
   readonly state: RunState;
@@ -65,7 +76,7 @@ export class RunLeg {
   private gate!: GateState;
   private readonly admitted = new Set<string>();
   private readonly called = new Set<string>();
-  private menuCache: { key: string; menu: Menu; system: string } | undefined;
+  private menuCache: MenuEntry | undefined;
   private saved: { messages: number; steps: number; requests: number };
   private readonly started = Date.now();
   private readonly abort = new AbortController();
@@ -109,10 +120,50 @@ export class RunLeg {
     this.saved = { messages: s.messages.length, steps: s.steps.length, requests: s.requests.length };
   }
 
-  private menu(): { menu: Menu; system: string } {
+  /**
+   * The menu and system prompt for the next request. Kept while the mode and contract hold and every
+   * tool the transcript calls (or admitted) is on it (R23/R24), so a step does no O(pool) work; and
+   * shared across runs over the same pool, since it depends only on the key below.
+   */
+  private menu(): MenuEntry {
     const s = this.state;
-    const key = `${s.mode}|${s.contract ? 'c' : ''}|${[...this.called].join(',')}|${[...this.admitted].join(',')}`;
-    if (this.menuCache?.key === key) return this.menuCache;
+    const c = this.menuCache;
+    if (c && c.mode === s.mode && c.contract === s.contract && this.covers(c.names)) return c;
+    const byName = this.deps.registry.byName;
+    const inPool = (set: Set<string>) =>
+      [...set]
+        .filter((n) => byName.has(n))
+        .sort()
+        .join(',');
+    const contract = s.contract ? renderContract(s.contract) : undefined;
+    const key = [
+      s.mode,
+      contract ?? '',
+      this.deps.instructions ?? '',
+      inPool(this.called),
+      inPool(this.admitted),
+      this.deps.shortlist ? s.request : '',
+    ].join('\u0001');
+    let memo = MENU_MEMO.get(this.deps.registry.pool);
+    if (!memo) MENU_MEMO.set(this.deps.registry.pool, (memo = new Map()));
+    let hit = memo.get(key);
+    if (!hit) {
+      hit = this.buildMenuEntry(contract);
+      if (memo.size >= 64) memo.clear();
+      memo.set(key, hit);
+    }
+    this.menuCache = { ...hit, mode: s.mode, contract: s.contract };
+    return this.menuCache;
+  }
+
+  private covers(names: ReadonlySet<string>): boolean {
+    const byName = this.deps.registry.byName;
+    for (const set of [this.called, this.admitted]) for (const n of set) if (byName.has(n) && !names.has(n)) return false;
+    return true;
+  }
+
+  private buildMenuEntry(contract: string | undefined): Omit<MenuEntry, 'mode' | 'contract'> {
+    const s = this.state;
     const menu = buildMenu(
       {
         pool: this.deps.registry.pool,
@@ -127,11 +178,10 @@ export class RunLeg {
       mode: s.mode,
       menu: menu.tools,
       unavailable: menu.unavailable,
-      contract: s.contract ? renderContract(s.contract) : undefined,
+      contract,
       instructions: this.deps.instructions,
     });
-    this.menuCache = { key, menu, system };
-    return this.menuCache;
+    return { menu, system, names: new Set(menu.tools.map((t) => t.name)) };
   }
 
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */

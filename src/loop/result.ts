@@ -40,6 +40,17 @@ export function interruption(
     .join(' ');
 }
 
+const toolSummaries = new WeakMap<object, { name: string; description: string; available: boolean }[]>();
+/** A menu (the same array across steps and runs) is summarised once. */
+function summarizeTools(tools: RunState['requests'][number]['tools']) {
+  let out = toolSummaries.get(tools);
+  if (!out) {
+    out = tools.map((t) => ({ name: t.name, description: t.description, available: t.available }));
+    toolSummaries.set(tools, out);
+  }
+  return out;
+}
+
 /** SPEC S1: the one JSON object `keel run --json` prints. */
 export function toResult(s: RunState): RunResult {
   const status = s.status === 'running' ? 'failed' : s.status;
@@ -53,7 +64,7 @@ export function toResult(s: RunState): RunResult {
     effects: s.effects,
     requests: s.requests.map((r) => ({
       system: r.system,
-      tools: r.tools.map((t) => ({ name: t.name, description: t.description, available: t.available })),
+      tools: summarizeTools(r.tools),
       ...(r.input_tokens !== undefined ? { input_tokens: r.input_tokens } : {}),
       dropped: r.dropped,
     })),

@@ -140,13 +140,16 @@ export class SqliteStore implements Store {
     };
   }
 
-  private blob(body: string): string {
-    const hash = contentHash(body);
+  private blob(body: string, hash = contentHash(body)): string {
     if (!this.knownBlobs.has(hash)) {
       this.stmt.insertBlob.run(hash, body);
       this.knownBlobs.add(hash);
     }
     return hash;
+  }
+
+  private blobOf(b: { body: string; hash: string }): string {
+    return this.blob(b.body, b.hash);
   }
 
   private writeDelta(run: RunState, delta: RunDelta): void {
@@ -158,7 +161,7 @@ export class SqliteStore implements Store {
     seq = run.requests.length - delta.requests.length;
     for (const r of delta.requests) {
       const { system, tools, ...meta } = r;
-      this.stmt.insertRequest.run(run.id, seq++, r.step, this.blob(system), this.blob(toolsJson(tools)), JSON.stringify(meta));
+      this.stmt.insertRequest.run(run.id, seq++, r.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
     }
     this.stmt.updateRun.run(this.runParams(run));
   }
@@ -334,25 +337,19 @@ export class SqliteStore implements Store {
   }
 }
 
-const toolsJsonCache = new WeakMap<object, string>();
-/** The same menu (same array) is serialised once per process, not once per step. */
-function toolsJson(tools: RequestTrace['tools']): string {
-  let j = toolsJsonCache.get(tools);
-  if (j === undefined) {
-    j = JSON.stringify(tools);
-    toolsJsonCache.set(tools, j);
+const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();
+/** The same menu (same array, see the engine's menu memo) is serialised and hashed once per process. */
+function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: string } {
+  let b = toolsBlobCache.get(tools);
+  if (!b) {
+    const body = JSON.stringify(tools);
+    b = { body, hash: contentHash(body) };
+    toolsBlobCache.set(tools, b);
   }
-  return j;
+  return b;
 }
 
-const hashCache = new Map<string, string>();
-/** Content key for deduplicating trace blobs; recent bodies are remembered to skip rehashing. */
+/** Content key for deduplicating trace blobs. */
 function contentHash(s: string): string {
-  let h = hashCache.get(s);
-  if (h === undefined) {
-    h = createHash('sha1').update(s).digest('hex');
-    if (hashCache.size > 64) hashCache.clear();
-    hashCache.set(s, h);
-  }
-  return h;
+  return createHash('sha1').update(s).digest('hex');
 }
