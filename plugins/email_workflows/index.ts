@@ -4,17 +4,9 @@
 import type { PluginAPI } from '../../src/plugin-host/types.js';
 import { agentTools, buildToolbox, runAgent } from './agent.js';
 import { closeDb, deleteDb, openDb } from './mailbox.js';
-import {
-  findAttachment,
-  inboxDigest,
-  listByCategory,
-  readEmail,
-  restoreEmail,
-  searchInbox,
-  sendEmail,
-  trashCategory,
-  trashEmail,
-} from './tools.js';
+import { sendEmail } from './send.js';
+import { findAttachment, inboxDigest, listByCategory, readEmail, searchInbox } from './tools.js';
+import { restoreEmail, trashCategory, trashEmail } from './trash.js';
 
 export { dbPath } from './mailbox.js';
 
