@@ -11,7 +11,7 @@ export function dbPath(home: string): string {
   return join(home, 'data', `${PLUGIN}.db`);
 }
 
-export const handles = new Map<string, Database.Database>();
+const handles = new Map<string, Database.Database>();
 
 export function openDb(home: string): Database.Database {
   const file = dbPath(home);
