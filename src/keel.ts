@@ -13,10 +13,12 @@ import type { ModelClient } from './models/types.js';
 import { mountPlugins, type Registry } from './plugin-host/host.js';
 import { guardHandler, ModeAuthority } from './policy/modes.js';
 import type { Shortlist } from './prompt/menu.js';
+import { bm25Shortlist, toolCapFromEnv } from './prompt/shortlist.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { ApprovalRecord, Store } from './store/types.js';
 import { Subagents } from './subagents/delegates.js';
 import { askUser, memoryTools, submitGoal, submitPlan } from './tools/builtins.js';
+import { loadSkills, skillsDir, skillsSignature } from './tools/skills.js';
 import { confirmOnceOverride } from './tools/spec.js';
 import type { Mode, ToolSpec } from './tools/types.js';
 
@@ -81,6 +83,7 @@ export class Keel {
   /** Delegates per plugin-folder set (C8); undefined entries when none are configured. */
   readonly subagents = new Map<string, Subagents | undefined>();
   private config: KeelConfig | undefined;
+  private readonly withSkills = new WeakMap<Registry, { signature: string; notes: string[]; registry: Registry }>();
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -146,13 +149,37 @@ export class Keel {
     });
   }
 
-  private async deps(model: string | ModelClient | undefined, dirs: string[]): Promise<EngineDeps> {
+  /**
+   * The run's pool: the registry plus the skills folder's tools (R25: a skill never shadows a
+   * pool name). Rebuilt only when a skill file changes, so menus stay shared across runs.
+   */
+  private async runRegistry(dirs: string[]): Promise<{ registry: Registry; notes: string[] }> {
+    const base = await this.registry(dirs);
+    const dir = skillsDir(this.home, this.env);
+    const sig = skillsSignature(dir);
+    const cached = this.withSkills.get(base);
+    if (cached?.signature === sig) return cached;
+    const skills = loadSkills(dir, base.byName);
+    const pool = skills.tools.length ? [...base.pool, ...skills.tools] : base.pool;
+    const entry = {
+      signature: sig,
+      notes: skills.notes,
+      registry: skills.tools.length ? { ...base, pool, byName: new Map(pool.map((t) => [t.name, t])) } : base,
+    };
+    this.withSkills.set(base, entry);
+    return entry;
+  }
+
+  private async deps(model: string | ModelClient | undefined, dirs: string[]): Promise<EngineDeps & { notes: string[] }> {
+    const { registry, notes } = await this.runRegistry(dirs);
     return {
-      registry: await this.registry(dirs),
+      registry,
+      notes,
       model: typeof model === 'object' ? model : await createModel(model, this.env),
       store: this.store,
       limits: { ...limitsFromEnv(this.env), ...this.opts.limits },
-      shortlist: this.opts.shortlist,
+      shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env)),
+      countTokens: this.env.KEEL_COUNT_TOKENS !== '0',
       onModeChange: (run) => this.recordSession(run),
     };
   }
@@ -206,7 +233,8 @@ export class Keel {
       session = { id: rec.id, history: last?.messages ?? [], contract: rec.contract };
       mode ??= rec.mode;
     }
-    return yield* this.tracked(streamRun(await this.deps(o.model, dirs), { message, mode, pluginDirs: dirs, session }));
+    const deps = await this.deps(o.model, dirs);
+    return yield* this.tracked(streamRun(deps, { message, mode, pluginDirs: dirs, session, notes: deps.notes }));
   }
 
   /**

@@ -6,6 +6,7 @@ import type { Registry } from '../plugin-host/host.js';
 import { callKey, decide, deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
 import { renderContract, systemPrompt } from '../prompt/prompt.js';
+import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type { Store } from '../store/types.js';
 import type { Mode, ToolSpec } from '../tools/types.js';
 import { closestNames, executeCall } from './calls.js';
@@ -48,6 +49,8 @@ export interface EngineDeps {
   store: Store | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
+  /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
+  countTokens?: boolean;
   /** A delegate's instructions, placed first in its system prompt (C8). */
   instructions?: string;
   /** The session's mode now (C5); defaults to the run's own. Delegates read their parent's. */
@@ -61,6 +64,8 @@ interface MenuEntry {
   menu: Menu;
   system: string;
   names: ReadonlySet<string>;
+  /** Token count of system + declarations, computed once per menu (shared by reference). */
+  tokens: { count?: Promise<number> };
   mode: Mode;
   contract: Contract | null;
 }
@@ -181,7 +186,7 @@ export class RunLeg {
       contract,
       instructions: this.deps.instructions,
     });
-    return { menu, system, names: new Set(menu.tools.map((t) => t.name)) };
+    return { menu, system, names: new Set(menu.tools.map((t) => t.name)), tokens: {} };
   }
 
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
@@ -206,9 +211,14 @@ export class RunLeg {
       if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
       if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
       if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
-      const { menu, system } = this.menu();
+      const entry = this.menu();
+      const { menu, system } = entry;
       const step = s.model_calls + 1;
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
+      if (this.deps.countTokens) {
+        entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec));
+        trace.input_tokens = await entry.tokens.count;
+      }
       s.requests.push(trace);
       yield { type: 'model_request', step, system, tools: menu.declared };
       let reply: AssistantReply | undefined;

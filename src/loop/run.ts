@@ -12,6 +12,8 @@ export interface StartInput {
   pluginDirs?: string[];
   /** Continue a session: its id, its transcript so far, and its approved contract. */
   session?: { id: string; history: readonly Message[]; contract: Contract | null };
+  /** Notes for the run's trace from before it started (skills skipped, R25). */
+  notes?: string[];
 }
 
 /** Streaming API: every event as it happens, ending with the run's result (R14). */
@@ -28,6 +30,7 @@ export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGene
     history: input.session?.history,
     contract: input.session?.contract,
   });
+  state.notes.push(...(input.notes ?? []));
   const leg = new RunLeg(deps, state, true);
   await leg.save(true);
   yield { type: 'run_started', run_id: state.id, session_id: state.session_id, mode: state.mode, request: message, resumed: false };

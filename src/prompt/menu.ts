@@ -27,7 +27,12 @@ export interface Menu {
 }
 
 /** Ranks the executable candidates and keeps what fits; the default keeps them all. */
-export type Shortlist = (candidates: readonly ToolSpec[], keep: ReadonlySet<string>, request: string) => Set<string>;
+export type Shortlist = (
+  candidates: readonly ToolSpec[],
+  keep: ReadonlySet<string>,
+  request: string,
+  pool: readonly ToolSpec[],
+) => Set<string>;
 
 export const keepAll: Shortlist = (candidates) => new Set(candidates.map((t) => t.name));
 
@@ -49,7 +54,7 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
   for (const t of candidates) {
     if (t.name === 'ask_user' || t.name === 'memory_search' || t.declaration.pinned || input.called.has(t.name)) keep.add(t.name);
   }
-  const chosen = shortlist(candidates, keep, input.request);
+  const chosen = shortlist(candidates, keep, input.request, input.pool);
   for (const k of keep) chosen.add(k);
 
   const tools: ToolSpec[] = [];

@@ -345,12 +345,16 @@ test('R14: the blocking result equals what the event stream carried', async (t) 
 test('R30/S1: the result carries model_calls, requests with declared tools, and steps', async (t) => {
   const h = new Harness([{ tool_calls: [DUES] }, { text: 'ok' }]);
   t.after(() => h.close());
-  const r = await h.run('dues?');
+  const r = await h.run('find my dues and create reminders');
   assert.equal(r.model_calls, 2);
   assert.equal(r.requests.length, 2);
   const names = r.requests[0].tools.map((t) => t.name);
-  assert.ok(names.includes('ask_user') && names.includes('upcoming_dues') && names.includes('create_reminder'));
-  assert.ok(r.requests[0].tools.every((t) => t.available));
+  for (const n of ['ask_user', 'upcoming_dues', 'create_reminder']) assert.ok(names.includes(n), `${n} declared`);
+  assert.ok(
+    r.requests[0].tools.every((t) => t.available),
+    'all available',
+  );
+  assert.ok((r.requests[0].input_tokens ?? 0) > 100, 'the request is counted');
 });
 
 test('R20: the time limit cuts a model call that is still running', async (t) => {
