@@ -22,8 +22,15 @@ import { loadSkills, skillsDir, skillsSignature } from './tools/skills.js';
 import { confirmOnceOverride } from './tools/spec.js';
 import type { Mode, ToolSpec } from './tools/types.js';
 
+/** Keel's package folder, whether this runs from src/ (tsx) or dist/src/. */
+export const PACKAGE_ROOT = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
+
 /** The reference plugins shipped with Keel (used when no plugin folder is given). */
-export const BUNDLED_PLUGINS = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', 'plugins');
+export const BUNDLED_PLUGINS = join(PACKAGE_ROOT, 'plugins');
 
 export interface KeelOptions {
   /** Keel's home: the store and plugin data live here. Default KEEL_HOME, else ~/.keel. */

@@ -8,6 +8,7 @@ import { ModelError } from '../models/types.js';
 import { mountPlugins, registryHealthy } from '../plugin-host/host.js';
 import { confirmOnceOverride } from '../tools/spec.js';
 import type { Mode } from '../tools/types.js';
+import { registerPluginsInit } from './plugins-init.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
 
 export interface Io {
@@ -114,6 +115,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       io.out(o.json ? `${JSON.stringify(p)}\n` : renderPlugins([p]));
       code = p.status === 'loaded' ? 0 : 1;
     });
+  registerPluginsInit(plugins, io);
 
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
   approvals
@@ -147,6 +149,31 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         finish(result, !!o.json);
       });
   }
+
+  program
+    .command('demo')
+    .description('the reference assistant working the scenarios in examples/ end to end (embedded store, temporary KEEL_HOME)')
+    .option('-m, --model <spec>', 'run the same requests against a real model (you answer the pauses on a TTY)')
+    .option('--only <name>', 'only scenarios whose file name contains this')
+    .option('--keep', 'keep the temporary KEEL_HOME')
+    .option('--examples <dir>', 'scenario folder (default: the bundled examples/)')
+    .action(async (o: { model?: string; only?: string; keep?: boolean; examples?: string }) => {
+      const { runDemo } = await import('../demo/demo.js');
+      code = await runDemo({ ...o, dir: o.examples, out: io.out, env: io.env, interactive: Boolean(o.model && process.stdin.isTTY) });
+    });
+
+  const data = program.command('data').description("the reference plugins' local data");
+  data
+    .command('reset')
+    .description("delete and re-seed each plugin's data under KEEL_HOME (plugins that export reset(home))")
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
+    .action(async (o: { plugins: string[] }) => {
+      const k = new Keel({ env: io.env, store: null });
+      const { resetPluginData } = await import('../plugin-host/data.js');
+      const rows = await resetPluginData(k.pluginDirs(o.plugins), k.home);
+      for (const r of rows) io.out(`${r.plugin.padEnd(20)} ${r.status}${r.message ? `: ${r.message}` : ''}\n`);
+      code = rows.some((r) => r.status === 'failed') ? 1 : 0;
+    });
 
   try {
     await program.parseAsync(argv);

@@ -215,10 +215,14 @@ export class RunLeg {
       const { menu, system } = entry;
       const step = s.model_calls + 1;
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
-      if (this.deps.countTokens) {
-        entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec));
-        trace.input_tokens = await entry.tokens.count;
-      }
+      // Counted while the model works: the first count loads an encoding (~1 s), never on the model's path.
+      const tokens = this.deps.countTokens
+        ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
+        : undefined;
+      const counted = async () => {
+        const n = await tokens;
+        if (n !== undefined && n >= 0) trace.input_tokens = n;
+      };
       s.requests.push(trace);
       yield { type: 'model_request', step, system, tools: menu.declared };
       let reply: AssistantReply | undefined;
@@ -235,6 +239,7 @@ export class RunLeg {
         }
         if (!reply) throw new ModelError('the model stream ended without a reply');
       } catch (err) {
+        await counted();
         s.model_calls++;
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
@@ -242,6 +247,7 @@ export class RunLeg {
         s.notes.push(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }
+      await counted();
       s.model_calls++;
       if (reply.usage) trace.usage = reply.usage;
       s.messages.push({ role: 'assistant', content: reply.text, tool_calls: reply.tool_calls });

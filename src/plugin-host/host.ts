@@ -6,9 +6,10 @@ import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
 import type { ToolDefinition, ToolSpec } from '../tools/types.js';
+import { McpStartError, mountMcpServer } from './mcp.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
-const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
+export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
 
 /** Every tool that can be offered, the plugins' reports, and their hooks. */
 export interface Registry {
@@ -55,7 +56,7 @@ export function discoverPlugins(dirs: readonly string[]): string[] {
   return [...new Set(found)];
 }
 
-async function importEntry(file: string): Promise<unknown> {
+export async function importEntry(file: string): Promise<unknown> {
   if (file.endsWith('.ts')) {
     // Lazy: only plugins written in TypeScript pay for the loader.
     const { tsImport } = await import('tsx/esm/api');
@@ -177,7 +178,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
 
     const entry = manifest.entry ? [manifest.entry] : ENTRY_NAMES;
     const entryFile = entry.map((e) => join(dir, e)).find((f) => existsSync(f));
-    if (!entryFile) {
+    // An MCP plugin needs no entry module, unless its manifest names one.
+    if (!entryFile && (!manifest.mcp || manifest.entry)) {
       report.status = 'failed';
       report.failures.push({
         kind: 'entry_missing',
@@ -185,9 +187,9 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       });
       continue;
     }
-    let setup: PluginSetup;
+    let setup: PluginSetup = () => {};
     try {
-      const mod = (await importEntry(entryFile)) as { default?: unknown };
+      const mod = (entryFile ? await importEntry(entryFile) : { default: setup }) as { default?: unknown };
       // A .ts entry outside a `"type": "module"` package is compiled as CommonJS: its default
       // export then arrives wrapped as { default: { default: setup } }.
       const found = typeof mod.default === 'object' && mod.default !== null ? (mod.default as { default?: unknown }).default : mod.default;
@@ -197,7 +199,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       report.status = 'failed';
       report.failures.push({
         kind: 'entry_failed',
-        message: `plugin ${report.name}: cannot load ${basename(entryFile)}: ${(err as Error).message}`,
+        message: `plugin ${report.name}: cannot load ${basename(entryFile!)}: ${(err as Error).message}`,
       });
       continue;
     }
@@ -205,6 +207,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     const poolBefore = pool.length;
     const hooksBefore = { call: hooks.onToolCall.length, result: hooks.onToolResult.length };
     try {
+      // The server's tools go through api.registerTool, so admit() decides each one (SPEC R1-R3).
+      if (manifest.mcp) await mountMcpServer(manifest.mcp, api);
       await setup(api);
     } catch (err) {
       for (const t of pool.splice(poolBefore)) {
@@ -215,7 +219,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       hooks.onToolResult.splice(hooksBefore.result);
       report.tools = [];
       report.status = 'failed';
-      report.failures.push({ kind: 'setup_failed', message: `plugin ${report.name}: setup threw: ${(err as Error).message}` });
+      const why = err instanceof McpStartError ? err.message : `setup threw: ${(err as Error).message}`;
+      report.failures.push({ kind: 'setup_failed', message: `plugin ${report.name}: ${why}` });
       continue;
     }
 
@@ -225,11 +230,11 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
         report.drift.push({
           kind: 'declared_not_registered',
           tool: name,
-          message: `tool ${name} is declared in plugin ${report.name}'s manifest but never registered`,
+          message: `tool ${name} is declared in plugin ${report.name}'s manifest but never registered${manifest.mcp ? ' (its MCP server does not offer it)' : ''}`,
         });
       }
     }
-    if (provides.includes('tool') && registeredNames.size === 0 && !manifest.mcp) {
+    if (provides.includes('tool') && registeredNames.size === 0) {
       report.drift.push({
         kind: 'provides_not_registered',
         message: `plugin ${report.name} provides 'tool' but registered none`,

@@ -46,7 +46,9 @@ export class WireWorld {
     readonly route: Route,
     readonly gateway: FakeGateway,
   ) {
-    this.env = { KEEL_HOME: this.home, ...route.env(gateway) };
+    // The fixture pool (15 tools) is over the default cap of 12: the wire tests script calls to any
+    // fixture tool, so they declare the whole pool unless a test passes its own shortlist.
+    this.env = { KEEL_HOME: this.home, KEEL_TOOL_CAP: '100', ...route.env(gateway) };
   }
 
   static async start(route: Route, replies: ScriptedReply[], opts: GatewayOptions = { strict: true }): Promise<WireWorld> {

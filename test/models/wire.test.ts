@@ -277,17 +277,22 @@ for (const route of ROUTES) {
       const dues = route.id('dues');
       const replies: ScriptedReply[] = [
         { tool_calls: [{ id: dues, name: 'upcoming_dues', args: {} }] },
-        { tool_calls: [{ id: route.id('dues2'), name: 'upcoming_dues', args: { within_days: 30 } }] },
         { text: 'Two bills are due.' },
+        // A second run in the same session: its history already calls upcoming_dues.
+        { tool_calls: [{ id: route.id('dues2'), name: 'upcoming_dues', args: { within_days: 30 } }] },
+        { text: 'Still two.' },
       ];
       const w = await WireWorld.start(route, replies);
       // Ranks upcoming_dues in on the first request only; afterwards only the always-kept rules hold it.
       let calls = 0;
       const shortlist: Shortlist = () => new Set(calls++ === 0 ? ['upcoming_dues'] : []);
       try {
-        const r = await w.keel({ shortlist }).run('What is due?', { model: route.spec, pluginDirs: [FIXTURE_PLUGINS] });
+        const k = w.keel({ shortlist });
+        const first = await k.run('What is due?', { model: route.spec, pluginDirs: [FIXTURE_PLUGINS] });
+        const session = (await k.getRun(first.run_id)).session_id;
+        const r = await k.run('And in the next month?', { model: route.spec, pluginDirs: [FIXTURE_PLUGINS], session });
         assert.equal(r.status, 'done', r.answer ?? '');
-        assert.ok(calls >= 2, 'the shortlist was asked again after the first call');
+        assert.ok(calls >= 2, 'the shortlist was asked again for the second run');
         for (const req of w.gateway.requests) {
           assert.ok(
             declaredTools(req).some((t) => t.name === 'upcoming_dues'),

@@ -50,10 +50,15 @@ test('C3/C4 (seed 004): Plan mode after an Agent-mode write_file — still decla
     assert.ok(d, `${name} declared in request 2`);
     assert.equal(d.available, false);
     assert.match(d.description, /^\[Unavailable in plan mode/);
-    const agentDecl = (await keel.getRun(agent.run_id)).requests[0].tools.find((x) => x.name === name)!;
+    // What Agent mode declares: from the agent run's request when it was on that menu, else the tool's own schema.
+    const agentDecl =
+      (await keel.getRun(agent.run_id)).requests.flatMap((q) => q.tools).find((x) => x.name === name && x.available) ??
+      (await keel.registry(keel.pluginDirs(dirs))).byName.get(name);
+    assert.ok(agentDecl, `${name} exists`);
     assert.equal(
       JSON.stringify((await keel.getRun(plan.run_id)).requests[1].tools.find((x) => x.name === name)?.parameters),
       JSON.stringify(agentDecl.parameters),
+      'byte-identical schema',
     );
   }
   const w2 = plan.steps.find((s) => s.call_id === 'w2')!;

@@ -1,0 +1,216 @@
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline/promises';
+import { parse, stringify } from 'yaml';
+import { z } from 'zod';
+import { renderCard } from '../approvals/card.js';
+import { eventPrinter } from '../cli/render.js';
+import { KeelError } from '../errors.js';
+import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT } from '../keel.js';
+import type { RunResult } from '../loop/types.js';
+import { parseScript } from '../models/script.js';
+
+const Reply = z.union([
+  z.strictObject({ answer: z.string() }),
+  z.strictObject({ approve: z.string() }),
+  z.strictObject({ reject: z.string() }),
+]);
+
+const ScenarioSchema = z.strictObject({
+  title: z.string(),
+  request: z.string(),
+  mode: z.enum(['agent', 'plan', 'goal']).default('agent'),
+  /** Extra plugin folders, relative to the scenario file. */
+  plugins: z.array(z.string()).default([]),
+  script: z.array(z.unknown()),
+  replies: z.array(Reply).default([]),
+  delegates: z
+    .array(z.strictObject({ name: z.string(), instructions: z.string(), tools: z.array(z.string()), script: z.array(z.unknown()) }))
+    .default([]),
+  expect: z.strictObject({
+    status: z.enum(['done', 'paused', 'failed']),
+    reason: z.string(),
+    model_calls: z.number().int().optional(),
+    pauses: z.number().int().optional(),
+    tools_ran: z.array(z.string()).optional(),
+    degraded: z.array(z.string()).optional(),
+  }),
+});
+
+export type Scenario = z.infer<typeof ScenarioSchema> & { name: string; file: string };
+
+export const EXAMPLES_DIR = join(PACKAGE_ROOT, 'examples');
+
+export function loadScenarios(dir = EXAMPLES_DIR, only?: string): Scenario[] {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
+  const out: Scenario[] = [];
+  for (const f of files) {
+    const name = f.replace(/\.yaml$/, '');
+    if (only && !name.includes(only)) continue;
+    const file = join(dir, f);
+    const parsed = ScenarioSchema.safeParse(parse(readFileSync(file, 'utf8')));
+    if (!parsed.success) {
+      const i = parsed.error.issues[0];
+      throw new KeelError('bad_input', `${file}: ${i.path.join('.') || '(top)'}: ${i.message}`);
+    }
+    parseScript(stringify(parsed.data.script), `${file} script`);
+    out.push({ ...parsed.data, name, file });
+  }
+  if (!out.length) throw new KeelError('bad_input', `no scenario in ${dir}${only ? ` matches "${only}"` : ''}`);
+  return out;
+}
+
+export interface ScenarioOutcome {
+  name: string;
+  title: string;
+  result: RunResult;
+  pauses: number;
+  toolsRan: string[];
+  degraded: string[];
+  problems: string[];
+}
+
+export interface DemoOptions {
+  /** A real model: the scripts are ignored and the user answers pauses (on a TTY). */
+  model?: string;
+  only?: string;
+  dir?: string;
+  out?: (s: string) => void;
+  env?: NodeJS.ProcessEnv;
+  /** Keep the temporary KEEL_HOME (its path is printed). */
+  keep?: boolean;
+  interactive?: boolean;
+}
+
+function check(s: Scenario, o: Omit<ScenarioOutcome, 'problems'>): string[] {
+  const e = s.expect;
+  const p: string[] = [];
+  const r = o.result;
+  if (r.status !== e.status) p.push(`status ${r.status}, expected ${e.status}`);
+  if (r.reason !== e.reason) p.push(`reason ${r.reason}, expected ${e.reason}`);
+  if (e.model_calls !== undefined && r.model_calls !== e.model_calls) p.push(`${r.model_calls} model calls, expected ${e.model_calls}`);
+  if (e.pauses !== undefined && o.pauses !== e.pauses) p.push(`${o.pauses} pauses, expected ${e.pauses}`);
+  if (e.tools_ran && JSON.stringify(o.toolsRan) !== JSON.stringify(e.tools_ran)) {
+    p.push(`tools ran [${o.toolsRan.join(', ')}], expected [${e.tools_ran.join(', ')}]`);
+  }
+  if (e.degraded && JSON.stringify(o.degraded) !== JSON.stringify(e.degraded)) {
+    p.push(`degraded plugins [${o.degraded.join(', ')}], expected [${e.degraded.join(', ')}]`);
+  }
+  return p;
+}
+
+async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s: string) => void): Promise<ScenarioOutcome> {
+  mkdirSync(home, { recursive: true });
+  const scriptFile = join(home, 'script.yaml');
+  writeFileSync(scriptFile, stringify(s.script));
+  if (s.delegates.length) {
+    const delegates = s.delegates.map((d) => {
+      const f = join(home, `delegate-${d.name}.yaml`);
+      writeFileSync(f, stringify(d.script));
+      return { name: d.name, instructions: d.instructions, tools: d.tools, ...(opts.model ? {} : { model: `script:${f}` }) };
+    });
+    writeFileSync(join(home, 'config.yaml'), stringify({ subagents: { delegates } }));
+  }
+  const env = { ...(opts.env ?? process.env), KEEL_HOME: home, KEEL_CONFIG: '' };
+  const keel = new Keel({ home, env });
+  const pluginDirs = [BUNDLED_PLUGINS, ...s.plugins.map((p) => resolve(join(s.file, '..'), p))];
+  const printer = eventPrinter(out);
+  try {
+    const reg = await keel.registry(pluginDirs);
+    const degraded = reg.plugins.filter((p) => p.status !== 'loaded').map((p) => p.name);
+    for (const p of reg.plugins.filter((x) => x.status !== 'loaded')) {
+      out(`  ! plugin ${p.name} is ${p.status}: ${[...p.failures, ...p.degraded].map((r) => r.message).join('; ')}\n`);
+    }
+    out(`you: ${s.request}${s.mode !== 'agent' ? `   [${s.mode} mode]` : ''}\n`);
+    const model = opts.model ?? `script:${scriptFile}`;
+    let r = await keel.run(s.request, { model, pluginDirs, mode: s.mode }, printer);
+    let pauses = 0;
+    const replies = [...s.replies];
+    const ask = opts.interactive ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
+    try {
+      while (r.status === 'paused') {
+        pauses++;
+        const scripted = replies.shift();
+        if (r.question !== undefined) {
+          out(`? ${r.question}\n`);
+          const answer = ask ? await ask.question('you: ') : scripted && 'answer' in scripted ? scripted.answer : undefined;
+          if (answer === undefined) break;
+          if (!ask) out(`you: ${answer}\n`);
+          r = await keel.resume(r.run_id, answer, {}, printer);
+        } else if (r.approval) {
+          out(`${renderCard(r.approval.card, r.approval.id)}\n`);
+          let decision: 'approve' | 'reject' | undefined;
+          let note: string | null = null;
+          if (ask) {
+            decision = /^y/i.test(await ask.question('approve? [y/N] ')) ? 'approve' : 'reject';
+          } else if (scripted && 'approve' in scripted) {
+            decision = 'approve';
+            out(`${scripted.approve} approves.\n`);
+          } else if (scripted && 'reject' in scripted) {
+            decision = 'reject';
+            note = scripted.reject;
+            out(`Rejected: ${scripted.reject}\n`);
+          }
+          if (!decision) break;
+          r = (await keel.respondToApproval(r.approval.id, decision, ask ? 'you' : 'demo', note, printer)).result;
+        } else break;
+      }
+    } finally {
+      ask?.close();
+    }
+    if (r.status !== 'paused' && r.answer) out(`assistant: ${r.answer}\n`);
+    const run = await keel.getRun(r.run_id);
+    const toolsRan = run.steps.filter((x) => x.outcome === 'ran' && x.tool !== 'ask_user').map((x) => x.tool);
+    const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded };
+    return { ...o, problems: opts.model ? [] : check(s, o) };
+  } finally {
+    await keel.close();
+  }
+}
+
+function table(rows: ScenarioOutcome[], checked: boolean): string {
+  const head = ['scenario', 'model calls', 'tools run', 'pauses', 'outcome', ...(checked ? ['check'] : [])];
+  const body = rows.map((r) => [
+    r.name,
+    String(r.result.model_calls),
+    String(r.toolsRan.length),
+    String(r.pauses),
+    `${r.result.status} (${r.result.reason})`,
+    ...(checked ? [r.problems.length ? 'FAIL' : 'ok'] : []),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/** `keel demo`: the reference assistant working every example end to end. Returns the exit code. */
+export async function runDemo(opts: DemoOptions = {}): Promise<number> {
+  const out = opts.out ?? ((s: string) => process.stdout.write(s));
+  const scenarios = loadScenarios(opts.dir, opts.only);
+  const root = mkdtempSync(join(tmpdir(), 'keel-demo-'));
+  out(
+    `Keel demo: ${scenarios.length} scenarios, ${opts.model ? `model ${opts.model}` : 'scripted model'}, embedded SQLite store in ${root}\n`,
+  );
+  const rows: ScenarioOutcome[] = [];
+  try {
+    for (const [i, s] of scenarios.entries()) {
+      out(`\n━━ ${i + 1}. ${s.title} (${s.name})\n`);
+      const row = await runScenario(s, join(root, s.name), opts, out);
+      for (const p of row.problems) out(`  ✗ ${p}\n`);
+      rows.push(row);
+    }
+  } finally {
+    if (!opts.keep) rmSync(root, { recursive: true, force: true });
+  }
+  const failed = rows.filter((r) => r.problems.length);
+  out(`\n${table(rows, !opts.model)}\n\n`);
+  out(
+    opts.model
+      ? `${rows.length} scenarios run against ${opts.model} (outcomes are not checked against a real model).\n`
+      : `${rows.length - failed.length} passed, ${failed.length} failed\n`,
+  );
+  return failed.length ? 1 : 0;
+}

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { KEEL_BIN, keel, ROOT, tempHome } from '../support/helpers.js';
+
+test('keel demo: every example runs end to end and the summary table says so (exit 0)', async () => {
+  const r = await keel(['demo'], { KEEL_HOME: tempHome() });
+  assert.equal(r.code, 0, r.stdout + r.stderr);
+  for (const s of [
+    '01-dues-then-reminders',
+    '02-inbox-digest',
+    '04-trash-approved',
+    '05-trash-rejected',
+    '07-plan-mode',
+    '08-goal-delegate',
+    '09-degraded-plugin',
+  ]) {
+    assert.match(r.stdout, new RegExp(`${s}\\s+\\d+\\s+\\d+\\s+\\d+\\s+\\w+ \\(\\w+\\)\\s+ok`), `${s} in the summary`);
+  }
+  assert.match(r.stdout, /⏸ held/, 'a held call is shown');
+  assert.match(r.stdout, /Approval needed .*Move 2 email\(s\) to Trash/, 'an approval card is shown');
+  assert.match(r.stdout, /Rejected: Keep them/, "the user's scripted replies are shown");
+  assert.match(r.stdout, /write_file\(.*\)\s+⛔ denied/, 'plan mode refuses the write');
+  assert.match(r.stdout, /plugin rogue is degraded: tool rogue_purge is registered by plugin rogue but not declared/);
+  assert.match(r.stdout, /\n10 passed, 0 failed\n/);
+  void KEEL_BIN;
+});
+
+test('keel demo exits non-zero when a scenario does not end as its example expects', async () => {
+  const dir = tempHome('keel-examples-');
+  cpSync(join(ROOT, 'examples'), dir, { recursive: true });
+  const f = join(dir, '02-inbox-digest.yaml');
+  writeFileSync(f, readFileSync(f, 'utf8').replace('model_calls: 1', 'model_calls: 2'));
+  const r = await keel(['demo', '--examples', dir, '--only', 'inbox'], { KEEL_HOME: tempHome() });
+  assert.equal(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, /✗ 1 model calls, expected 2/);
+  assert.match(r.stdout, /02-inbox-digest .* FAIL/);
+});
+
+test('keel data reset re-seeds the plugins that keep data', async () => {
+  const home = tempHome();
+  const r = await keel(['data', 'reset'], { KEEL_HOME: home });
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /email_workflows\s+reset/);
+  assert.match(r.stdout, /calendar\s+reset/);
+  assert.ok(existsSync(join(home, 'data', 'email_workflows.db')), 'the mailbox was seeded');
+  assert.ok(existsSync(join(home, 'data', 'calendar.db')), 'the calendar was seeded');
+});
