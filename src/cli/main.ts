@@ -151,6 +151,24 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   }
 
   program
+    .command('chat')
+    .description('an interactive session: requests, questions and approval cards inline; /mode, /approvals, /runs')
+    .option('-m, --model <spec>', 'model spec; default KEEL_MODEL')
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
+    .addOption(new Option('--mode <mode>', 'starting mode').choices(['agent', 'plan', 'goal']).default('agent'))
+    .action(async (o: { model?: string; plugins: string[]; mode: Mode }) => {
+      const { chat } = await import('./chat.js');
+      code = await chat(getKeel(), {
+        model: o.model,
+        pluginDirs: o.plugins,
+        mode: o.mode,
+        input: process.stdin,
+        out: io.out,
+        tty: Boolean(process.stdout.isTTY),
+      });
+    });
+
+  program
     .command('demo')
     .description('the reference assistant working the scenarios in examples/ end to end (embedded store, temporary KEEL_HOME)')
     .option('-m, --model <spec>', 'run the same requests against a real model (you answer the pauses on a TTY)')

@@ -86,6 +86,7 @@ export class RunLeg {
   private readonly started = Date.now();
   private readonly abort = new AbortController();
   private stopped: string | undefined;
+  private readonly seqBase: number;
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
 
@@ -97,6 +98,8 @@ export class RunLeg {
       ? { messages: 0, steps: 0, requests: 0 }
       : { messages: state.messages.length, steps: state.steps.length, requests: state.requests.length };
     this.refreshGate();
+    // A scripted model's position runs across the session: earlier runs' model calls come first.
+    this.seqBase = state.messages.slice(0, state.history_len).filter((m) => m.role === 'assistant').length;
   }
 
   /** Rebuilds the gate state and the transcript's called names from the records (after a resume). */
@@ -231,7 +234,7 @@ export class RunLeg {
           system,
           messages: s.messages,
           tools: menu.declared,
-          seq: s.model_calls,
+          seq: this.seqBase + s.model_calls,
           signal: this.abort.signal,
         })) {
           if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
@@ -601,6 +604,7 @@ export function newRunState(input: {
   return {
     id,
     session_id: input.session_id ?? `ses_${id.slice(4)}`,
+    history_len: input.history?.length ?? 0,
     contract: input.contract ?? null,
     status: 'running',
     reason: null,
