@@ -49,10 +49,15 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .argument('<message...>', 'what you want done')
     .option('-m, --model <spec>', 'model spec (script:FILE, ollama:MODEL, openai:MODEL, …); default KEEL_MODEL')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
-    .addOption(new Option('--mode <mode>', 'session mode').choices(['agent', 'plan', 'goal']).default('agent'))
+    .addOption(new Option('--mode <mode>', "session mode (default: the session's, else agent)").choices(['agent', 'plan', 'goal']))
+    .option('-s, --session <id>', "continue a session: the run sees its transcript, mode and contract (see keel runs show)")
     .option('--json', 'print one JSON object (SPEC S1)')
-    .action(async (message: string[], o: { model?: string; plugins: string[]; mode: Mode; json?: boolean }) => {
-      const r = await getKeel().run(message.join(' '), { model: o.model, pluginDirs: o.plugins, mode: o.mode }, printer(!!o.json));
+    .action(async (message: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
+      const r = await getKeel().run(
+        message.join(' '),
+        { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
+        printer(!!o.json),
+      );
       finish(r, !!o.json);
     });
 

@@ -79,6 +79,7 @@ export function renderRunShow(run: RunState): string {
     `run ${run.id}`,
     `  request: ${run.request}`,
     `  status: ${run.status}${run.reason ? ` (${run.reason})` : ''}   mode: ${run.mode}   model: ${run.model}   model calls: ${run.model_calls}`,
+    `  session: ${run.session_id}`,
     `  created: ${run.created_at}   updated: ${run.updated_at}`,
   ];
   let step = 0;

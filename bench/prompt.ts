@@ -1,0 +1,252 @@
+/**
+ * bench/prompt: what the shortlist (R23) saves and what it costs. The pool is the reference plugins
+ * plus 200 generated tools from ordinary domains (bench/support/prompt-tools.ts); the requests and
+ * the tools each needs are in bench/queries.yaml.
+ *
+ *   node --import tsx bench/prompt.ts [--rounds 10] [--budget-s 25] [--timing-pool 5000] [--no-write]
+ *
+ * Per request:
+ * - tokens: the system prompt plus the menu's declarations (countRequestTokens, o200k_base), with
+ *   the shortlist (KEEL_TOOL_CAP, default 12) against declaring every executable tool;
+ * - recall: whether every tool the request needs is on the menu.
+ * Targets (from the issue): mean token ratio at most 0.20, needed-tool recall at least 0.95, and
+ * buildMenu + shortlist under 2 ms per request at 5,000 pool tools with a warm index (median and
+ * p95 over --rounds passes over all requests, at most --budget-s seconds per pool); the shortlist's
+ * ranking alone and buildMenu's own cost (a shortlist that picks nothing) are reported beside it,
+ * and the index build time per pool apart. The machine's load average is recorded with them.
+ *
+ * Writes bench/results/prompt.json.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Registry } from '../src/plugin-host/host.js';
+import { mountPlugins } from '../src/plugin-host/host.js';
+import { buildMenu, keepAll, type Menu, type Shortlist } from '../src/prompt/menu.js';
+import { systemPrompt } from '../src/prompt/prompt.js';
+import { bm25Shortlist, toolCapFromEnv } from '../src/prompt/shortlist.js';
+import { countRequestTokens } from '../src/prompt/tokens.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import { askUser, memoryTools } from '../src/tools/builtins.js';
+import type { ToolSpec } from '../src/tools/types.js';
+import { type LabelledRequest, loadQueries } from './support/prompt-queries.js';
+import { generatedTools } from './support/prompt-tools.js';
+import { now, summarize } from './support/timing.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
+}
+const ROUNDS = Number(arg('rounds', '10'));
+const BUDGET_MS = Number(arg('budget-s', '25')) * 1000;
+const TIMING_POOL = Number(arg('timing-pool', '5000'));
+const GENERATED = 200;
+const WRITE = !process.argv.includes('--no-write');
+const TARGET = { ratio: 0.2, recall: 0.95, ms: 2 };
+const BUILDS = 5;
+
+const menuFor = (pool: readonly ToolSpec[], request: string, shortlist: Shortlist): Menu =>
+  buildMenu({ pool, mode: 'agent', called: new Set(), admitted: new Set(), request }, shortlist);
+
+async function tokensOf(menu: Menu): Promise<number> {
+  const system = systemPrompt({ mode: 'agent', menu: menu.tools, unavailable: menu.unavailable });
+  return countRequestTokens(system, menu.declared, 'o200k_base');
+}
+
+/** Median index build time: the shortlist's first call on a pool array it has not seen builds its index. */
+function indexBuildMs(pool: readonly ToolSpec[], shortlist: Shortlist, request: string): number {
+  const times: number[] = [];
+  for (let i = 0; i < BUILDS; i++) {
+    const fresh = [...pool];
+    const t0 = now();
+    menuFor(fresh, request, shortlist);
+    times.push(now() - t0);
+  }
+  return summarize(times).median;
+}
+
+/**
+ * Per-request times with a warm index, in ROUNDS passes over all requests (stopping early once
+ * BUDGET_MS is spent, so a slow machine still finishes): buildMenu + shortlist (the target), the
+ * shortlist's ranking alone, and buildMenu with a shortlist that picks nothing (the menu's own cost).
+ */
+function menuTimes(pool: readonly ToolSpec[], shortlist: Shortlist, requests: readonly LabelledRequest[]) {
+  const candidates = pool.filter((t) => !t.onlyInModes || t.onlyInModes.includes('agent'));
+  const keep = new Set(
+    candidates.filter((t) => t.name === 'ask_user' || t.name === 'memory_search' || t.declaration.pinned).map((t) => t.name),
+  );
+  const nothing: Shortlist = () => new Set();
+  for (const q of requests) menuFor(pool, q.request, shortlist);
+  const menu: number[] = [];
+  const ranking: number[] = [];
+  const bare: number[] = [];
+  const until = now() + BUDGET_MS;
+  for (let r = 0; r < ROUNDS && now() < until; r++) {
+    for (const q of requests) {
+      let t0 = now();
+      menuFor(pool, q.request, shortlist);
+      menu.push(now() - t0);
+      t0 = now();
+      shortlist(candidates, keep, q.request, pool);
+      ranking.push(now() - t0);
+      t0 = now();
+      menuFor(pool, q.request, nothing);
+      bare.push(now() - t0);
+    }
+  }
+  return { menu: summarize(menu), ranking: summarize(ranking), bare: summarize(bare) };
+}
+
+const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s.padEnd(n));
+
+interface Row {
+  request: string;
+  needs: string[];
+  menu_size: number;
+  tokens: number;
+  ratio: number;
+  missing: string[];
+}
+
+async function main(): Promise<void> {
+  const started = now();
+  const home = mkdtempSync(join(tmpdir(), 'keel-bench-prompt-'));
+  const store = new SqliteStore(':memory:');
+  let registry: Registry | undefined;
+  try {
+    registry = await mountPlugins([join(ROOT, 'plugins')], { home, builtins: [askUser, ...memoryTools(store)] });
+    const reference = registry.pool;
+    const pool = [...reference, ...generatedTools(GENERATED)];
+    const names = new Set(pool.map((t) => t.name));
+    if (names.size !== pool.length) throw new Error('a generated tool takes a reference tool name');
+    const queries = loadQueries(join(ROOT, 'bench', 'queries.yaml'), names);
+    const cap = toolCapFromEnv(process.env);
+    const shortlist = bm25Shortlist(cap);
+
+    // Declaring every tool does not depend on the request.
+    const all = menuFor(pool, '', keepAll);
+    const allTokens = await tokensOf(all);
+
+    const rows: Row[] = [];
+    for (const q of queries) {
+      const menu = menuFor(pool, q.request, shortlist);
+      const on = new Set(menu.tools.map((t) => t.name));
+      const tokens = await tokensOf(menu);
+      rows.push({
+        request: q.request,
+        needs: q.needs,
+        menu_size: menu.tools.length,
+        tokens,
+        ratio: tokens / allTokens,
+        missing: q.needs.filter((n) => !on.has(n)),
+      });
+    }
+    const needed = rows.reduce((n, r) => n + r.needs.length, 0);
+    const found = needed - rows.reduce((n, r) => n + r.missing.length, 0);
+    const recall = found / needed;
+    const requestRecall = rows.filter((r) => r.missing.length === 0).length / rows.length;
+    const meanRatio = rows.reduce((s, r) => s + r.ratio, 0) / rows.length;
+    const meanTokens = rows.reduce((s, r) => s + r.tokens, 0) / rows.length;
+
+    // Timing: the bench pool, then a pool of TIMING_POOL tools (reference + generated copies).
+    const probe = queries[0].request;
+    const buildSmall = indexBuildMs(pool, shortlist, probe);
+    const timesSmall = menuTimes(pool, shortlist, queries);
+    const big = [...reference, ...generatedTools(TIMING_POOL - reference.length)];
+    const buildBig = indexBuildMs(big, shortlist, probe);
+    const timesBig = menuTimes(big, shortlist, queries);
+
+    // --- report
+    console.log(
+      `bench/prompt — pool ${pool.length} tools (${reference.length} reference + ${GENERATED} generated), cap ${cap}, ${queries.length} requests`,
+    );
+    console.log(`declare-all: ${all.tools.length} tools, ${allTokens} tokens (system prompt + declarations, o200k_base)\n`);
+    console.log(`${'#'.padStart(3)}  ${clip('request', 62)} ${'menu'.padStart(4)} ${'tokens'.padStart(6)} ${'ratio'.padStart(6)}  needs`);
+    rows.forEach((r, i) => {
+      const needs = r.needs.map((n) => (r.missing.includes(n) ? `✗${n}` : n)).join(', ');
+      console.log(
+        `${String(i + 1).padStart(3)}  ${clip(r.request, 62)} ${String(r.menu_size).padStart(4)} ${String(r.tokens).padStart(6)} ${r.ratio.toFixed(3).padStart(6)}  ${needs}`,
+      );
+    });
+    const misses = rows.flatMap((r) => r.missing.map((tool) => ({ request: r.request, needed_tool: tool })));
+    console.log(`\nmisses (${misses.length}):`);
+    for (const m of misses) console.log(`  ${m.needed_tool.padEnd(28)} dropped for: ${m.request}`);
+    const ok = (pass: boolean) => (pass ? 'ok' : 'MISSED');
+    console.log(
+      `\nmean menu tokens ${Math.round(meanTokens)} of ${allTokens}: mean ratio ${meanRatio.toFixed(3)} (target ≤ ${TARGET.ratio}) ${ok(meanRatio <= TARGET.ratio)}`,
+    );
+    console.log(
+      `needed-tool recall ${found}/${needed} = ${recall.toFixed(3)} (target ≥ ${TARGET.recall}) ${ok(recall >= TARGET.recall)}; requests with every needed tool ${requestRecall.toFixed(3)}`,
+    );
+    const timing = (label: string, n: number, t: ReturnType<typeof menuTimes>, build: number, target: boolean) =>
+      console.log(
+        `${label} ${n} tools: buildMenu + shortlist median ${t.menu.median.toFixed(3)} ms, p95 ${t.menu.p95.toFixed(3)} ms` +
+          (target ? ` (target < ${TARGET.ms}) ${ok(t.menu.p95 < TARGET.ms)}` : '') +
+          `; ranking alone median ${t.ranking.median.toFixed(3)} ms, p95 ${t.ranking.p95.toFixed(3)} ms; buildMenu alone median ${t.bare.median.toFixed(3)} ms; index build ${build.toFixed(1)} ms`,
+      );
+    timing('at', pool.length, timesSmall, buildSmall, false);
+    timing('at', big.length, timesBig, buildBig, true);
+    console.log(
+      `(${timesBig.menu.n} timed requests at ${big.length}; load average ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs; bench wall time ${((now() - started) / 1000).toFixed(1)} s)`,
+    );
+
+    if (WRITE) {
+      const out = {
+        date: new Date().toISOString(),
+        node: process.version,
+        cpu: cpus()[0]?.model,
+        cap,
+        pool_size: pool.length,
+        pool: { reference: reference.length, generated: GENERATED },
+        queries: queries.length,
+        declare_all_tokens: allTokens,
+        mean_menu_tokens: round(meanTokens, 1),
+        mean_token_ratio: round(meanRatio),
+        recall: round(recall),
+        needed_tools: needed,
+        needed_tools_on_menu: found,
+        request_recall: round(requestRecall),
+        timing_pool_size: big.length,
+        shortlist_ms_median: round(timesBig.menu.median),
+        shortlist_ms_p95: round(timesBig.menu.p95),
+        index_build_ms: round(buildBig, 1),
+        ranking_only_ms_median: round(timesBig.ranking.median),
+        ranking_only_ms_p95: round(timesBig.ranking.p95),
+        build_menu_only_ms_median: round(timesBig.bare.median),
+        timed_requests: timesBig.menu.n,
+        at_bench_pool: {
+          shortlist_ms_median: round(timesSmall.menu.median),
+          shortlist_ms_p95: round(timesSmall.menu.p95),
+          ranking_only_ms_median: round(timesSmall.ranking.median),
+          build_menu_only_ms_median: round(timesSmall.bare.median),
+          index_build_ms: round(buildSmall, 1),
+        },
+        load_average: round(loadavg()[0], 2),
+        cpus: cpus().length,
+        rounds: ROUNDS,
+        targets: { mean_token_ratio_max: TARGET.ratio, recall_min: TARGET.recall, shortlist_ms_max: TARGET.ms },
+        misses,
+        requests: rows.map((r) => ({
+          request: r.request,
+          needs: r.needs,
+          menu_size: r.menu_size,
+          tokens: r.tokens,
+          ratio: round(r.ratio),
+          missing: r.missing,
+        })),
+      };
+      writeFileSync(join(ROOT, 'bench', 'results', 'prompt.json'), `${JSON.stringify(out, null, 2)}\n`);
+      console.log('wrote bench/results/prompt.json');
+    }
+  } finally {
+    await registry?.close();
+    await store.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+await main();
