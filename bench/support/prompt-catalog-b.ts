@@ -1,574 +1,219 @@
-/** bench/prompt's generated tools, part B: business back office, everyday services, lookalikes of the reference plugins. */
+/** bench/prompt's generated tools, part B: leisure and the home: music, travel, cooking, fitness, smart home. */
 import { type CatalogDomain, tool } from './prompt-catalog.js';
 
 export const CATALOG_B: CatalogDomain[] = [
   {
-    domain: 'chat',
+    domain: 'music',
     tools: [
-      tool('chat_post_message', 'wp', 'Post a message to a team channel, optionally in a thread.', [
-        'channel!:s:Channel name, e.g. #general.',
-        'text!:s:Message text (markdown).',
-        'thread_ts:s:Reply in this thread.',
+      tool('music_play', 'wn', 'Start playing a song, album, artist, genre or playlist on a speaker or on the phone.', [
+        'query!:s:What to play.',
+        'device:s:Speaker or room name (default the active device).',
+        'shuffle:b:Shuffle.',
       ]),
-      tool('chat_send_dm', 'wp', 'Send a direct message to a colleague in the team workspace.', [
-        'user!:s:Person.',
-        'text!:s:Message text.',
+      tool('music_pause', 'wn', 'Pause or resume playback, or skip to the next or previous track.', [
+        'action!:e(pause|resume|next|previous):What to do.',
       ]),
-      tool('chat_search_messages', 'r', 'Search team chat history by words, channel, person and date.', [
-        'query!:s:Words to find.',
-        'channel:s:Only this channel.',
-        'from:s:Only from this person.',
-        'after:date:On or after.',
+      tool('music_search_catalog', 'r', 'Search the streaming catalogue for songs, albums, artists and public playlists.', [
+        'query!:s:Words to search.',
+        'type:e(track|album|artist|playlist):Kind of result.',
       ]),
-      tool('chat_list_channels', 'r', 'Channels the user belongs to, with topic, member count and unread count.', []),
-      tool('chat_create_channel', 'w', 'Create a public or private channel and invite members.', [
-        'name!:s:Channel name.',
-        'private:b:Private channel.',
-        'members:s[]:People to invite.',
+      tool('music_create_playlist', 'wn', 'Create a new playlist in the library, optionally seeded with tracks.', [
+        'name!:s:Playlist name.',
+        'tracks:s[]:Track ids to add.',
+        'public:b:Visible on the profile.',
       ]),
-      tool('chat_set_status', 'wn', "Set the user's chat status text and emoji, and pause notifications until a time.", [
-        'text:s:Status text.',
-        'emoji:s:Status emoji.',
-        'dnd_until:datetime:Do not disturb until.',
+      tool('music_add_to_playlist', 'wn', "Add tracks to one of the user's playlists.", [
+        'playlist!:s:Playlist name or id.',
+        'tracks!:s[]:Track ids.',
       ]),
-      tool(
-        'chat_schedule_message',
-        'w',
-        'Schedule a channel message or direct message to be sent later.',
-        ['to!:s:Channel or person.', 'text!:s:Message text.', 'send_at!:datetime:When to send.'],
-        'Scheduled messages go out in the recipient channel’s time zone; state the time zone when you confirm.',
-      ),
-      tool('chat_unread_mentions', 'r', 'Messages that @mention the user, and unread replies in threads they follow.', [
-        'since:datetime:Only newer than this.',
+      tool('music_now_playing', 'r', 'What is playing right now: track, artist, album and on which device.', []),
+      tool('music_recommend', 'r', 'Recommend tracks like given songs or artists, or for a mood or genre.', [
+        'seed_tracks:s[]:Songs to start from.',
+        'seed_artists:s[]:Artists to start from.',
+        'mood:s:Mood or genre, e.g. focus, upbeat, chill.',
       ]),
     ],
   },
   {
-    domain: 'books',
+    domain: 'travel',
     tools: [
-      tool('books_create_invoice', 'w', 'Draft an invoice to a client with line items, tax rate, currency and payment terms.', [
-        'client!:s:Client name.',
-        'items!:s[]:Line items as "description x qty @ price".',
-        'tax_rate:n:Percent.',
-        'due_in_days:i:Payment terms (default 30).',
-      ]),
-      tool('books_list_invoices', 'r', 'Invoices by status (draft, sent, overdue, paid) and client, with the amount outstanding on each.', [
-        'status:e(draft|sent|overdue|paid):Only this status.',
-        'client:s:Only this client.',
-      ]),
-      tool('books_record_payment', 'w', 'Record a payment received from a client against one or more invoices.', [
-        'invoice_ids!:s[]:Invoices paid.',
-        'amount!:n:Amount received.',
-        'date:date:Day received.',
-        'method:e(bank_transfer|card|check|cash):Method.',
-      ]),
       tool(
-        'books_send_payment_reminder',
-        'wp',
-        'Email a client a reminder about an unpaid or overdue invoice, with a link to pay online.',
-        ['invoice_id!:s:The invoice.', 'message:s:Extra text for the client.'],
-        'Send at most one payment reminder per invoice per week; check books_list_invoices for the last reminder date first.',
-      ),
-      tool(
-        'books_profit_and_loss',
+        'travel_search_flights',
         'r',
-        "The business's profit and loss statement for a period: revenue, cost of goods sold, expenses and net income.",
-        ['start!:date:First day.', 'end!:date:Last day.', 'compare_previous:b:Compare with the previous period.'],
-      ),
-      tool('books_add_bill', 'w', 'Enter a supplier bill to pay later, with its due date and expense account.', [
-        'supplier!:s:Supplier.',
-        'amount!:n:Amount.',
-        'due_date!:date:Due date.',
-        'account:s:Expense account.',
-      ]),
-      tool('books_reconcile', 'w', "Match the business bank feed's transactions to invoices and bills for an account.", [
-        'account!:s:Bank account.',
-        'through:date:Reconcile up to this day.',
-      ]),
-      tool('books_sales_tax_report', 'r', 'Sales tax or VAT collected and owed for a filing period.', [
-        'period!:s:Filing period, e.g. 2026-Q3.',
-      ]),
-    ],
-  },
-  {
-    domain: 'store',
-    tools: [
-      tool('store_list_orders', 'r', 'Online store orders with customer, items, total, payment and fulfilment status; newest first.', [
-        'status:e(unfulfilled|fulfilled|cancelled|refunded):Only this status.',
-        'customer:s:Customer name or email.',
-        'since:date:Placed on or after.',
-      ]),
-      tool('store_get_order', 'r', 'One store order in detail: items, shipping address, payments, refunds and timeline.', [
-        'order_id!:s:Order number.',
-      ]),
-      tool(
-        'store_refund_order',
-        'wp',
-        'Refund all or part of a customer order to the original payment method, optionally restocking the items.',
+        'Search flights between two airports on given dates for a number of passengers and a cabin class; returns fares, stops and durations.',
         [
-          'order_id!:s:Order number.',
-          'amount:n:Partial amount (default the full order).',
-          'restock:b:Return items to inventory.',
-          'reason:s:Reason.',
+          'origin!:s:Departure airport or city.',
+          'destination!:s:Arrival airport or city.',
+          'depart_date!:date:Outbound day.',
+          'return_date:date:Return day for a round trip.',
+          'passengers:i:Travellers (default 1).',
+          'cabin:e(economy|premium|business|first):Cabin.',
         ],
       ),
-      tool('store_adjust_inventory', 'w', 'Set or adjust the stock count of a product variant at a location.', [
-        'sku!:s:Product SKU.',
-        'delta:i:Change in units.',
-        'set_to:i:Exact count.',
-        'location:s:Warehouse.',
+      tool('travel_book_flight', 'wp', 'Book a flight offer for the named passengers and pay with the saved card.', [
+        'offer_id!:s:From travel_search_flights.',
+        'passengers!:s[]:Full names as on the passport.',
       ]),
       tool(
-        'store_low_stock',
+        'travel_search_hotels',
         'r',
-        'Products whose inventory is below their reorder point, with days of stock left at the current sales rate.',
-        ['location:s:Only this warehouse.'],
-      ),
-      tool(
-        'store_create_discount',
-        'w',
-        'Create a discount code: percentage or fixed amount, minimum order, usage limit and expiry date.',
+        'Find hotels in a city or near a landmark for check-in and check-out dates, with nightly price, guest rating and cancellation policy.',
         [
-          'code!:s:The code customers type.',
-          'percent_off:n:Percent off.',
-          'amount_off:n:Fixed amount off.',
-          'expires:date:Last valid day.',
-          'usage_limit:i:Total uses.',
+          'location!:s:City, neighbourhood or landmark.',
+          'check_in!:date:Arrival.',
+          'check_out!:date:Departure.',
+          'guests:i:Guests.',
+          'max_price:n:Most per night.',
         ],
       ),
-      tool('store_update_price', 'w', 'Change the price or compare-at price of a product.', [
-        'sku!:s:Product SKU.',
-        'price!:n:New price.',
-        'compare_at:n:Original price shown struck through.',
+      tool('travel_book_hotel', 'wp', 'Reserve a hotel room from a search result with the saved card.', [
+        'offer_id!:s:From travel_search_hotels.',
+        'guest_name!:s:Name on the booking.',
       ]),
-      tool('store_fulfil_order', 'w', 'Mark an order fulfilled with the carrier and tracking number; the customer is notified.', [
-        'order_id!:s:Order number.',
-        'carrier:s:Carrier.',
-        'tracking_number:s:Tracking number.',
+      tool('travel_get_itinerary', 'r', "The user's upcoming trips: flights, hotel stays, car rentals and their confirmation numbers.", [
+        'trip:s:Trip name or destination (default all upcoming).',
       ]),
-    ],
-  },
-  {
-    domain: 'weather',
-    tools: [
-      tool('weather_forecast', 'r', 'Hourly and 10-day forecast for a place: temperature, chance of rain or snow, and wind.', [
-        'location!:s:City or coordinates.',
-        'days:i:Days ahead (default 3).',
+      tool('travel_flight_status', 'r', 'Live status of a flight: departure and arrival times, delays, gate, terminal and baggage belt.', [
+        'flight_number!:s:Airline code and number, e.g. BA 117.',
+        'date:date:Day of departure (default today).',
       ]),
-      tool('weather_current', 'r', 'Current conditions at a place: temperature, feels-like, humidity, wind and UV index.', [
-        'location!:s:City or coordinates.',
+      tool('travel_check_in', 'w', 'Check in online for a booked flight, choose seats and get the boarding passes.', [
+        'confirmation!:s:Booking reference.',
+        'seat:s:Preferred seat.',
       ]),
-      tool('weather_air_quality', 'r', 'Air quality index with pollutant levels (PM2.5, ozone) and pollen counts for a place.', [
-        'location!:s:City or coordinates.',
+      tool('travel_cancel_booking', 'd', 'Cancel a flight, hotel or car rental booking and report the refund or travel credit.', [
+        'confirmation!:s:Booking reference.',
       ]),
-      tool('weather_alerts', 'r', 'Severe weather warnings in effect for an area: storms, floods, heat, snow and ice.', [
-        'location!:s:City, county or coordinates.',
-      ]),
-    ],
-  },
-  {
-    domain: 'maps',
-    tools: [
       tool(
-        'maps_directions',
+        'travel_entry_requirements',
         'r',
-        'Directions between two places by car, transit, bike or on foot, with distance and travel time in current traffic.',
-        [
-          'origin!:s:Start address or place (default current location).',
-          'destination!:s:Destination.',
-          'mode:e(drive|transit|bike|walk):Mode.',
-          'depart_at:datetime:Departure time.',
-        ],
+        'Visa rules, passport validity and other entry requirements for a nationality travelling to a country.',
+        ['nationality!:s:Passport country.', 'destination!:s:Country visited.', 'purpose:e(tourism|business|transit):Purpose.'],
       ),
-      tool(
-        'maps_nearby',
-        'r',
-        'Places near a location by category or name (pharmacy, coffee, petrol station), with rating, opening hours and distance.',
-        ['query!:s:Category or name.', 'near:s:Address or place (default current location).', 'open_now:b:Only open now.'],
-      ),
-      tool('maps_geocode', 'r', 'Turn an address into coordinates, or coordinates into the nearest address.', [
-        'address:s:Address.',
-        'lat:n:Latitude.',
-        'lng:n:Longitude.',
-      ]),
-      tool('maps_save_place', 'wn', "Save a place to one of the user's lists (favourites, want to go) with a note.", [
-        'place!:s:Place name or address.',
-        'list:s:List name.',
-        'note:s:Note.',
-      ]),
     ],
   },
   {
-    domain: 'dining',
+    domain: 'recipes',
     tools: [
       tool(
-        'dining_search_restaurants',
+        'recipes_search',
         'r',
-        'Search restaurants by cuisine, area, price level and availability for a party size and time.',
+        'Find recipes by ingredients on hand, cuisine, diet (vegetarian, vegan, gluten-free) and total cooking time.',
         [
+          'ingredients:s[]:What to use up.',
           'cuisine:s:Cuisine.',
-          'area:s:Neighbourhood or city.',
-          'party_size:i:Diners.',
-          'date:date:Day.',
-          'time:time:Time.',
-          'price:e($|$$|$$$|$$$$):Price level.',
+          'diet:e(any|vegetarian|vegan|gluten_free|dairy_free):Diet.',
+          'max_minutes:i:Total time limit.',
         ],
       ),
+      tool('recipes_get', 'r', "A recipe's ingredients with quantities, method steps, servings and prep time.", [
+        'recipe_id!:s:Recipe id.',
+      ]),
       tool(
-        'dining_reserve_table',
+        'recipes_scale',
+        'r',
+        "Scale a recipe's ingredient quantities to another number of servings, converting between metric and US units if asked.",
+        ['recipe_id!:s:Recipe id.', 'servings!:i:Servings wanted.', 'units:e(metric|us):Unit system.'],
+      ),
+      tool(
+        'recipes_shopping_list',
+        'wn',
+        'Turn one or more recipes into a grocery list grouped by store aisle, minus what is already in the pantry.',
+        ['recipe_ids!:s[]:Recipes to shop for.'],
+        'Check the pantry with recipes_pantry before building a grocery list.',
+      ),
+      tool('recipes_nutrition', 'r', 'Calories, protein, carbohydrates, fat and fibre per serving for a recipe or a list of ingredients.', [
+        'recipe_id:s:Recipe id.',
+        'ingredients:s[]:Ingredients with quantities.',
+      ]),
+      tool('recipes_pantry', 'r', 'What is in the pantry, fridge and freezer, with use-by dates for perishables.', []),
+      tool(
+        'recipes_meal_plan',
+        'wn',
+        'Plan breakfasts, lunches and dinners for a week around dietary preferences, people to feed and a budget.',
+        ['people!:i:How many to feed.', 'diet:s:Dietary preferences.', 'budget:n:Weekly budget.'],
+      ),
+      tool('recipes_substitute', 'r', 'Suggest substitutes for an ingredient (for example buttermilk or eggs) with the ratio to use.', [
+        'ingredient!:s:What is missing.',
+        'recipe_id:s:The recipe, for context.',
+      ]),
+    ],
+  },
+  {
+    domain: 'fitness',
+    tools: [
+      tool('fitness_log_workout', 'wn', 'Log a workout: type (run, ride, strength, swim, yoga), duration, distance and perceived effort.', [
+        'type!:e(run|ride|strength|swim|yoga|walk|other):Activity.',
+        'minutes!:n:Duration.',
+        'distance_km:n:Distance.',
+        'effort:i:1-10.',
+        'when:datetime:Start time (default now).',
+      ]),
+      tool('fitness_workout_history', 'r', 'Past workouts with weekly totals for distance and time, and personal records.', [
+        'type:s:Only this activity.',
+        'weeks:i:How many weeks back (default 4).',
+      ]),
+      tool('fitness_log_weight', 'wn', 'Record a body weight measurement and optionally body-fat percentage.', [
+        'kg!:n:Weight in kilograms.',
+        'body_fat:n:Percent.',
+      ]),
+      tool(
+        'fitness_daily_activity',
+        'r',
+        'Steps, active minutes, calories burned and resting heart rate from the wearable for a day or range.',
+        ['date:date:Day (default today).', 'days:i:Number of days ending on date.'],
+      ),
+      tool('fitness_sleep_summary', 'r', 'Sleep duration, stages (deep, light, REM) and sleep score per night from the wearable.', [
+        'nights:i:How many recent nights (default 1).',
+      ]),
+      tool(
+        'fitness_training_plan',
         'w',
-        'Reserve a table at a restaurant for a party size, date and time.',
-        [
-          'restaurant_id!:s:From dining_search_restaurants.',
-          'party_size!:i:Diners.',
-          'date!:date:Day.',
-          'time!:time:Time.',
-          'requests:s:Special requests.',
-        ],
-        'Mention the cancellation policy and any deposit when you confirm a reservation.',
+        'Generate a training plan for a race (5k, 10k, half marathon, marathon) with weekly sessions up to race day.',
+        ['event!:e(5k|10k|half_marathon|marathon):Race distance.', 'race_date!:date:Race day.', 'days_per_week:i:Training days.'],
       ),
-      tool('dining_order_delivery', 'wp', 'Order takeaway or delivery from a restaurant, paid with the saved card.', [
-        'restaurant_id!:s:Restaurant.',
-        'items!:s[]:Dishes with quantities.',
-        'address:s:Delivery address (default home).',
-        'tip:n:Tip.',
-      ]),
-      tool('dining_track_delivery', 'r', 'Where a food delivery order is, and its estimated arrival time.', [
-        'order_id:s:Order (default the latest).',
-      ]),
-      tool('dining_cancel_reservation', 'd', 'Cancel a restaurant reservation.', ['reservation_id!:s:Reservation.']),
-    ],
-  },
-  {
-    domain: 'social',
-    tools: [
-      tool('social_schedule_post', 'w', 'Schedule a post with optional images to one or more social accounts.', [
-        'accounts!:s[]:Accounts to post on.',
-        'text!:s:Post text.',
-        'image_urls:s[]:Images.',
-        'publish_at:datetime:When to publish.',
-      ]),
-      tool('social_post_analytics', 'r', 'Impressions, likes, shares, comments and link clicks for recent posts or one post.', [
-        'post_id:s:One post.',
-        'days:i:Recent days.',
-      ]),
-      tool('social_list_mentions', 'r', "Posts and comments that mention the brand's accounts, with sentiment.", [
-        'since:datetime:Newer than.',
-      ]),
-      tool('social_reply', 'wp', 'Reply publicly to a comment or mention from the brand account.', [
-        'mention_id!:s:What to reply to.',
-        'text!:s:Reply text.',
+      tool('fitness_book_class', 'w', "Book a spot in a class (spin, yoga, HIIT, pilates) at the user's gym.", [
+        'class!:s:Class name.',
+        'date!:date:Day.',
+        'time:time:Start time.',
       ]),
     ],
   },
   {
-    domain: 'wiki',
+    domain: 'home',
     tools: [
-      tool('wiki_search', 'r', 'Search the company wiki: pages, attachments and comments.', [
-        'query!:s:Words to find.',
-        'space:s:Only this space.',
+      tool('home_set_thermostat', 'wn', 'Set the heating or cooling target temperature for a zone, or switch the thermostat mode.', [
+        'zone:s:Room or zone (default whole house).',
+        'target_c:n:Target in Celsius.',
+        'mode:e(heat|cool|auto|off|eco):Mode.',
       ]),
-      tool('wiki_get_page', 'r', 'A wiki page with its content, author, last editor and child pages.', ['page_id!:s:Page id or title.']),
-      tool('wiki_create_page', 'w', 'Create a wiki page in a space, optionally under a parent page.', [
-        'space!:s:Space key.',
-        'title!:s:Title.',
-        'body!:s:Content (markdown).',
-        'parent:s:Parent page.',
+      tool('home_lights', 'wn', 'Turn lights on or off, dim them or change their colour, by room or by light name.', [
+        'target!:s:Room or light name.',
+        'on:b:On or off.',
+        'brightness:i:0-100.',
+        'color:s:Colour name.',
       ]),
-      tool('wiki_update_page', 'w', 'Replace or append to the content of an existing wiki page.', [
-        'page_id!:s:Page.',
-        'body!:s:New content.',
-        'append:b:Append instead of replacing.',
+      tool('home_lock', 'w', 'Lock or unlock a smart door lock and report its state.', [
+        'door!:s:Which door.',
+        'action!:e(lock|unlock):What to do.',
       ]),
-    ],
-  },
-  {
-    domain: 'analytics',
-    tools: [
-      tool(
-        'analytics_run_sql',
-        'r',
-        'Run a read-only SQL query against the analytics warehouse and return up to 500 rows.',
-        ['sql!:s:The query.', 'timeout_s:i:Seconds.'],
-        'Always add a LIMIT and a date filter to warehouse queries; tables hold years of events.',
-      ),
-      tool(
-        'analytics_web_traffic',
-        'r',
-        'Website sessions, users, page views, bounce rate, and top pages and referrers for a date range.',
-        ['start!:date:First day.', 'end:date:Last day.', 'site:s:Property.'],
-      ),
-      tool('analytics_funnel', 'r', 'Conversion funnel between events (visit, signup, trial, purchase) with drop-off at each step.', [
-        'steps!:s[]:Event names in order.',
+      tool('home_camera_snapshot', 'r', 'Take a still image from a security camera and describe recent motion events.', [
+        'camera!:s:Camera name.',
+        'events_since:datetime:Motion events since.',
+      ]),
+      tool('home_run_scene', 'wn', 'Run a saved scene or routine, such as good night, movie time or away.', ['scene!:s:Scene name.']),
+      tool('home_energy_usage', 'r', 'Electricity and gas consumption by day or hour, with cost and the devices that used the most.', [
         'start:date:First day.',
         'end:date:Last day.',
+        'resolution:e(hour|day|month):Granularity.',
       ]),
-      tool('analytics_dashboard', 'r', "The numbers on a saved dashboard's charts for a period.", [
-        'dashboard!:s:Dashboard name.',
-        'period:s:e.g. last_30_days.',
+      tool('home_list_devices', 'r', 'Every connected device with its room, type, online state and battery level.', [
+        'room:s:Only this room.',
       ]),
-      tool('analytics_experiment_results', 'r', 'Results of an A/B test: variants, conversion rates, lift and statistical significance.', [
-        'experiment!:s:Experiment name.',
+      tool('home_arm_security', 'w', 'Arm or disarm the alarm system in home, away or night mode.', [
+        'mode!:e(disarm|home|away|night):Alarm mode.',
+        'code:s:Alarm code.',
       ]),
-    ],
-  },
-  {
-    domain: 'campaigns',
-    tools: [
-      tool('campaigns_create', 'w', 'Draft a newsletter or marketing email campaign for a subscriber list or segment.', [
-        'name!:s:Internal name.',
-        'subject!:s:Subject line.',
-        'audience!:s:List or segment.',
-        'html:s:Content.',
-      ]),
-      tool('campaigns_send', 'wp', 'Send or schedule a drafted campaign to its audience.', [
-        'campaign_id!:s:Campaign.',
-        'send_at:datetime:Schedule time.',
-      ]),
-      tool('campaigns_stats', 'r', 'Opens, clicks, bounces and unsubscribes for a sent campaign, with top links.', [
-        'campaign_id!:s:Campaign.',
-      ]),
-      tool('campaigns_add_subscriber', 'w', 'Add or update a subscriber on a mailing list with tags and merge fields.', [
-        'list!:s:Mailing list.',
-        'email!:s:Address.',
-        'tags:s[]:Tags.',
-      ]),
-      tool('campaigns_unsubscribe', 'wn', 'Unsubscribe an address from a mailing list.', ['list!:s:Mailing list.', 'email!:s:Address.']),
-    ],
-  },
-  {
-    domain: 'esign',
-    tools: [
-      tool('esign_send_envelope', 'wp', 'Send a document for electronic signature to one or more signers in order.', [
-        'document!:s:Document name or URL.',
-        'signers!:s[]:Names and emails in signing order.',
-        'message:s:Message to signers.',
-      ]),
-      tool('esign_status', 'r', 'Who has signed, viewed or not yet opened a document sent for signature.', ['envelope_id!:s:Envelope.']),
-      tool('esign_list_contracts', 'r', 'Signed contracts with parties, value, effective date and renewal or expiry date.', [
-        'expiring_within_days:i:Only those expiring soon.',
-        'party:s:Counterparty.',
-      ]),
-      tool('esign_void_envelope', 'd', 'Void an envelope that is out for signature; signers can no longer sign it.', [
-        'envelope_id!:s:Envelope.',
-        'reason!:s:Reason shown to signers.',
-      ]),
-    ],
-  },
-  {
-    domain: 'health',
-    tools: [
-      tool(
-        'health_book_appointment',
-        'w',
-        'Book an appointment with a doctor, dentist or specialist at the patient portal, choosing from open slots.',
-        ['provider!:s:Doctor or clinic.', 'reason!:s:Reason for the visit.', 'date:date:Preferred day.', 'time:time:Preferred time.'],
-      ),
-      tool('health_list_medications', 'r', 'Current prescriptions with dose, prescriber, pharmacy and refills remaining.', []),
-      tool('health_request_refill', 'w', 'Ask the pharmacy and prescriber to refill a prescription.', [
-        'medication!:s:Medication name.',
-        'pharmacy:s:Pharmacy (default the usual one).',
-      ]),
-      tool('health_find_provider', 'r', 'Find in-network doctors by specialty and location, with ratings and the next open slot.', [
-        'specialty!:s:Specialty.',
-        'near:s:Location.',
-      ]),
-      tool('health_lab_results', 'r', 'Recent lab test results with reference ranges and flagged values.', [
-        'test:s:Test name.',
-        'since:date:Since.',
-      ]),
-    ],
-  },
-  {
-    domain: 'school',
-    tools: [
-      tool('school_list_assignments', 'r', "A student's upcoming homework and assignments with course and due date.", [
-        'student:s:Which child.',
-        'course:s:Only this course.',
-      ]),
-      tool('school_grades', 'r', "A student's current grades per course and recent marked work.", ['student:s:Which child.']),
-      tool('school_message_teacher', 'wp', "Send a message to a child's teacher through the school portal.", [
-        'teacher!:s:Teacher.',
-        'subject!:s:Subject.',
-        'body!:s:Message.',
-      ]),
-      tool('school_report_absence', 'w', 'Report that a student will be absent or late, with the reason.', [
-        'student!:s:Which child.',
-        'date!:date:Day.',
-        'reason!:s:Reason.',
-      ]),
-    ],
-  },
-  {
-    domain: 'property',
-    tools: [
-      tool('property_list_units', 'r', 'Rental units with tenant, rent, lease end and balance owed.', ['building:s:Only this building.']),
-      tool('property_maintenance_request', 'w', 'Open a maintenance work order for a unit and dispatch a vendor.', [
-        'unit!:s:Unit.',
-        'issue!:s:What is broken.',
-        'urgency:e(routine|urgent|emergency):Urgency.',
-      ]),
-      tool('property_expiring_leases', 'r', 'Leases ending within a window, with renewal status.', ['within_days:i:Window (default 60).']),
-    ],
-  },
-  {
-    domain: 'car',
-    tools: [
-      tool('car_status', 'r', "The car's battery charge or fuel level, range, location, tyre pressures and lock state.", []),
-      tool('car_precondition', 'wn', "Heat or cool the car's cabin before a drive.", [
-        'target_c:n:Cabin temperature.',
-        'minutes:i:For how long.',
-      ]),
-      tool('car_book_service', 'w', 'Book a service appointment at a dealership or garage.', [
-        'garage!:s:Garage.',
-        'service!:s:What needs doing.',
-        'date:date:Preferred day.',
-      ]),
-      tool('car_find_chargers', 'r', 'EV charging stations near a place or along a route, with connector type, speed and availability.', [
-        'near:s:Place or route.',
-        'min_kw:n:Minimum power.',
-      ]),
-    ],
-  },
-  {
-    domain: 'news',
-    tools: [
-      tool('news_headlines', 'r', 'Top headlines by topic or region from the subscribed news sources.', [
-        'topic:s:Topic.',
-        'region:s:Region.',
-      ]),
-      tool('news_search', 'r', 'Search recent news articles by keywords, source and date.', ['query!:s:Keywords.', 'since:date:Since.']),
-    ],
-  },
-  {
-    domain: 'translate',
-    tools: [
-      tool('translate_text', 'r', 'Translate text between languages, keeping formatting.', [
-        'text!:s:Text.',
-        'target!:s:Target language.',
-        'source:s:Source language (default detect).',
-      ]),
-      tool('translate_detect_language', 'r', 'Detect the language a text is written in.', ['text!:s:Text.']),
-    ],
-  },
-  {
-    domain: 'vault',
-    tools: [
-      tool('vault_get_login', 'r', 'Look up a saved login (username and password) in the password manager.', ['site!:s:Website or app.']),
-      tool('vault_generate_password', 'r', 'Generate a strong random password or passphrase.', [
-        'length:i:Characters.',
-        'passphrase:b:Words instead.',
-      ]),
-      tool('vault_breach_report', 'r', 'Saved logins that are weak, reused or exposed in known data breaches.', []),
-    ],
-  },
-  {
-    domain: 'photos',
-    tools: [
-      tool('photos_search', 'r', 'Search the photo library by people, places, things and dates.', [
-        'query!:s:What is in the photo.',
-        'year:i:Year.',
-      ]),
-      tool('photos_create_album', 'wn', 'Create an album from photos.', ['title!:s:Album title.', 'photo_ids:s[]:Photos.']),
-      tool('photos_share_album', 'wp', 'Share an album with people by link or invitation.', ['album!:s:Album.', 'with!:s[]:Emails.']),
-    ],
-  },
-  {
-    domain: 'podcasts',
-    tools: [
-      tool('podcasts_search', 'r', 'Search podcasts and episodes by topic, show or guest.', ['query!:s:Topic, show or guest.']),
-      tool('podcasts_subscribe', 'wn', 'Follow a podcast so new episodes download.', ['show!:s:Podcast.']),
-    ],
-  },
-  {
-    domain: 'tickets',
-    tools: [
-      tool('tickets_search_events', 'r', 'Concerts, sports, theatre and comedy events near a city, with dates and ticket prices.', [
-        'query:s:Artist, team or show.',
-        'city:s:City.',
-        'from:date:From.',
-        'to:date:To.',
-      ]),
-      tool('tickets_buy', 'wp', 'Buy tickets for an event, paid with the saved card.', [
-        'event_id!:s:Event.',
-        'quantity!:i:Tickets.',
-        'section:s:Seating.',
-      ]),
-    ],
-  },
-  {
-    domain: 'pay',
-    tools: [
-      tool('pay_send_money', 'wp', 'Send money to a friend by phone, email or username from the linked account.', [
-        'to!:s:Recipient.',
-        'amount!:n:Amount.',
-        'note:s:What it is for.',
-      ]),
-      tool('pay_request_money', 'w', 'Request money from a friend, with a note.', [
-        'from!:s:Who owes.',
-        'amount!:n:Amount.',
-        'note:s:What it is for.',
-      ]),
-      tool('pay_split_expense', 'w', 'Split a shared expense among friends and send each their share as a request.', [
-        'total!:n:Total.',
-        'people!:s[]:Who shares it.',
-        'note:s:What it was.',
-      ]),
-    ],
-  },
-  {
-    domain: 'markets',
-    tools: [
-      tool('markets_quote', 'r', 'Real-time stock, ETF or crypto quote: price, change today, volume and 52-week range.', [
-        'symbol!:s:Ticker symbol.',
-      ]),
-      tool('markets_company_financials', 'r', "A listed company's revenue, earnings, margins and valuation ratios by quarter.", [
-        'symbol!:s:Ticker symbol.',
-      ]),
-      tool('markets_watchlist', 'r', 'Quotes for the symbols on a watchlist, with price alerts.', ['watchlist:s:Name (default main).']),
-    ],
-  },
-  {
-    domain: 'notes',
-    tools: [
-      tool('notes_create', 'wn', 'Create a note in the notes app, in a notebook, with tags.', [
-        'title!:s:Title.',
-        'body!:s:Text.',
-        'notebook:s:Notebook.',
-      ]),
-      tool('notes_search', 'r', 'Search notes in the notes app by words, tag or notebook.', ['query!:s:Words.', 'notebook:s:Notebook.']),
-      tool('notes_append', 'wn', 'Append text to an existing note.', ['note_id!:s:Note.', 'text!:s:Text to add.']),
-    ],
-  },
-  {
-    domain: 'todo',
-    tools: [
-      tool('todo_add', 'wn', 'Add a task to a to-do list, with an optional due date and priority.', [
-        'title!:s:The task.',
-        'list:s:List (default Inbox).',
-        'due:date:Due date.',
-        'priority:e(low|medium|high):Priority.',
-      ]),
-      tool('todo_list', 'r', 'Open tasks in a to-do list, overdue first.', ['list:s:List.', 'include_done:b:Also completed tasks.']),
-      tool('todo_complete', 'wn', 'Mark a task done.', ['task_id!:s:Task.']),
-      tool('todo_delete', 'd', 'Delete a task from a to-do list.', ['task_id!:s:Task.']),
-    ],
-  },
-  {
-    domain: 'meet',
-    tools: [
-      tool('meet_create_link', 'wn', 'Create a video meeting room link to share.', [
-        'title:s:Meeting title.',
-        'waiting_room:b:Enable the waiting room.',
-      ]),
-      tool('meet_schedule', 'w', 'Schedule a video meeting and send invitations to the participants.', [
-        'title!:s:Title.',
-        'start!:datetime:Start.',
-        'minutes:i:Length.',
-        'invitees:s[]:Emails.',
-      ]),
-      tool('meet_list_recordings', 'r', 'Recordings of past video meetings with duration and sharing link.', ['since:date:Since.']),
-      tool('meet_transcript', 'r', 'The transcript and AI summary of a recorded video meeting.', ['recording_id!:s:Recording.']),
     ],
   },
 ];

@@ -1,6 +1,6 @@
 /**
  * The generated half of bench/prompt's pool: 200 hand-described tools from ordinary SaaS and
- * consumer domains (bench/support/prompt-catalog-*.ts), turned into ToolSpecs here, and for the
+ * consumer domains (bench/support/prompt-catalog-{a,b,c,d}.ts), turned into ToolSpecs here, and for the
  * timing case as many more as asked for, as the same tools offered by other vendors (a pool of
  * 5,000 is what a workspace with a few dozen connected services looks like).
  *
@@ -12,6 +12,8 @@ import type { JsonSchema, ToolSpec } from '../../src/tools/types.js';
 import type { CatalogTool, EffectCode } from './prompt-catalog.js';
 import { CATALOG_A } from './prompt-catalog-a.js';
 import { CATALOG_B } from './prompt-catalog-b.js';
+import { CATALOG_C } from './prompt-catalog-c.js';
+import { CATALOG_D } from './prompt-catalog-d.js';
 
 const DECLARATIONS: Record<EffectCode, ToolDeclarationInput> = {
   r: { effect: 'read' },
@@ -73,7 +75,7 @@ function spec(t: CatalogTool, plugin: string, name = t.name, description = t.des
 
 /** The 200 catalog tools, with the domain each belongs to. */
 export function catalog(): { domain: string; tool: CatalogTool }[] {
-  return [...CATALOG_A, ...CATALOG_B].flatMap((d) => d.tools.map((tool) => ({ domain: d.domain, tool })));
+  return [...CATALOG_A, ...CATALOG_B, ...CATALOG_C, ...CATALOG_D].flatMap((d) => d.tools.map((tool) => ({ domain: d.domain, tool })));
 }
 
 // Vendor names for the copies: two syllables each, deterministic.
