@@ -37,10 +37,163 @@ export type Shortlist = (
 export const keepAll: Shortlist = (candidates) => new Set(candidates.map((t) => t.name));
 
 /**
+ * How a pool tool stands in a mode: it may run (a shortlist candidate); it may not, but is declared
+ * (labelled) anyway, `contract_modes: declare`; or it may not, and is hidden unless the transcript calls it.
+ */
+type Kind = 'exec' | 'declare' | 'hidden';
+
+/** What the menu of one pool in one mode owes nothing to the request, the calls or the admissions. */
+interface ModeView {
+  /** Executable tools, in pool order (the shortlist's candidates; never handed out for mutation). */
+  candidates: readonly ToolSpec[];
+  candidateNames: string[];
+  /** Pool position of each candidate. */
+  candidatePos: number[];
+  /** name → position in `candidates`. */
+  candidateAt: Map<string, number>;
+  /** Positions in `candidates` of the always-kept tools (ask_user, memory_search, pinned). */
+  alwaysKept: number[];
+  /** name → [pool position, kind] of each tool that exists in this mode. */
+  byName: Map<string, [number, Kind]>;
+  /** Pool positions of the `contract_modes: declare` restricted tools, ascending. */
+  declared: number[];
+}
+
+interface PoolView {
+  length: number;
+  /** Per mode; undefined when the pool repeats a name (then every call takes the plain walk). */
+  modes: Map<Mode, ModeView> | undefined;
+}
+
+const views = new WeakMap<readonly ToolSpec[], PoolView>();
+
+function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
+  let pv = views.get(pool);
+  // A pool array changed in place (not how the registry works, but cheap to notice) is looked at afresh.
+  if (!pv || pv.length !== pool.length) {
+    const unique = new Set(pool.map((t) => t.name)).size === pool.length;
+    views.set(pool, (pv = { length: pool.length, modes: unique ? new Map() : undefined }));
+  }
+  if (!pv.modes) return undefined;
+  let mv = pv.modes.get(mode);
+  if (mv) return mv;
+  const candidates: ToolSpec[] = [];
+  const candidatePos: number[] = [];
+  const alwaysKept: number[] = [];
+  const byName = new Map<string, [number, Kind]>();
+  const declared: number[] = [];
+  pool.forEach((t, i) => {
+    if (t.onlyInModes && !t.onlyInModes.includes(mode)) return;
+    if (executableInMode(t, mode)) {
+      if (t.name === 'ask_user' || t.name === 'memory_search' || t.declaration.pinned) alwaysKept.push(candidates.length);
+      candidates.push(t);
+      candidatePos.push(i);
+      byName.set(t.name, [i, 'exec']);
+    } else if (t.declaration.contract_modes === 'declare') {
+      declared.push(i);
+      byName.set(t.name, [i, 'declare']);
+    } else {
+      byName.set(t.name, [i, 'hidden']);
+    }
+  });
+  const candidateNames = candidates.map((t) => t.name);
+  mv = {
+    candidates,
+    candidateNames,
+    candidatePos,
+    candidateAt: new Map(candidateNames.map((n, k) => [n, k])),
+    alwaysKept,
+    byName,
+    declared,
+  };
+  pv.modes.set(mode, mv);
+  return mv;
+}
+
+/**
  * Pool → menu. In a contract mode a tool that may not run stays declared, labelled, only when it
  * is declared `contract_modes: declare` or the transcript already calls it (C3); any other is hidden.
+ *
+ * What does not depend on the request, the calls or the admissions (the candidates, the tools each
+ * mode hides or labels, the names) is worked out once per pool array and mode, so a call costs the
+ * shortlist plus work in the size of the menu, the calls and the admissions (and one copy of the
+ * dropped names).
  */
 export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Menu {
+  const view = modeView(input.pool, input.mode);
+  if (!view) return buildMenuWalk(input, shortlist);
+  const { pool, mode, called } = input;
+  const { candidates, candidateNames, candidatePos, candidateAt, byName } = view;
+
+  // Restricted tools the transcript calls join the labelled ones (C3).
+  const calledRestricted = new Set<string>();
+  const restrictedAt: number[] = [];
+  // Called candidates join the always-kept ones; `keep` lists them in pool order after the admitted.
+  const keptAt = [...view.alwaysKept];
+  for (const name of called) {
+    const hit = byName.get(name);
+    if (!hit) continue;
+    if (hit[1] === 'hidden') {
+      calledRestricted.add(name);
+      restrictedAt.push(hit[0]);
+    } else if (hit[1] === 'exec') keptAt.push(candidateAt.get(name) as number);
+  }
+  const keep = new Set<string>(input.admitted);
+  if (keptAt.length > view.alwaysKept.length) keptAt.sort((a, b) => a - b);
+  for (const k of keptAt) keep.add(candidateNames[k]);
+
+  const chosen = shortlist(candidates, keep, input.request, pool);
+  for (const k of keep) chosen.add(k);
+
+  // The declared tools' pool positions: chosen candidates and labelled restricted ones, in pool order.
+  const chosenAt: number[] = [];
+  for (const name of chosen) {
+    const k = candidateAt.get(name);
+    if (k !== undefined) chosenAt.push(k);
+  }
+  chosenAt.sort((a, b) => a - b);
+  const labelled = restrictedAt.length ? [...view.declared, ...restrictedAt].sort((a, b) => a - b) : view.declared;
+
+  const tools: ToolSpec[] = [];
+  const declared: DeclaredTool[] = [];
+  const unavailable: string[] = [];
+  const dropped: string[] = [];
+  let from = 0; // next candidate not yet placed on the menu or among the dropped
+  let r = 0;
+  const label = (upTo: number) => {
+    for (; r < labelled.length && labelled[r] < upTo; r++) {
+      const t = pool[labelled[r]];
+      tools.push(t);
+      declared.push(declareUnavailable(t, mode));
+      unavailable.push(t.name);
+    }
+  };
+  for (const k of chosenAt) {
+    const t = candidates[k];
+    label(candidatePos[k]);
+    for (let d = from; d < k; d++) dropped.push(candidateNames[d]);
+    from = k + 1;
+    tools.push(t);
+    declared.push(declare(t));
+  }
+  label(pool.length);
+  for (let d = from; d < candidateNames.length; d++) dropped.push(candidateNames[d]);
+
+  return {
+    tools,
+    declared,
+    unavailable,
+    dropped,
+    // Hidden (mode-restricted, undeclared) tools are unknown to the model (C3); dropped ones admit on call (R24).
+    admissible: (name) => {
+      const hit = byName.get(name);
+      return hit !== undefined && (hit[1] !== 'hidden' || calledRestricted.has(name));
+    },
+  };
+}
+
+/** The plain walk over the pool, for a pool that repeats a name (the registry refuses one). */
+function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   const { mode } = input;
   const exists = (t: ToolSpec) => !t.onlyInModes || t.onlyInModes.includes(mode);
   const candidates: ToolSpec[] = [];
@@ -83,7 +236,6 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
     declared,
     unavailable,
     dropped,
-    // Hidden (mode-restricted, undeclared) tools are unknown to the model (C3); dropped ones admit on call (R24).
     admissible: (name) => inPool.has(name) && !hidden.has(name),
   };
 }
