@@ -228,7 +228,7 @@ export class Keel {
 
   async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const dirs = this.pluginDirs(o.pluginDirs);
-    let session: { id: string; history: RunState['messages']; contract: RunState['contract'] } | undefined;
+    let session: { id: string; history: RunState['messages']; contract: RunState['contract']; seq_base: number } | undefined;
     let mode = o.mode;
     if (o.session) {
       const rec = await this.requireStore().getSession(o.session);
@@ -237,7 +237,9 @@ export class Keel {
       if (last?.status === 'paused' || last?.status === 'running') {
         throw new KeelError('conflict', `session ${o.session} has a run that is ${last.status} (${last.id}): answer or finish it first`);
       }
-      session = { id: rec.id, history: last?.messages ?? [], contract: rec.contract };
+      const spec = typeof o.model === 'object' ? o.model.spec : (o.model ?? this.env.KEEL_MODEL);
+      const seq_base = last && last.model === spec ? last.seq_base + last.model_calls : 0;
+      session = { id: rec.id, history: last?.messages ?? [], contract: rec.contract, seq_base };
       mode ??= rec.mode;
     }
     const deps = await this.deps(o.model, dirs);

@@ -86,7 +86,6 @@ export class RunLeg {
   private readonly started = Date.now();
   private readonly abort = new AbortController();
   private stopped: string | undefined;
-  private readonly seqBase: number;
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
 
@@ -98,8 +97,6 @@ export class RunLeg {
       ? { messages: 0, steps: 0, requests: 0 }
       : { messages: state.messages.length, steps: state.steps.length, requests: state.requests.length };
     this.refreshGate();
-    // A scripted model's position runs across the session: earlier runs' model calls come first.
-    this.seqBase = state.messages.slice(0, state.history_len).filter((m) => m.role === 'assistant').length;
   }
 
   /** Rebuilds the gate state and the transcript's called names from the records (after a resume). */
@@ -234,7 +231,7 @@ export class RunLeg {
           system,
           messages: s.messages,
           tools: menu.declared,
-          seq: this.seqBase + s.model_calls,
+          seq: s.seq_base + s.model_calls,
           signal: this.abort.signal,
         })) {
           if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
@@ -596,6 +593,7 @@ export function newRunState(input: {
   model: string;
   plugin_dirs: string[];
   now: string;
+  session?: { seq_base: number };
   session_id?: string;
   history?: readonly Message[];
   contract?: Contract | null;
@@ -604,7 +602,7 @@ export function newRunState(input: {
   return {
     id,
     session_id: input.session_id ?? `ses_${id.slice(4)}`,
-    history_len: input.history?.length ?? 0,
+    seq_base: input.session?.seq_base ?? 0,
     contract: input.contract ?? null,
     status: 'running',
     reason: null,

@@ -11,7 +11,7 @@ export interface StartInput {
   mode?: Mode;
   pluginDirs?: string[];
   /** Continue a session: its id, its transcript so far, and its approved contract. */
-  session?: { id: string; history: readonly Message[]; contract: Contract | null };
+  session?: { id: string; history: readonly Message[]; contract: Contract | null; seq_base: number };
   /** Notes for the run's trace from before it started (skills skipped, R25). */
   notes?: string[];
 }
@@ -26,6 +26,7 @@ export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGene
     model: deps.model.spec,
     plugin_dirs: input.pluginDirs ?? [],
     now: (deps.now?.() ?? new Date()).toISOString(),
+    session: input.session,
     session_id: input.session?.id,
     history: input.session?.history,
     contract: input.session?.contract,

@@ -143,8 +143,11 @@ export interface RunState {
   notes: string[];
   /** The session the run belongs to: its mode and history carry across runs (C1). */
   session_id: string;
-  /** How many messages came from the session's earlier runs (the rest are this run's). */
-  history_len: number;
+  /**
+   * Model calls the session's earlier runs made with this run's model spec: a scripted model
+   * continues from there, so one script can drive a whole session.
+   */
+  seq_base: number;
   /** The approved contract the run works under, if any (C1). */
   contract: Contract | null;
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */

@@ -32,7 +32,7 @@ CREATE TABLE IF NOT EXISTS runs (
   notes TEXT NOT NULL DEFAULT '[]',
   owner TEXT,
   session_id TEXT NOT NULL,
-  history_len INTEGER NOT NULL DEFAULT 0,
+  seq_base INTEGER NOT NULL DEFAULT 0,
   contract TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
@@ -80,8 +80,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,session_id,history_len,contract,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@session_id,@history_len,@contract,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,session_id,seq_base,contract,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
         model_calls=@model_calls, effects=@effects, notes=@notes, contract=@contract, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
@@ -135,7 +135,7 @@ export class SqliteStore implements Store {
       notes: JSON.stringify(run.notes),
       owner: run.owner,
       session_id: run.session_id,
-      history_len: run.history_len,
+      seq_base: run.seq_base,
       contract: run.contract ? JSON.stringify(run.contract) : null,
       created_at: run.created_at,
       updated_at: run.updated_at,
@@ -202,7 +202,7 @@ export class SqliteStore implements Store {
       notes: JSON.parse(r.notes as string),
       owner: (r.owner as string | null) ?? null,
       session_id: r.session_id as string,
-      history_len: r.history_len as number,
+      seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
       messages: bodies(this.stmt.messages) as Message[],
       steps: bodies(this.stmt.calls) as CallRecord[],
