@@ -1,9 +1,92 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
 import type { ToolDefinition, ToolSpec } from './types.js';
 
 // One validator instance: compiled schemas are cached by it.
 const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false });
+
+/**
+ * Keywords for which ajv's meta-schema check (plus compiling each `pattern`) refuses exactly what
+ * `ajv.compile` refuses. Anything else ($ref, $id, definitions, patternProperties, if/then, tuples,
+ * nullable, unknown keywords, …) is compiled at registration, as before.
+ */
+const PLAIN_KEYWORDS = new Set([
+  'type',
+  'properties',
+  'required',
+  'additionalProperties',
+  'items',
+  'enum',
+  'const',
+  'title',
+  'description',
+  'default',
+  'examples',
+  '$comment',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'multipleOf',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'format',
+  'minItems',
+  'maxItems',
+  'uniqueItems',
+  'minProperties',
+  'maxProperties',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+]);
+const DRAFT_07 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
+
+function compilesAsRegExp(p: unknown): boolean {
+  if (typeof p !== 'string') return false;
+  try {
+    new RegExp(p, 'u'); // ajv's default (unicodeRegExp)
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True when `s` uses only PLAIN_KEYWORDS (at every depth) and each `pattern` compiles. */
+function isPlainSchema(s: unknown, root = false): boolean {
+  if (typeof s === 'boolean') return true;
+  if (!s || typeof s !== 'object' || Array.isArray(s)) return false;
+  for (const [k, v] of Object.entries(s)) {
+    if (k === '$schema' && root && typeof v === 'string' && DRAFT_07.test(v)) continue;
+    if (!PLAIN_KEYWORDS.has(k)) return false;
+    if (k === 'properties' && !(v && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => isPlainSchema(x))))
+      return false;
+    if ((k === 'items' || k === 'additionalProperties' || k === 'not') && !isPlainSchema(v)) return false;
+    if ((k === 'anyOf' || k === 'oneOf' || k === 'allOf') && !(Array.isArray(v) && v.every((x) => isPlainSchema(x)))) return false;
+    if (k === 'pattern' && !compilesAsRegExp(v)) return false;
+  }
+  return true;
+}
+
+/**
+ * The validator for a tool's parameters. Refusal stays a registration error: a plain schema that
+ * passes ajv's meta-schema check cannot fail to compile, so it is compiled on first use (ajv's code
+ * generation costs ~1-2 ms a schema, seconds for a few thousand tools); every other schema is
+ * compiled now, and ajv's own error is the refusal.
+ */
+function parametersValidator(schema: Record<string, unknown>): () => ValidateFunction {
+  if (isPlainSchema(schema, true) && ajv.validateSchema(schema)) {
+    let compiled: ValidateFunction | undefined;
+    return () => {
+      compiled ??= ajv.compile(schema);
+      return compiled;
+    };
+  }
+  const compiled = ajv.compile(schema);
+  return () => compiled;
+}
 
 /** A declaration for a tool nobody declared: read, gate none (SPEC R5, last sentence). */
 export const DEFAULT_DECLARATION: Declaration = normalizeDeclaration({ effect: 'read' });
@@ -43,9 +126,9 @@ export function makeToolSpec(
   declaration: Declaration = DEFAULT_DECLARATION,
   confirmOnceOverride: ReadonlySet<string> = new Set(),
 ): ToolSpec {
-  let validateFn: ReturnType<Ajv['compile']>;
+  let validator: () => ValidateFunction;
   try {
-    validateFn = ajv.compile({ type: 'object', ...def.parameters });
+    validator = parametersValidator({ type: 'object', ...def.parameters });
   } catch (err) {
     throw new Error(`tool ${def.name}: 'parameters' is not a valid JSON Schema: ${(err as Error).message}`);
   }
@@ -56,7 +139,16 @@ export function makeToolSpec(
     plugin,
     declaration,
     gate,
-    checkArgs: (args) => (validateFn(args) ? undefined : formatAjvError(validateFn.errors![0])),
+    checkArgs: (args) => {
+      let validateFn: ValidateFunction;
+      try {
+        validateFn = validator();
+      } catch (err) {
+        // Only if the plugin changed its schema object after registration.
+        return `the tool's parameters schema no longer compiles: ${(err as Error).message}`;
+      }
+      return validateFn(args) ? undefined : formatAjvError(validateFn.errors![0]);
+    },
   };
 }
 
