@@ -249,15 +249,14 @@ export default function setup(api: PluginAPI): void {
   api.registerTool({
     name: 'calendar_lookup',
     description:
-      "Look up the owner's calendar: the events (time, title, place, people, notes) on one day or across a date range, " +
-      'plus the open reminders due in that span. Give `date` for one day, or `start_date` and `end_date` for a range ' +
-      `(at most ${MAX_RANGE_DAYS} days). With no arguments it shows today.`,
+      "Look up the owner's schedule: the events, meetings and appointments (time, title, place, people, notes) on one day or " +
+      'between two dates, showing when things happen and when the owner is free or busy, plus the open reminders due then.',
     parameters: {
       type: 'object',
       properties: {
         date: { type: 'string', description: `One day to show. ${DAY_DESC} Default: today.` },
         start_date: { type: 'string', description: `First day of a range (inclusive). ${DAY_DESC}` },
-        end_date: { type: 'string', description: `Last day of a range (inclusive). ${DAY_DESC}` },
+        end_date: { type: 'string', description: `Last day of a range (inclusive; at most ${MAX_RANGE_DAYS} days in all). ${DAY_DESC}` },
         query: {
           type: 'string',
           description: "Only events whose title, place, people or notes contain these words (e.g. 'dentist', 'Dana').",
@@ -273,7 +272,7 @@ export default function setup(api: PluginAPI): void {
   api.registerTool({
     name: 'create_reminder',
     description:
-      'Create one reminder in the owner’s calendar, due on a day (optionally at a time). Call it once per reminder. ' +
+      'Create one reminder in the owner’s calendar, due on a day (optionally at a time), so the owner does not forget something. Call it once per reminder. ' +
       'An identical open reminder (same title and due time) is not created twice.',
     parameters: {
       type: 'object',

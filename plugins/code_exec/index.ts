@@ -136,9 +136,9 @@ export default function setup(api: PluginAPI): void {
   api.registerTool({
     name: 'code_exec',
     description:
-      'Run JavaScript in an isolated sandbox and get what it printed (console.log) and the value of its last expression ' +
-      `(promises are awaited). No files, network, timers, packages or require. Time limit ${DEFAULT_TIMEOUT_S} s by default ` +
-      `(up to ${MAX_TIMEOUT_S} s), ${HEAP_MB} MB of memory.`,
+      'Run JavaScript in an isolated sandbox to calculate or check something exactly (math, loans and interest, days between dates, ' +
+      'converting CSV to JSON, testing a regex) and get what it printed (console.log) and the value of its last expression ' +
+      `(promises are awaited). No files, network, timers, packages or require; ${HEAP_MB} MB of memory.`,
     parameters: {
       type: 'object',
       properties: {

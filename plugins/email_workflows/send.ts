@@ -40,7 +40,8 @@ function sendProblem(d: Database.Database, args: Args): string | undefined {
 export function sendEmail(db: Db): ToolDefinition {
   return {
     name: 'send_email',
-    description: "Send an email from the owner's address. The owner sees the exact message (recipients, subject, body) before it goes.",
+    description:
+      "Email someone: write and send a new email, or a reply, from the owner's address. The owner sees the exact message before it goes.",
     parameters: {
       type: 'object',
       properties: {

@@ -59,7 +59,8 @@ export function searchInbox(db: Db): ToolDefinition {
 export function readEmail(db: Db): ToolDefinition {
   return {
     name: 'read_email',
-    description: 'Read one email in full: sender, recipients, date, subject, attachments, its place in a thread, and the body.',
+    description:
+      'Open one email and read the whole message: sender, recipients, date, subject, attachments, its place in a thread, and the body.',
     parameters: {
       type: 'object',
       properties: { id: { type: 'string', description: "The email's id, e.g. 'm087' (from search_inbox or list_by_category)." } },

@@ -7,7 +7,8 @@ import { type Category, checkIds, type Email, getEmail, nextBatch, plural, resol
 export function trashEmail(db: Db): ToolDefinition {
   return {
     name: 'trash_email',
-    description: 'Move the given emails to Trash (they can be restored with restore_email). Takes the emails’ ids.',
+    description:
+      'Delete specific emails, such as spam or a newsletter, by moving them to Trash (they can be restored with restore_email). Takes the emails’ ids.',
     parameters: {
       type: 'object',
       properties: {

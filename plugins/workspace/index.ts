@@ -189,7 +189,7 @@ export default function setup(api: PluginAPI): void {
   api.registerTool({
     name: 'search_files',
     description:
-      'Search the text of files in the workspace for a word, phrase or regular expression; returns path:line: text for each match.',
+      'Find which files or documents in the workspace mention a word or phrase, or match a regular expression; returns path:line: text for each match.',
     parameters: {
       type: 'object',
       properties: {
@@ -269,7 +269,8 @@ export default function setup(api: PluginAPI): void {
 
   api.registerTool({
     name: 'write_file',
-    description: 'Create or overwrite a text file in the workspace with the given content, creating its folders if needed.',
+    description:
+      'Save text to a file in the workspace: create a new file or overwrite one with the given content, creating its folders if needed.',
     parameters: {
       type: 'object',
       properties: {
@@ -306,14 +307,17 @@ export default function setup(api: PluginAPI): void {
 
   api.registerTool({
     name: 'edit_file',
-    description:
-      'Edit a text file in the workspace by replacing one exact piece of text with another. old_string must occur exactly ' +
-      'once in the file (include surrounding lines to make it unique).',
+    description: 'Change, fix or update text in a workspace file by replacing one exact piece of text with another.',
     parameters: {
       type: 'object',
       properties: {
-        path: { type: 'string', description: 'Path relative to the workspace.' },
-        old_string: { type: 'string', minLength: 1, description: 'The exact text to replace, whitespace included.' },
+        path: { type: 'string', description: "Path relative to the workspace, e.g. 'notes/plan.md'." },
+        old_string: {
+          type: 'string',
+          minLength: 1,
+          description:
+            'The exact text to replace, whitespace included. It must occur exactly once in the file (include surrounding lines to make it unique).',
+        },
         new_string: { type: 'string', description: 'The text to put in its place.' },
       },
       required: ['path', 'old_string', 'new_string'],
