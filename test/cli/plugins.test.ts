@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { PluginReport } from '../../src/plugin-host/types.js';
+import { keel as runCli } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'keel.js');
+const _BIN = join(ROOT, 'bin', 'keel.js');
 const GOOD = join(ROOT, 'test', 'fixtures', 'plugins');
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
 const home = mkdtempSync(join(tmpdir(), 'keel-cli-plugins-'));
@@ -27,24 +28,9 @@ interface Cli {
   stderr: string;
 }
 
-/** The real CLI in a child process, with a private KEEL_HOME and no inherited plugin settings. */
+/** The real CLI in a child process, with a private KEEL_HOME. */
 function keel(args: string[], env: Record<string, string> = {}): Promise<Cli> {
-  const base = { ...process.env };
-  delete base.KEEL_PLUGINS;
-  delete base.KEEL_CONFIRM_ONCE_TOOLS;
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: ROOT,
-      env: { ...base, KEEL_HOME: home, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', rej);
-    child.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
+  return runCli(args, { KEEL_HOME: home, ...env });
 }
 
 function parse<T>(r: Cli): T {

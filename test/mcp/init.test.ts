@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -9,9 +8,10 @@ import { parse } from 'yaml';
 import { draftManifest, effectFromAnnotations, splitCommandLine } from '../../src/cli/plugins-init.js';
 import { parseManifest } from '../../src/manifest/load.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
+import { keel as runCli } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const KEEL_BIN = join(ROOT, 'bin', 'keel.js');
+const _KEEL_BIN = join(ROOT, 'bin', 'keel.js');
 
 interface CliResult {
   code: number;
@@ -24,19 +24,7 @@ function keel(args: string[], home: string): Promise<CliResult> {
   if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'plugins-init.js'))) {
     throw new Error('dist/ has no plugins init: run `npm run build` first');
   }
-  return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [KEEL_BIN, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, KEEL_HOME: home },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', rej);
-    child.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
-  });
+  return runCli(args, { KEEL_HOME: home });
 }
 
 // biome-ignore lint/suspicious/noTemplateCurlyInString: the manifest's own substitution syntax, passed through verbatim.

@@ -33,12 +33,19 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real CLI (dist/) as a user would, in a new process. */
+/**
+ * Runs the real CLI (dist/) as a user would, in a new process, from the project folder (so bare
+ * server names resolve in its node_modules/.bin) and without inherited plugin settings.
+ */
 export function keel(args: string[], env: Record<string, string> = {}, input?: string): Promise<CliResult> {
   ensureBuilt();
+  const base = { ...process.env };
+  delete base.KEEL_PLUGINS;
+  delete base.KEEL_CONFIRM_ONCE_TOOLS;
   return new Promise((res, rej) => {
     const child = spawn(process.execPath, [KEEL_BIN, ...args], {
-      env: { ...process.env, ...env },
+      cwd: ROOT,
+      env: { ...base, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
