@@ -11,7 +11,6 @@ import type { PluginReport } from '../../src/plugin-host/types.js';
 import { keel as runCli } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const _KEEL_BIN = join(ROOT, 'bin', 'keel.js');
 
 interface CliResult {
   code: number;
