@@ -10,7 +10,7 @@ export type * from './loop/types.js';
 export { formatIssue, type ManifestIssue, parseManifest } from './manifest/load.js';
 export { type Declaration, type Effect, effectiveGate, type Gate, ManifestSchema, manifestJsonSchema } from './manifest/schema.js';
 export { createModel } from './models/index.js';
-export { parseScript, ScriptModel, type ScriptEntry } from './models/script.js';
+export { parseScript, type ScriptEntry, ScriptModel } from './models/script.js';
 export { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './models/types.js';
 export { discoverPlugins, mountPlugins, type Registry, registryHealthy } from './plugin-host/host.js';
 export type * from './plugin-host/types.js';

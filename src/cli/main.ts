@@ -50,7 +50,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .option('-m, --model <spec>', 'model spec (script:FILE, ollama:MODEL, openai:MODEL, …); default KEEL_MODEL')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
     .addOption(new Option('--mode <mode>', "session mode (default: the session's, else agent)").choices(['agent', 'plan', 'goal']))
-    .option('-s, --session <id>', "continue a session: the run sees its transcript, mode and contract (see keel runs show)")
+    .option('-s, --session <id>', 'continue a session: the run sees its transcript, mode and contract (see keel runs show)')
     .option('--json', 'print one JSON object (SPEC S1)')
     .action(async (message: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
       const r = await getKeel().run(

@@ -1,28 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { buildCard, describeCall } from '../approvals/card.js';
 import { type AssistantReply, type ModelClient, ModelError } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import { callKey, decide, deriveGateState, type GateState, recordCall } from '../policy/gate.js';
-import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
-import { renderContract, systemPrompt } from '../prompt/prompt.js';
+import type { Menu, Shortlist } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type { Store } from '../store/types.js';
 import type { Mode, ToolSpec } from '../tools/types.js';
 import { closestNames, executeCall } from './calls.js';
+import { type MenuEntry, MenuSource } from './menu-cache.js';
 import { interruption, toResult } from './result.js';
-import type {
-  ApprovalItem,
-  CallRecord,
-  Contract,
-  EndReason,
-  LoopEvent,
-  Message,
-  PendingResult,
-  RequestTrace,
-  RunResult,
-  RunState,
-} from './types.js';
+import type { ApprovalItem, CallRecord, EndReason, LoopEvent, PendingResult, RequestTrace, RunResult, RunState } from './types.js';
 
 export interface Limits {
   /** R20 step cap: model calls per run. */
@@ -60,19 +48,6 @@ export interface EngineDeps {
   now?: () => Date;
 }
 
-interface MenuEntry {
-  menu: Menu;
-  system: string;
-  names: ReadonlySet<string>;
-  /** Token count of system + declarations, computed once per menu (shared by reference). */
-  tokens: { count?: Promise<number> };
-  mode: Mode;
-  contract: Contract | null;
-}
-
-/** Menus by pool (a registry's pool array) and key: runs over one registry share them. */
-const MENU_MEMO = new WeakMap<readonly ToolSpec[], Map<string, Omit<MenuEntry, 'mode' | 'contract'>>>();
-
 /** One leg of a run: from its start or a resume to its next end or pause. The only loop body (R14). */
 export class RunLeg {
   readonly state: RunState;
@@ -81,7 +56,7 @@ export class RunLeg {
   private gate!: GateState;
   private readonly admitted = new Set<string>();
   private readonly called = new Set<string>();
-  private menuCache: MenuEntry | undefined;
+  private readonly menus: MenuSource;
   private saved: { messages: number; steps: number; requests: number };
   private readonly started = Date.now();
   private readonly abort = new AbortController();
@@ -93,6 +68,7 @@ export class RunLeg {
     this.deps = deps;
     this.state = state;
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
+    this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
     this.saved = fresh
       ? { messages: 0, steps: 0, requests: 0 }
       : { messages: state.messages.length, steps: state.steps.length, requests: state.requests.length };
@@ -125,68 +101,9 @@ export class RunLeg {
     this.saved = { messages: s.messages.length, steps: s.steps.length, requests: s.requests.length };
   }
 
-  /**
-   * The menu and system prompt for the next request. Kept while the mode and contract hold and every
-   * tool the transcript calls (or admitted) is on it (R23/R24), so a step does no O(pool) work; and
-   * shared across runs over the same pool, since it depends only on the key below.
-   */
+  /** The menu for the next request (see MenuSource: kept while valid, shared across runs). */
   private menu(): MenuEntry {
-    const s = this.state;
-    const c = this.menuCache;
-    if (c && c.mode === s.mode && c.contract === s.contract && this.covers(c.names)) return c;
-    const byName = this.deps.registry.byName;
-    const inPool = (set: Set<string>) =>
-      [...set]
-        .filter((n) => byName.has(n))
-        .sort()
-        .join(',');
-    const contract = s.contract ? renderContract(s.contract) : undefined;
-    const key = [
-      s.mode,
-      contract ?? '',
-      this.deps.instructions ?? '',
-      inPool(this.called),
-      inPool(this.admitted),
-      this.deps.shortlist ? s.request : '',
-    ].join('\u0001');
-    let memo = MENU_MEMO.get(this.deps.registry.pool);
-    if (!memo) MENU_MEMO.set(this.deps.registry.pool, (memo = new Map()));
-    let hit = memo.get(key);
-    if (!hit) {
-      hit = this.buildMenuEntry(contract);
-      if (memo.size >= 64) memo.clear();
-      memo.set(key, hit);
-    }
-    this.menuCache = { ...hit, mode: s.mode, contract: s.contract };
-    return this.menuCache;
-  }
-
-  private covers(names: ReadonlySet<string>): boolean {
-    const byName = this.deps.registry.byName;
-    for (const set of [this.called, this.admitted]) for (const n of set) if (byName.has(n) && !names.has(n)) return false;
-    return true;
-  }
-
-  private buildMenuEntry(contract: string | undefined): Omit<MenuEntry, 'mode' | 'contract'> {
-    const s = this.state;
-    const menu = buildMenu(
-      {
-        pool: this.deps.registry.pool,
-        mode: s.mode,
-        called: this.called,
-        admitted: this.admitted,
-        request: s.request,
-      },
-      this.deps.shortlist,
-    );
-    const system = systemPrompt({
-      mode: s.mode,
-      menu: menu.tools,
-      unavailable: menu.unavailable,
-      contract,
-      instructions: this.deps.instructions,
-    });
-    return { menu, system, names: new Set(menu.tools.map((t) => t.name)), tokens: {} };
+    return this.menus.get(this.state, this.called, this.admitted);
   }
 
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
@@ -560,67 +477,4 @@ function countTrailingFailures(steps: readonly CallRecord[]): number {
 
 function truncate(s: string, n: number): string {
   return s.length > n ? `${s.slice(0, n)}…` : s;
-}
-
-const OWNER = `${hostname()}:${process.pid}`;
-/** This process, as recorded in a run it drives. */
-export function processOwner(): string {
-  return OWNER;
-}
-
-/**
- * Whether the process that owns a run may still be driving it. On this host we can ask the OS;
- * a run owned elsewhere is assumed alive until it has been silent for `staleMs`.
- */
-export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10 * 60_000): boolean {
-  if (!owner) return false;
-  const [host, pid] = owner.split(':');
-  if (owner === OWNER) return false;
-  if (host === hostname()) {
-    try {
-      process.kill(Number(pid), 0);
-      return true;
-    } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  }
-  return Date.now() - Date.parse(updatedAt) < staleMs;
-}
-
-export function newRunState(input: {
-  request: string;
-  mode: Mode;
-  model: string;
-  plugin_dirs: string[];
-  now: string;
-  session?: { seq_base: number };
-  session_id?: string;
-  history?: readonly Message[];
-  contract?: Contract | null;
-}): RunState {
-  const id = `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  return {
-    id,
-    session_id: input.session_id ?? `ses_${id.slice(4)}`,
-    seq_base: input.session?.seq_base ?? 0,
-    contract: input.contract ?? null,
-    status: 'running',
-    reason: null,
-    request: input.request,
-    mode: input.mode,
-    model: input.model,
-    plugin_dirs: input.plugin_dirs,
-    answer: null,
-    pause: null,
-    pause_seq: 0,
-    model_calls: 0,
-    effects: [],
-    messages: [...(input.history ?? []), { role: 'user', content: input.request } satisfies Message],
-    steps: [],
-    requests: [],
-    notes: [],
-    owner: processOwner(),
-    created_at: input.now,
-    updated_at: input.now,
-  };
 }

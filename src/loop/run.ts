@@ -2,8 +2,9 @@ import { KeelError } from '../errors.js';
 import type { ApprovalRecord } from '../store/types.js';
 import type { Mode } from '../tools/types.js';
 import { executeCall } from './calls.js';
-import { type EngineDeps, newRunState, ownerAlive, processOwner, RunLeg } from './engine.js';
+import { type EngineDeps, RunLeg } from './engine.js';
 import { toResult } from './result.js';
+import { newRunState, ownerAlive, processOwner } from './state.js';
 import type { CallRecord, Contract, LoopEvent, Message, Pause, PendingResult, RunResult, RunState } from './types.js';
 
 export interface StartInput {

@@ -1,6 +1,7 @@
 import type { DelegateConfig, KeelConfig } from '../config/config.js';
-import { DEFAULT_LIMITS, type Limits, newRunState, RunLeg } from '../loop/engine.js';
+import { DEFAULT_LIMITS, type Limits, RunLeg } from '../loop/engine.js';
 import { collect } from '../loop/run.js';
+import { newRunState } from '../loop/state.js';
 import type { RunResult } from '../loop/types.js';
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';

@@ -1,0 +1,90 @@
+import type { Registry } from '../plugin-host/host.js';
+import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
+import { renderContract, systemPrompt } from '../prompt/prompt.js';
+import type { Mode, ToolSpec } from '../tools/types.js';
+import type { Contract, RunState } from './types.js';
+
+export interface MenuEntry {
+  menu: Menu;
+  system: string;
+  names: ReadonlySet<string>;
+  /** Token count of system + declarations, computed once per menu (shared by reference). */
+  tokens: { count?: Promise<number> };
+  mode: Mode;
+  contract: Contract | null;
+}
+
+/** Menus by pool (a registry's pool array) and key: runs over one registry share them. */
+const MENU_MEMO = new WeakMap<readonly ToolSpec[], Map<string, Omit<MenuEntry, 'mode' | 'contract'>>>();
+
+function covers(names: ReadonlySet<string>, sets: ReadonlySet<string>[], byName: ReadonlyMap<string, ToolSpec>): boolean {
+  for (const set of sets) for (const n of set) if (byName.has(n) && !names.has(n)) return false;
+  return true;
+}
+
+/** Where a run leg gets each request's menu and system prompt (decision 0004). */
+export class MenuSource {
+  private current: MenuEntry | undefined;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly shortlist: Shortlist | undefined,
+    private readonly instructions: string | undefined,
+  ) {}
+
+  /**
+   * The menu and system prompt for the next request. Kept while the mode and contract hold and every
+   * tool the transcript calls (or admitted) is on it (R23/R24), so a step does no O(pool) work; and
+   * shared across runs over the same pool, since it depends only on the key below.
+   */
+  get(s: RunState, called: ReadonlySet<string>, admitted: ReadonlySet<string>): MenuEntry {
+    const c = this.current;
+    if (c && c.mode === s.mode && c.contract === s.contract && covers(c.names, [called, admitted], this.registry.byName)) return c;
+    const byName = this.registry.byName;
+    const inPool = (set: ReadonlySet<string>) =>
+      [...set]
+        .filter((n) => byName.has(n))
+        .sort()
+        .join(',');
+    const contract = s.contract ? renderContract(s.contract) : undefined;
+    const key = [s.mode, contract ?? '', this.instructions ?? '', inPool(called), inPool(admitted), this.shortlist ? s.request : ''].join(
+      '\u0001',
+    );
+    let memo = MENU_MEMO.get(this.registry.pool);
+    if (!memo) MENU_MEMO.set(this.registry.pool, (memo = new Map()));
+    let hit = memo.get(key);
+    if (!hit) {
+      hit = this.build(s, called, admitted, contract);
+      if (memo.size >= 64) memo.clear();
+      memo.set(key, hit);
+    }
+    this.current = { ...hit, mode: s.mode, contract: s.contract };
+    return this.current;
+  }
+
+  private build(
+    s: RunState,
+    called: ReadonlySet<string>,
+    admitted: ReadonlySet<string>,
+    contract: string | undefined,
+  ): Omit<MenuEntry, 'mode' | 'contract'> {
+    const menu = buildMenu(
+      {
+        pool: this.registry.pool,
+        mode: s.mode,
+        called,
+        admitted,
+        request: s.request,
+      },
+      this.shortlist,
+    );
+    const system = systemPrompt({
+      mode: s.mode,
+      menu: menu.tools,
+      unavailable: menu.unavailable,
+      contract,
+      instructions: this.instructions,
+    });
+    return { menu, system, names: new Set(menu.tools.map((t) => t.name)), tokens: {} };
+  }
+}
