@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
 import type { z } from 'zod';
+import type { ManifestCache } from './cache.js';
 import { type Declaration, EFFECTS, effectiveGate, type Manifest, ManifestSchema, normalizeDeclaration, TOOL_NAME } from './schema.js';
 
 /** One reason a manifest does not mount, with where it is (SPEC M4). */
@@ -28,7 +29,7 @@ export interface LoadedManifest {
 
 export type ManifestResult = { ok: true; value: LoadedManifest } | { ok: false; issues: ManifestIssue[] };
 
-export async function loadManifestFile(file: string, fallbackName: string): Promise<ManifestResult> {
+export async function loadManifestFile(file: string, fallbackName: string, cache?: ManifestCache): Promise<ManifestResult> {
   let text: string;
   try {
     // Synchronous on purpose: plugins mount one after another, and for a 2 KB file the thread-pool
@@ -41,7 +42,18 @@ export async function loadManifestFile(file: string, fallbackName: string): Prom
       issues: [{ plugin: fallbackName, message: `cannot read the manifest (${code})`, file, line: 1, col: 1 }],
     };
   }
-  return parseManifest(text, file, fallbackName);
+  const key = cache?.key(text);
+  const hit = key ? cache?.get(key) : undefined;
+  if (hit) return { ok: true, value: { manifest: hit, declarations: declarationsOf(hit) } };
+  const result = parseManifest(text, file, fallbackName);
+  if (result.ok && key) cache?.set(key, result.value.manifest);
+  return result;
+}
+
+function declarationsOf(manifest: Manifest): Map<string, Declaration> {
+  const declarations = new Map<string, Declaration>();
+  for (const [name, d] of Object.entries(manifest.tools ?? {})) declarations.set(name, normalizeDeclaration(d));
+  return declarations;
 }
 
 type Path = readonly (string | number)[];
@@ -95,9 +107,7 @@ export function parseManifest(text: string, file: string, fallbackName: string):
   const manifest = parsed.data;
   const issues = checkRules(manifest, issue);
   if (issues.length > 0) return { ok: false, issues };
-  const declarations = new Map<string, Declaration>();
-  for (const [name, d] of Object.entries(manifest.tools ?? {})) declarations.set(name, normalizeDeclaration(d));
-  return { ok: true, value: { manifest, declarations } };
+  return { ok: true, value: { manifest, declarations: declarationsOf(manifest) } };
 }
 
 /** An issue about `path`, reported at the position of `at` (its key when `key`). */

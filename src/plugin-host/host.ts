@@ -2,6 +2,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { KeelError } from '../errors.js';
+import { ManifestCache } from '../manifest/cache.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
@@ -87,6 +88,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   const hooks: Registry['hooks'] = { onToolCall: [], onToolResult: [] };
   const closers: (() => void | Promise<void>)[] = [];
   const plugins: PluginReport[] = [];
+  const manifestCache = opts.home ? ManifestCache.open(opts.home) : undefined;
   const confirmOnce = opts.confirmOnce ?? new Set<string>();
   const guard = opts.guard ?? ((t: ToolSpec) => t);
   for (const b of opts.builtins ?? []) {
@@ -108,7 +110,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       runtime_failures: 0,
     };
     plugins.push(report);
-    const loaded = await loadManifestFile(join(dir, 'plugin.yaml'), basename(dir));
+    const loaded = await loadManifestFile(join(dir, 'plugin.yaml'), basename(dir), manifestCache);
     if (!loaded.ok) {
       report.status = 'failed';
       report.failures = loaded.issues.map((i) => ({
@@ -249,6 +251,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     if (report.degraded.length > 0) report.status = 'degraded';
   }
 
+  manifestCache?.save();
   return {
     plugins,
     pool,

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { mountPlugins } from '../../src/plugin-host/host.js';
+import { tempHome } from '../support/helpers.js';
+
+function plugin(root: string, manifest: string): string {
+  const dir = join(root, 'plugins', 'p');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'plugin.yaml'), manifest);
+  writeFileSync(
+    join(dir, 'index.js'),
+    "export default (api) => api.registerTool({ name: 'look', description: 'd', parameters: { type: 'object' }, execute: () => 'ok' });\n",
+  );
+  return join(root, 'plugins');
+}
+
+const GOOD = 'name: p\nversion: 1.0.0\nprovides: [tool]\ntools:\n  look:\n    effect: read\n';
+
+test('manifest cache: a validated manifest is reused by content; an edited one is validated again (no stale verdict)', async () => {
+  const home = tempHome();
+  const dirs = [plugin(home, GOOD)];
+  const first = await mountPlugins(dirs, { home });
+  assert.equal(first.plugins[0].status, 'loaded');
+  const files = readdirSync(join(home, 'cache'));
+  assert.equal(files.length, 1, `one cache file: ${files}`);
+  const cached = JSON.parse(readFileSync(join(home, 'cache', files[0]), 'utf8'));
+  assert.equal(Object.keys(cached).length, 1, 'the valid manifest is cached');
+
+  // The cached verdict is what a second mount uses: tamper with it to prove it is consulted.
+  const key = Object.keys(cached)[0];
+  cached[key].version = '9.9.9-from-cache';
+  writeFileSync(join(home, 'cache', files[0]), JSON.stringify(cached));
+  const second = await mountPlugins(dirs, { home });
+  assert.equal(second.plugins[0].version, '9.9.9-from-cache');
+
+  // An edited manifest has another key: it is parsed and validated afresh.
+  plugin(home, GOOD.replace('effect: read', 'effect: read\n    confirm: once'));
+  const third = await mountPlugins(dirs, { home });
+  assert.equal(third.plugins[0].status, 'failed');
+  assert.match(
+    third.plugins[0].failures[0].message,
+    /plugin\.yaml:7:5: plugin p, tool look, field confirm: 'confirm' applies only to write tools/,
+  );
+  const after = JSON.parse(readFileSync(join(home, 'cache', files[0]), 'utf8'));
+  assert.equal(Object.keys(after).length, 1, 'a manifest with errors is never cached');
+});
