@@ -17,7 +17,7 @@ import { bm25Shortlist, toolCapFromEnv } from './prompt/shortlist.js';
 import { SqliteStore } from './store/sqlite.js';
 import type { ApprovalRecord, Store } from './store/types.js';
 import { Subagents } from './subagents/delegates.js';
-import { askUser, memoryTools, submitGoal, submitPlan } from './tools/builtins.js';
+import { askUser, memoryTools, reportGoal, submitGoal, submitPlan } from './tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from './tools/skills.js';
 import { confirmOnceOverride } from './tools/spec.js';
 import type { Mode, ToolSpec } from './tools/types.js';
@@ -127,6 +127,7 @@ export class Keel {
         ...(this.store ? memoryTools(this.store) : []),
         submitPlan,
         submitGoal,
+        reportGoal,
         ...(sub?.tools() ?? []),
         ...(this.opts.extraTools ?? []),
       ];

@@ -8,6 +8,7 @@ import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type { Store } from '../store/types.js';
 import type { Mode, ToolSpec } from '../tools/types.js';
 import { closestNames, executeCall } from './calls.js';
+import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
 import { interruption, toResult } from './result.js';
 import type { ApprovalItem, CallRecord, EndReason, LoopEvent, PendingResult, RequestTrace, RunResult, RunState } from './types.js';
@@ -172,6 +173,18 @@ export class RunLeg {
       yield { type: 'assistant', step, text: reply.text, tool_calls: reply.tool_calls };
       if (reply.tool_calls.length === 0) {
         if (!reply.text.trim()) return yield* this.end('failed', 'model_error', 'the model returned an empty reply');
+        // C1: a goal runs until every criterion is reported verified (or a boundary stops it).
+        const goal = goalProgress(s);
+        if (goal?.missing.length) {
+          const reminders = s.notes.filter((n) => n.startsWith('goal reminder')).length;
+          if (reminders >= MAX_GOAL_REMINDERS) {
+            return yield* this.end('failed', 'halted', `the goal's criteria ${goal.missing.join(', ')} were never reported verified`);
+          }
+          s.notes.push(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
+          s.messages.push({ role: 'user', content: goalReminder(goal.missing) });
+          await this.save();
+          continue;
+        }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
       }
       const outcome = yield* this.runCalls(step, reply, menu);
@@ -362,6 +375,10 @@ export class RunLeg {
     s.steps.push(...records);
     for (const r of records) {
       if (r.outcome === 'ran' && (r.tool === 'submit_plan' || r.tool === 'submit_goal')) await this.adoptContract(r);
+    }
+    const goal = goalProgress(s);
+    if (goal?.boundary && records.some((r) => r.tool === 'report_goal' && r.outcome === 'ran')) {
+      return yield* this.end('failed', 'halted', `a boundary stops the goal: ${goal.boundary}`);
     }
     // R20: the evaluator has its say first.
     const failures = countTrailingFailures(s.steps);

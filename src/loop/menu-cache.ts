@@ -17,6 +17,21 @@ export interface MenuEntry {
 /** Menus by pool (a registry's pool array) and key: runs over one registry share them. */
 const MENU_MEMO = new WeakMap<readonly ToolSpec[], Map<string, Omit<MenuEntry, 'mode' | 'contract'>>>();
 
+const contractPools = new WeakMap<readonly ToolSpec[], Map<string, readonly ToolSpec[]>>();
+/** The pool without the tools that exist only under another contract (same array while nothing differs). */
+function poolFor(pool: readonly ToolSpec[], contract: Contract | null): readonly ToolSpec[] {
+  const kind = contract?.kind ?? '';
+  let byKind = contractPools.get(pool);
+  if (!byKind) contractPools.set(pool, (byKind = new Map()));
+  let p = byKind.get(kind);
+  if (!p) {
+    const kept = pool.filter((t) => !t.onlyWithContract || t.onlyWithContract === kind);
+    p = kept.length === pool.length ? pool : kept;
+    byKind.set(kind, p);
+  }
+  return p;
+}
+
 function covers(names: ReadonlySet<string>, sets: ReadonlySet<string>[], byName: ReadonlyMap<string, ToolSpec>): boolean {
   for (const set of sets) for (const n of set) if (byName.has(n) && !names.has(n)) return false;
   return true;
@@ -70,7 +85,7 @@ export class MenuSource {
   ): Omit<MenuEntry, 'mode' | 'contract'> {
     const menu = buildMenu(
       {
-        pool: this.registry.pool,
+        pool: poolFor(this.registry.pool, s.contract),
         mode: s.mode,
         called,
         admitted,

@@ -4,7 +4,7 @@ const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }
   max_steps: (l) => `it reached the step limit (${l.maxSteps} model calls)`,
   timeout: (l) => `it ran past the time limit (${Math.round(l.timeoutMs / 1000)} s)`,
   stalled: () => 'the model kept repeating the same call',
-  halted: () => 'tool calls kept failing',
+  halted: () => 'the core halted it',
   model_error: () => 'the model failed',
 };
 
@@ -12,7 +12,7 @@ const HOW: Partial<Record<EndReason, string>> = {
   max_steps: 'Ask again with a narrower request, or raise the limit (KEEL_MAX_STEPS).',
   timeout: 'Ask again with a narrower request, or raise the limit (KEEL_TIMEOUT_MS).',
   stalled: 'Rephrase the request, or ask for the part that is still missing.',
-  halted: 'Check the failing tool (keel plugins check), then ask again.',
+  halted: 'Deal with the cause above (keel plugins check shows failing plugins), then ask again.',
   model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
 };
 

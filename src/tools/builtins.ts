@@ -25,6 +25,8 @@ export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
   // C1: the proposal waits for the user's approval (a card), which switches the session to Agent.
   submit_plan: { effect: 'write', approval: 'pinned' },
   submit_goal: { effect: 'write', approval: 'pinned' },
+  // Changes nothing of the user's: it records, in the run, how far an approved goal has come.
+  report_goal: { effect: 'read', pinned: true },
 };
 
 export function coreTool(def: ToolDefinition, extra: Partial<ToolSpec> = {}): ToolSpec {
@@ -156,4 +158,30 @@ export const submitGoal = coreTool(
     execute: () => 'Goal approved. You are in Agent mode now: work until each criterion is verified, within the boundaries.',
   },
   { onlyInModes: ['goal'] },
+);
+
+/**
+ * C1: under an approved goal the model reports progress here; the run goes on until every
+ * criterion is reported verified, or a reported boundary stops it (the engine reads these calls).
+ */
+export const reportGoal = coreTool(
+  {
+    name: 'report_goal',
+    description:
+      'Report progress on the approved goal: which acceptance criteria (by number) you have verified, with the evidence, or the boundary that stops you.',
+    parameters: {
+      type: 'object',
+      properties: {
+        verified: { type: 'array', items: { type: 'integer', minimum: 1 }, description: 'Numbers of the criteria now verified.' },
+        evidence: str('How you verified them.'),
+        boundary: str('Set only when going on would cross a boundary: which one, and why you stop.'),
+      },
+      additionalProperties: false,
+    },
+    execute: (a) =>
+      a.boundary
+        ? `Stopping at a boundary: ${a.boundary}`
+        : `Recorded: criteria ${((a.verified as number[] | undefined) ?? []).join(', ') || 'none'} verified.`,
+  },
+  { onlyWithContract: 'goal' },
 );

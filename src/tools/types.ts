@@ -44,6 +44,8 @@ export interface ToolSpec extends ToolDefinition {
   checkArgs: (args: unknown) => string | undefined;
   /** Built-ins that exist only in some modes (submit_plan in plan mode). */
   onlyInModes?: readonly Mode[];
+  /** Built-ins that exist only while the run works under an approved contract of this kind (report_goal). */
+  onlyWithContract?: 'plan' | 'goal';
 }
 
 /** The part of a tool the model is shown. */

@@ -233,6 +233,7 @@ test('C1: a goal carries outcome, criteria and boundaries into the prompt after 
           },
         ],
       },
+      { tool_calls: [{ id: 'v', name: 'report_goal', args: { verified: [1], evidence: 'search found none' } }] },
       { text: 'Criterion 1 verified: no promotions left.' },
     ],
     'triage my inbox',
@@ -244,6 +245,12 @@ test('C1: a goal carries outcome, criteria and boundaries into the prompt after 
   assert.match(
     result.requests[1].system,
     /The user approved this goal: Inbox triaged[\s\S]*1\. No promotions left[\s\S]*Do not delete personal mail/,
+  );
+  assert.equal(result.status, 'done');
+  assert.equal(result.reason, 'final_answer');
+  assert.ok(
+    result.requests[1].tools.some((x) => x.name === 'report_goal'),
+    'report_goal exists under an approved goal',
   );
 });
 
@@ -395,4 +402,48 @@ test('hooks: onToolCall may block with a reason; onToolResult may rewrite the re
   assert.match(r.steps[0].result, /add_note was not run: notes saying "blocked" are not allowed/);
   assert.equal(file('notes.txt'), undefined);
   assert.equal(r.steps.find((s) => s.call_id === 'rd')?.result, '[reviewed] body');
+});
+
+test('C1: a goal runs until each criterion is reported verified — an early answer is sent back, then the run halts; a boundary stops it', async (t) => {
+  const { keel, run } = setup(t);
+  const goal = { outcome: 'Files tidy', criteria: ['a.md exists', 'b.md exists'], boundaries: ['Never delete a file'] };
+  const g = await run(
+    [
+      { tool_calls: [{ id: 'g', name: 'submit_goal', args: goal }] },
+      { tool_calls: [{ id: 'v1', name: 'report_goal', args: { verified: [1], evidence: 'read it' } }] },
+      { text: 'All done!' },
+      { text: 'Really done.' },
+      { text: 'Done, I promise.' },
+    ],
+    'tidy my files',
+    { mode: 'goal' },
+  );
+  const { result } = await keel.respondToApproval(g.approval!.id, 'approve', 'ana');
+  assert.equal(result.status, 'failed');
+  assert.equal(result.reason, 'halted');
+  assert.match(result.answer ?? '', /criteria 2 were never reported verified/);
+  assert.equal(result.notes.filter((n) => n.startsWith('goal reminder')).length, 2);
+  const msgs = (await keel.getRun(g.run_id)).messages.filter((m) => m.role === 'user');
+  assert.match(msgs[msgs.length - 1].content, /^\[Keel\] The approved goal is not finished: criteria 2/);
+
+  const b = await run(
+    [
+      { tool_calls: [{ id: 'g', name: 'submit_goal', args: goal }] },
+      { tool_calls: [{ id: 'x', name: 'report_goal', args: { boundary: 'b.md can only be made by deleting c.md' } }] },
+      { text: 'never reached' },
+    ],
+    'tidy my files',
+    { mode: 'goal' },
+  );
+  const stopped = (await keel.respondToApproval(b.approval!.id, 'approve', 'ana')).result;
+  assert.equal(stopped.reason, 'halted');
+  assert.match(stopped.answer ?? '', /a boundary stops the goal: b\.md can only be made by deleting c\.md/);
+  assert.equal(stopped.model_calls, 2);
+});
+
+test('C1: report_goal exists only under an approved goal', async (t) => {
+  const { run } = setup(t);
+  const r = await run([{ tool_calls: [{ id: 'x', name: 'report_goal', args: { verified: [1] } }] }, { text: 'ok' }], 'x');
+  assert.equal(r.steps[0].outcome, 'unknown_tool');
+  assert.ok(!r.requests[0].tools.some((x) => x.name === 'report_goal'), 'not declared');
 });
