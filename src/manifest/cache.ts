@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { SchemaVerdicts } from '../tools/spec.js';
 import type { Manifest } from './schema.js';
 
 /**
@@ -10,26 +11,41 @@ import type { Manifest } from './schema.js';
  * validation are kept; the key is the manifest text's hash plus a hash of the validating code
  * itself, so a changed manifest or a changed Keel never reuses a stale verdict.
  */
-export class ManifestCache {
+export class ManifestCache implements SchemaVerdicts {
   private readonly entries: Record<string, Manifest>;
+  /** Hashes of tool parameter schemas that passed ajv's meta-schema check (only valid ones). */
+  private readonly schemas: Record<string, 1>;
   private dirty = false;
 
   private constructor(
     private readonly file: string,
-    entries: Record<string, Manifest>,
+    data: { manifests?: Record<string, Manifest>; schemas?: Record<string, 1> },
   ) {
-    this.entries = entries;
+    this.entries = data.manifests ?? {};
+    this.schemas = data.schemas ?? {};
+  }
+
+  /** A schema's verdict from the cache, else from `check` (remembered only when valid). */
+  valid(schema: Record<string, unknown>, check: () => boolean): boolean {
+    const key = this.key(JSON.stringify(schema));
+    if (this.schemas[key]) return true;
+    const ok = check();
+    if (ok) {
+      this.schemas[key] = 1;
+      this.dirty = true;
+    }
+    return ok;
   }
 
   static open(home: string): ManifestCache {
     const file = join(home, 'cache', `manifests-${codeVersion()}.json`);
-    let entries: Record<string, Manifest> = {};
+    let data = {};
     try {
-      entries = JSON.parse(readFileSync(file, 'utf8'));
+      data = JSON.parse(readFileSync(file, 'utf8'));
     } catch {
       // No cache yet, or an unreadable one: start empty.
     }
-    return new ManifestCache(file, entries);
+    return new ManifestCache(file, data);
   }
 
   key(text: string): string {
@@ -51,7 +67,7 @@ export class ManifestCache {
     try {
       mkdirSync(dirname(this.file), { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(this.entries));
+      writeFileSync(tmp, JSON.stringify({ manifests: this.entries, schemas: this.schemas }));
       renameSync(tmp, this.file);
       this.dirty = false;
     } catch {
@@ -61,12 +77,12 @@ export class ManifestCache {
 }
 
 let version: string | undefined;
-/** A hash of the modules that decide whether a manifest is valid (this folder's load and schema). */
+/** A hash of the modules that decide validity: this folder's load, schema and cache, and tools/spec. */
 function codeVersion(): string {
   if (!version) {
     const here = dirname(fileURLToPath(import.meta.url));
     const h = createHash('sha1');
-    for (const f of ['load', 'schema']) {
+    for (const f of ['load', 'schema', 'cache', '../tools/spec']) {
       for (const ext of ['.js', '.ts']) {
         try {
           h.update(readFileSync(join(here, `${f}${ext}`)));

@@ -7,7 +7,6 @@ import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
 import type { ToolDefinition, ToolSpec } from '../tools/types.js';
-import { McpStartError, mountMcpServer } from './mcp.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
 export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
@@ -150,7 +149,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       }
       let spec: ToolSpec;
       try {
-        spec = makeToolSpec(def, report.name, declaration, confirmOnce);
+        spec = makeToolSpec(def, report.name, declaration, confirmOnce, manifestCache);
       } catch (err) {
         return refuse('invalid_tool', `plugin ${report.name}: ${(err as Error).message}`);
       }
@@ -210,7 +209,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     const hooksBefore = { call: hooks.onToolCall.length, result: hooks.onToolResult.length };
     try {
       // The server's tools go through api.registerTool, so admit() decides each one (SPEC R1-R3).
-      if (manifest.mcp) await mountMcpServer(manifest.mcp, api);
+      // The MCP SDK loads only for plugins that mount a server (it costs every command otherwise).
+      if (manifest.mcp) await (await import('./mcp.js')).mountMcpServer(manifest.mcp, api);
       await setup(api);
     } catch (err) {
       for (const t of pool.splice(poolBefore)) {
@@ -221,7 +221,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       hooks.onToolResult.splice(hooksBefore.result);
       report.tools = [];
       report.status = 'failed';
-      const why = err instanceof McpStartError ? err.message : `setup threw: ${(err as Error).message}`;
+      const why = (err as Error)?.name === 'McpStartError' ? (err as Error).message : `setup threw: ${(err as Error).message}`;
       report.failures.push({ kind: 'setup_failed', message: `plugin ${report.name}: ${why}` });
       continue;
     }

@@ -76,8 +76,11 @@ function isPlainSchema(s: unknown, root = false): boolean {
  * generation costs ~1-2 ms a schema, seconds for a few thousand tools); every other schema is
  * compiled now, and ajv's own error is the refusal.
  */
-function parametersValidator(schema: Record<string, unknown>): () => ValidateFunction {
-  if (isPlainSchema(schema, true) && ajv.validateSchema(schema)) {
+function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ValidateFunction {
+  if (
+    isPlainSchema(schema, true) &&
+    (checked ? checked.valid(schema, () => ajv.validateSchema(schema) as boolean) : ajv.validateSchema(schema))
+  ) {
     let compiled: ValidateFunction | undefined;
     return () => {
       compiled ??= ajv.compile(schema);
@@ -86,6 +89,11 @@ function parametersValidator(schema: Record<string, unknown>): () => ValidateFun
   }
   const compiled = ajv.compile(schema);
   return () => compiled;
+}
+
+/** Remembered meta-schema verdicts (see ManifestCache): a schema checked valid once is not checked again. */
+export interface SchemaVerdicts {
+  valid(schema: Record<string, unknown>, check: () => boolean): boolean;
 }
 
 /** A declaration for a tool nobody declared: read, gate none (SPEC R5, last sentence). */
@@ -125,10 +133,11 @@ export function makeToolSpec(
   plugin: string,
   declaration: Declaration = DEFAULT_DECLARATION,
   confirmOnceOverride: ReadonlySet<string> = new Set(),
+  checked?: SchemaVerdicts,
 ): ToolSpec {
   let validator: () => ValidateFunction;
   try {
-    validator = parametersValidator({ type: 'object', ...def.parameters });
+    validator = parametersValidator({ type: 'object', ...def.parameters }, checked);
   } catch (err) {
     throw new Error(`tool ${def.name}: 'parameters' is not a valid JSON Schema: ${(err as Error).message}`);
   }

@@ -26,11 +26,12 @@ test('manifest cache: a validated manifest is reused by content; an edited one i
   const files = readdirSync(join(home, 'cache'));
   assert.equal(files.length, 1, `one cache file: ${files}`);
   const cached = JSON.parse(readFileSync(join(home, 'cache', files[0]), 'utf8'));
-  assert.equal(Object.keys(cached).length, 1, 'the valid manifest is cached');
+  assert.equal(Object.keys(cached.manifests).length, 1, 'the valid manifest is cached');
+  assert.equal(Object.keys(cached.schemas).length, 1, "the tool's parameter schema verdict is cached");
 
   // The cached verdict is what a second mount uses: tamper with it to prove it is consulted.
-  const key = Object.keys(cached)[0];
-  cached[key].version = '9.9.9-from-cache';
+  const key = Object.keys(cached.manifests)[0];
+  cached.manifests[key].version = '9.9.9-from-cache';
   writeFileSync(join(home, 'cache', files[0]), JSON.stringify(cached));
   const second = await mountPlugins(dirs, { home });
   assert.equal(second.plugins[0].version, '9.9.9-from-cache');
@@ -44,5 +45,21 @@ test('manifest cache: a validated manifest is reused by content; an edited one i
     /plugin\.yaml:7:5: plugin p, tool look, field confirm: 'confirm' applies only to write tools/,
   );
   const after = JSON.parse(readFileSync(join(home, 'cache', files[0]), 'utf8'));
-  assert.equal(Object.keys(after).length, 1, 'a manifest with errors is never cached');
+  assert.equal(Object.keys(after.manifests).length, 1, 'a manifest with errors is never cached');
+});
+
+test('schema verdicts: only valid parameter schemas are remembered; an invalid one is refused on every mount', async () => {
+  const home = tempHome();
+  const root = join(home, 'bad');
+  mkdirSync(join(root, 'q'), { recursive: true });
+  writeFileSync(join(root, 'q', 'plugin.yaml'), 'name: q\nversion: 1.0.0\nprovides: [tool]\ntools:\n  odd:\n    effect: read\n');
+  writeFileSync(
+    join(root, 'q', 'index.js'),
+    "export default (api) => api.registerTool({ name: 'odd', description: 'd', parameters: { type: 'object', properties: { a: { type: 'nonsense' } } }, execute: () => 'ok' });\n",
+  );
+  for (let i = 0; i < 2; i++) {
+    const reg = await mountPlugins([root], { home });
+    assert.equal(reg.plugins[0].status, 'degraded', `mount ${i + 1}`);
+    assert.match(reg.plugins[0].degraded[0].message, /not a valid JSON Schema/);
+  }
 });
