@@ -1,9 +1,7 @@
-// calendar: the owner's events and reminders. Data lives in KEEL_HOME/data/calendar.db, seeded on
-// first use; dates are relative to the 'today' stored in the data, never the wall clock.
-import { mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
+import { pluginData, seedOnce } from '../_lib/plugin-data.js';
 import { seed } from './seed.js';
 
 const PLUGIN = 'calendar';
@@ -14,34 +12,13 @@ export function dbPath(home: string): string {
   return join(home, 'data', `${PLUGIN}.db`);
 }
 
-const handles = new Map<string, Database.Database>();
+const data = pluginData(PLUGIN, seedOnce(seed));
 
-function openDb(home: string): Database.Database {
-  const file = dbPath(home);
-  const open = handles.get(file);
-  if (open?.open) return open;
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  const seeded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
-  if (!seeded) db.transaction(() => seed(db))();
-  handles.set(file, db);
-  return db;
-}
-
-function closeDb(home: string): void {
-  const file = dbPath(home);
-  handles.get(file)?.close();
-  handles.delete(file);
-}
+const openDb: (home: string) => Database.Database = data.open;
+const closeDb: (home: string) => void = data.close;
 
 /** Deletes this plugin's data and seeds it again (`keel data reset`). */
-export async function reset(home: string): Promise<void> {
-  closeDb(home);
-  const file = dbPath(home);
-  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(file + suffix, { force: true });
-  openDb(home);
-  closeDb(home);
-}
+export const reset: (home: string) => Promise<void> = data.reset;
 
 // ---- dates -------------------------------------------------------------------------------------
 

@@ -1,7 +1,6 @@
-// The mailbox behind email_workflows: the database, search, and the few ways an email is printed.
-import { mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import type Database from 'better-sqlite3';
+import { pluginData, seedOnce } from '../_lib/plugin-data.js';
 import { seed } from './seed.js';
 
 export const CATEGORIES = ['promotions', 'social', 'updates', 'personal', 'finance'] as const;
@@ -11,31 +10,12 @@ export function dbPath(home: string): string {
   return join(home, 'data', 'email_workflows.db');
 }
 
-const handles = new Map<string, Database.Database>();
+const data = pluginData('email_workflows', seedOnce(seed));
 
-export function openDb(home: string): Database.Database {
-  const file = dbPath(home);
-  const open = handles.get(file);
-  if (open?.open) return open;
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  const seeded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
-  if (!seeded) db.transaction(() => seed(db))();
-  handles.set(file, db);
-  return db;
-}
+export const openDb: (home: string) => Database.Database = data.open;
+export const closeDb: (home: string) => void = data.close;
 
-export function closeDb(home: string): void {
-  const file = dbPath(home);
-  handles.get(file)?.close();
-  handles.delete(file);
-}
-
-export function deleteDb(home: string): void {
-  closeDb(home);
-  const file = dbPath(home);
-  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(file + suffix, { force: true });
-}
+export const deleteDb: (home: string) => void = data.remove;
 
 export interface Email {
   id: string;

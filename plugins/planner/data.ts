@@ -1,9 +1,10 @@
 // planner's own data (tasks, follow-ups, the brief's configuration) and read-only access to the
 // calendar's and finance_workflows' databases under KEEL_HOME/data.
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
+import { pluginData, seedOnce } from '../_lib/plugin-data.js';
 
 export const TODAY = '2026-09-20';
 export const SECTIONS = ['schedule', 'tasks', 'followups', 'bills', 'focus'] as const;
@@ -114,31 +115,12 @@ export function dbPath(home: string, plugin = 'planner'): string {
   return join(home, 'data', `${plugin}.db`);
 }
 
-const handles = new Map<string, Database.Database>();
+const data = pluginData('planner', seedOnce(seed));
 
-export function openDb(home: string): Database.Database {
-  const file = dbPath(home);
-  const open = handles.get(file);
-  if (open?.open) return open;
-  mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
-  const seeded = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").get();
-  if (!seeded) db.transaction(() => seed(db))();
-  handles.set(file, db);
-  return db;
-}
+export const openDb: (home: string) => Database.Database = data.open;
+export const closeDb: (home: string) => void = data.close;
 
-export function closeDb(home: string): void {
-  const file = dbPath(home);
-  handles.get(file)?.close();
-  handles.delete(file);
-}
-
-export function deleteDb(home: string): void {
-  closeDb(home);
-  const file = dbPath(home);
-  for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(file + suffix, { force: true });
-}
+export const deleteDb: (home: string) => void = data.remove;
 
 export function options(db: Database.Database): Options {
   const rows = db.prepare('SELECT key, value FROM brief_options').all() as { key: string; value: string }[];
