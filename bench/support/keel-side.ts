@@ -5,7 +5,6 @@ import { collect, streamRun } from '../../src/loop/run.js';
 import type { ToolCall } from '../../src/loop/types.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
 import type { Registry } from '../../src/plugin-host/host.js';
-import type { Store } from '../../src/store/types.js';
 import { askUser } from '../../src/tools/builtins.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/tools/types.js';

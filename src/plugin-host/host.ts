@@ -111,6 +111,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     plugins.push(report);
     const loaded = await loadManifestFile(join(dir, 'plugin.yaml'), basename(dir), manifestCache);
     if (!loaded.ok) {
+      // The name the manifest gives, when it got that far, so `plugins show NAME` finds it.
+      report.name = loaded.issues[0]?.plugin ?? report.name;
       report.status = 'failed';
       report.failures = loaded.issues.map((i) => ({
         kind: 'manifest_error',

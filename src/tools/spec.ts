@@ -3,7 +3,9 @@ import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from
 import type { ToolDefinition, ToolSpec } from './types.js';
 
 // One validator instance: compiled schemas are cached by it.
-const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false });
+// addUsedSchema: false — tools are independent: two plugins may use the same `$id` in their
+// parameters without one refusing the other (schemas are not registered globally by id).
+const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, addUsedSchema: false });
 
 /**
  * Keywords for which ajv's meta-schema check (plus compiling each `pattern`) refuses exactly what

@@ -463,3 +463,19 @@ describe('M1: discovery', () => {
     await assert.rejects(mount([missing]), /plugin folder not found/);
   });
 });
+
+test('R8: a plugin whose manifest fails is reported under the name its manifest gives', async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { mountPlugins } = await import('../../src/plugin-host/host.js');
+  const root = mkdtempSync(join(tmpdir(), 'keel-named-'));
+  mkdirSync(join(root, 'folder_name'));
+  writeFileSync(
+    join(root, 'folder_name', 'plugin.yaml'),
+    'name: real_name\nversion: 1.0.0\nprovides: [tool]\ntools:\n  t:\n    effect: sideways\n',
+  );
+  const reg = await mountPlugins([root], { home: root });
+  assert.equal(reg.plugins[0].name, 'real_name');
+  assert.equal(reg.plugins[0].status, 'failed');
+});
