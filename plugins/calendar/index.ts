@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
 import { pluginData, seedOnce } from '../_lib/plugin-data.js';
+import { addDays } from '../_lib/util.js';
 import { seed } from './seed.js';
 
 const PLUGIN = 'calendar';
@@ -25,12 +26,6 @@ export const reset: (home: string) => Promise<void> = data.reset;
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const TIME = /^([01]\d|2[0-3]):[0-5]\d$/;
 const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'];
-
-function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 function isRealDay(s: string): boolean {
   if (!DAY.test(s)) return false;

@@ -1,6 +1,7 @@
 // The calendar's seeded data: Jamie Chen's calendar around the data's fixed 'today' (2026-09-20, a
 // Sunday). Everything here is fixed so that every home seeds the same rows.
 import type Database from 'better-sqlite3';
+import { addDays } from '../_lib/util.js';
 
 export const TODAY = '2026-09-20';
 const FIRST_DAY = '2026-09-07';
@@ -17,12 +18,6 @@ interface Ev {
   calendar: Cal;
   attendees?: string;
   notes?: string;
-}
-
-function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
 }
 
 function weekday(day: string): number {

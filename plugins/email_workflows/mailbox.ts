@@ -1,7 +1,10 @@
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { pluginData, seedOnce } from '../_lib/plugin-data.js';
+import { addDays } from '../_lib/util.js';
 import { seed } from './seed.js';
+
+export { addDays } from '../_lib/util.js';
 
 export const CATEGORIES = ['promotions', 'social', 'updates', 'personal', 'finance'] as const;
 export type Category = (typeof CATEGORIES)[number];
@@ -76,12 +79,6 @@ export function nextBatch(db: Database.Database, prefix: 'tc' | 'te'): string {
 // ---- dates and printing ------------------------------------------------------------------------
 
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
-
-export function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 export function resolveDay(input: unknown, now: string, field: string): string | { error: string } {
   if (typeof input !== 'string') return { error: `${field} must be a date like 2026-09-14` };

@@ -2,6 +2,7 @@
 // 'today' (2026-09-20). Hand-written mail for people, updates and finance; promotions come from a
 // seeded generator (mulberry32) so that every home gets the same rows.
 import type Database from 'better-sqlite3';
+import { addDays, mulberry32 } from '../_lib/util.js';
 
 export const TODAY = '2026-09-20';
 export const OWNER = { name: 'Jamie Chen', addr: 'jamie.chen@example.com' };
@@ -557,23 +558,6 @@ const PROMO_SENDERS: [string, string, string[]][] = [
   ['Streamly', 'offers@streamly.example', ['Give a month of Streamly, get one free', 'New this week on Streamly']],
   ["Margie's Travel", 'deals@margiestravel.example', ['Fall getaways from $199', 'Lisbon hotel deals for October', 'Weekend flash fares']],
 ];
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 function promotions(rand: () => number): Mail[] {
   const out: Mail[] = [];

@@ -1,7 +1,10 @@
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { pluginData, seedOnce } from '../_lib/plugin-data.js';
+import { addDays } from '../_lib/util.js';
 import { seed } from './seed.js';
+
+export { addDays } from '../_lib/util.js';
 
 export const PLUGIN = 'finance_workflows';
 export const WHATS = ['balances', 'transactions', 'spending'] as const;
@@ -27,12 +30,6 @@ export const money = (n: number) => usd.format(Math.round(n * 100) / 100);
 export const signed = (n: number) => (n >= 0 ? `+${money(n)}` : money(n));
 export const pct = (n: number) => `${n >= 0 ? '+' : ''}${n.toFixed(1)}%`;
 export const err = (content: string) => ({ content, is_error: true });
-
-export function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 export function dayDiff(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);

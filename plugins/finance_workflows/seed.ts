@@ -1,26 +1,10 @@
 // finance_workflows' seeded data: Jamie Chen's accounts as of the data's fixed 'today' (2026-09-20).
 // Transactions come from a seeded generator (mulberry32), so every home gets the same rows.
 import type Database from 'better-sqlite3';
+import { addDays, mulberry32 } from '../_lib/util.js';
 
 export const TODAY = '2026-09-20';
 const TX_FROM = '2026-06-01';
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 const cents = (n: number) => Math.round(n * 100) / 100;
 

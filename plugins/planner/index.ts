@@ -3,6 +3,7 @@
 // in the data, never the wall clock.
 import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
+import { addDays } from '../_lib/util.js';
 import {
   closeDb,
   deleteDb,
@@ -37,12 +38,6 @@ const TITLES: Record<Section, string> = {
 };
 const err = (content: string) => ({ content, is_error: true });
 const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
-
-function addDays(day: string, n: number): string {
-  const d = new Date(`${day}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + n);
-  return d.toISOString().slice(0, 10);
-}
 
 function dayDiff(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);

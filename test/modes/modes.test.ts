@@ -383,9 +383,6 @@ test('C5/C8: a delegate started in Agent mode cannot write after the session swi
 
 test('hooks: onToolCall may block with a reason; onToolResult may rewrite the result', async (t) => {
   const { run, file } = setup(t);
-  const { writeFileSync: w, mkdirSync } = await import('node:fs');
-  void w;
-  void mkdirSync;
   const r = await run(
     [
       {
