@@ -29,7 +29,7 @@ import { bm25Shortlist, toolCapFromEnv } from '../src/prompt/shortlist.js';
 import { countRequestTokens } from '../src/prompt/tokens.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { askUser, memoryTools } from '../src/tools/builtins.js';
-import type { ToolSpec } from '../src/tools/types.js';
+import type { ToolSpec } from '../src/types/index.js';
 import { type LabelledRequest, loadQueries } from './support/prompt-queries.js';
 import { generatedTools } from './support/prompt-tools.js';
 import { now, summarize } from './support/timing.js';

@@ -1,25 +1,26 @@
-/** Keel's library API (SPEC S2): everything the CLI does is a typed function here first. */
+/** Keel's library API (S2): everything the CLI does is a typed function here first. */
 export { buildCard, describeCall, renderCard } from './approvals/card.js';
 export { type ApprovalDecision, expireApprovals, respondToApproval } from './approvals/respond.js';
 export { type DelegateConfig, type KeelConfig, loadConfig } from './config/config.js';
-export { KeelError } from './errors.js';
-export { BUNDLED_PLUGINS, Keel, type KeelOptions, keelHome, type RunOptions } from './keel.js';
+export { BUNDLED_PLUGINS, Keel, type KeelOptions, keelHome, type PauseResponder, type RunOptions } from './keel/keel.js';
 export { DEFAULT_LIMITS, type EngineDeps, type Limits, RunLeg } from './loop/engine.js';
-export { collect, streamApprovalContinuation, streamResume, streamRun } from './loop/run.js';
-export type * from './loop/types.js';
+export { collect, streamApprovalContinuation, streamResume, streamRun } from './loop/legs.js';
+export { type NewRun, type RunView, RunWriter } from './loop/run.js';
+export { SAY } from './loop/sentences.js';
 export { formatIssue, type ManifestIssue, parseManifest } from './manifest/load.js';
-export { type Declaration, type Effect, effectiveGate, type Gate, ManifestSchema, manifestJsonSchema } from './manifest/schema.js';
+export { effectiveGate, ManifestSchema, manifestJsonSchema } from './manifest/schema.js';
 export { createModel } from './models/index.js';
 export { parseScript, type ScriptEntry, ScriptModel } from './models/script.js';
 export { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './models/types.js';
 export { discoverPlugins, mountPlugins, type Registry, registryHealthy } from './plugin-host/host.js';
 export type * from './plugin-host/types.js';
-export { callKey, canonicalJson, type Decision, decide, deriveGateState, executableInMode, type GateState } from './policy/gate.js';
-export { guardHandler, ModeAuthority } from './policy/modes.js';
+export { type Decision, decide, deriveGateState, executableInMode, type GateState } from './policy/gate.js';
+export { guardHandler, ModeDenied } from './policy/modes.js';
 export { buildMenu, keepAll, type Menu, type Shortlist } from './prompt/menu.js';
 export { bm25Shortlist, DEFAULT_TOOL_CAP } from './prompt/shortlist.js';
 export { SqliteStore } from './store/sqlite.js';
-export type * from './store/types.js';
 export { CORE_DECLARATIONS } from './tools/builtins.js';
 export { makeToolSpec } from './tools/spec.js';
-export type * from './tools/types.js';
+export * from './types/index.js';
+export { KeelError } from './util/errors.js';
+export { callKey, canonicalJson } from './util/json.js';

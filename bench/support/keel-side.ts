@@ -1,13 +1,12 @@
 /** Keel's side of the loop bench: a registry of N read tools, a zero-latency scripted model, one run. */
 
 import type { EngineDeps } from '../../src/loop/engine.js';
-import { collect, streamRun } from '../../src/loop/run.js';
-import type { ToolCall } from '../../src/loop/types.js';
+import { collect, streamRun } from '../../src/loop/legs.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
 import type { Registry } from '../../src/plugin-host/host.js';
 import { askUser } from '../../src/tools/builtins.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
-import type { ToolSpec } from '../../src/tools/types.js';
+import type { ToolCall, ToolSpec } from '../../src/types/index.js';
 import { benchTools, REQUEST, type ScriptedReply, toolOutput } from './conversation.js';
 import { type Meter, now } from './timing.js';
 

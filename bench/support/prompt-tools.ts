@@ -8,7 +8,7 @@
  */
 import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
-import type { JsonSchema, ToolSpec } from '../../src/tools/types.js';
+import type { JsonSchema, ToolSpec } from '../../src/types/index.js';
 import type { CatalogTool, EffectCode } from './prompt-catalog.js';
 import { CATALOG_A } from './prompt-catalog-a.js';
 import { CATALOG_B } from './prompt-catalog-b.js';

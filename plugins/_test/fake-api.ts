@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import type { PluginAPI, PluginReport } from '../../src/plugin-host/types.js';
-import type { ToolDefinition, ToolOutput, ToolSpec } from '../../src/tools/types.js';
+import type { ToolDefinition, ToolOutput, ToolSpec } from '../../src/types/index.js';
 
 export interface Declared {
   effect: 'read' | 'write' | 'destructive';
@@ -53,8 +53,8 @@ function normalize(out: ToolOutput): Result {
 }
 
 const ctx = {
-  runId: 'run_test',
-  callId: 'call_test',
+  run_id: 'run_test',
+  call_id: 'call_test',
   mode: 'agent' as const,
   request: 'test',
   signal: new AbortController().signal,

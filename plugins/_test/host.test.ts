@@ -14,7 +14,7 @@ const PLUGINS = dirname(dirname(fileURLToPath(import.meta.url)));
 const NAMES = readdirSync(PLUGINS)
   .filter((n) => existsSync(join(PLUGINS, n, 'plugin.yaml')))
   .sort();
-const ctx = { runId: 'r', callId: 'c', mode: 'agent' as const, request: 'test', signal: new AbortController().signal };
+const ctx = { run_id: 'r', call_id: 'c', mode: 'agent' as const, request: 'test', signal: new AbortController().signal };
 
 describe('reference plugins in the real host', () => {
   const homes: string[] = [];

@@ -3,7 +3,7 @@
 // declaration. The agent is declared read, so it runs only tools whose declaration is read.
 import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
-import type { ToolContext, ToolDefinition, ToolOutput, ToolSpec } from '../../src/tools/types.js';
+import type { ToolContext, ToolDefinition, ToolOutput, ToolSpec } from '../../src/types/index.js';
 import {
   addDays,
   CATEGORIES,

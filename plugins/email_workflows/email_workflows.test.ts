@@ -3,14 +3,14 @@ import { dirname } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import type { ToolSpec } from '../../src/tools/types.js';
+import type { ToolSpec } from '../../src/types/index.js';
 import { cleanup, type FakeHost, mount } from '../_test/fake-api.js';
 import { agentTools, buildToolbox, runAgent } from './agent.js';
 import setup, { dbPath, reset } from './index.js';
 import { openDb } from './mailbox.js';
 
 const DIR = dirname(fileURLToPath(import.meta.url));
-const ctx = { runId: 'r', callId: 'c', mode: 'agent' as const, request: 'test', signal: new AbortController().signal };
+const ctx = { run_id: 'r', call_id: 'c', mode: 'agent' as const, request: 'test', signal: new AbortController().signal };
 
 function count(home: string, sql: string): number {
   const db = new Database(dbPath(home), { readonly: true });

@@ -1,7 +1,7 @@
 // send_email: a write that waits on the owner's approval card for every call (approval: pinned).
 // This reference mailbox has no network: a sent email is recorded in the sent table.
 import type Database from 'better-sqlite3';
-import type { ToolDefinition } from '../../src/tools/types.js';
+import type { ToolDefinition } from '../../src/types/index.js';
 import { type Args, type Db, err, quote } from './helpers.js';
 import { getEmail, terms, today } from './mailbox.js';
 

@@ -1,5 +1,5 @@
 // The mailbox's read tools (registered with api.registerTool in index.ts).
-import type { ToolDefinition } from '../../src/tools/types.js';
+import type { ToolDefinition } from '../../src/types/index.js';
 import { type Args, DATE_PROPS, type Db, err, intArg, quote } from './helpers.js';
 import {
   addDays,

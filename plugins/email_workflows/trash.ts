@@ -1,6 +1,6 @@
 // Moving mail to Trash and back: trash_email (destructive, approved per call), restore_email (its
 // undo) and trash_category (one batch of a bulk category; its output is the account).
-import type { ToolDefinition } from '../../src/tools/types.js';
+import type { ToolDefinition } from '../../src/types/index.js';
 import { BULK, DATE_PROPS, type Db, err, idList, intArg, quote } from './helpers.js';
 import { type Category, checkIds, type Email, getEmail, nextBatch, plural, resolveDay, search, shortDate, today } from './mailbox.js';
 

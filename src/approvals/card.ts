@@ -1,6 +1,5 @@
-import type { ApprovalCard, ApprovalItem } from '../loop/types.js';
-import { canonicalJson } from '../policy/gate.js';
-import type { CardText, ToolSpec } from '../tools/types.js';
+import type { ApprovalCard, ApprovalItem, CardText, ToolSpec } from '../types/index.js';
+import { canonicalJson } from '../util/json.js';
 
 /** A1: the plugin's own words, or the raw call when it has none (or its describe fails). */
 export function describeCall(tool: ToolSpec, args: Record<string, unknown>): CardText {

@@ -1,5 +1,5 @@
-import { KeelError } from '../errors.js';
-import type { ApprovalRecord, Store } from '../store/types.js';
+import type { ApprovalRecord, Store } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 

@@ -1,11 +1,9 @@
 import { createInterface, type Interface } from 'node:readline';
 import { renderCard } from '../approvals/card.js';
-import { expireApprovals } from '../approvals/respond.js';
-import { KeelError } from '../errors.js';
-import type { Keel } from '../keel.js';
-import type { LoopEvent, RunResult } from '../loop/types.js';
+import type { Keel, PauseResponder } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
-import type { Mode } from '../tools/types.js';
+import type { LoopEvent, Mode } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 import { eventPrinter, renderRunList } from './render.js';
 
 export interface ChatOptions {
@@ -83,24 +81,18 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
   const prompt = () => o.out(`${mode === 'agent' ? '' : `[${mode}] `}you> `);
   o.out(`Keel chat — ${mode} mode. ${HELP}`);
 
-  /** Answers pauses inline until the run ends (or the input does). */
-  const settle = async (first: RunResult): Promise<RunResult> => {
-    let r = first;
-    while (r.status === 'paused') {
-      if (r.question !== undefined) {
-        o.out(`? ${r.question}\nanswer> `);
-        const answer = await next();
-        if (answer === undefined) return r;
-        r = await keel.resume(r.run_id, answer, {}, onEvent);
-      } else if (r.approval) {
-        o.out(`${renderCard(r.approval.card, r.approval.id)}\napprove? [y/N] `);
-        const yes = await next();
-        if (yes === undefined) return r;
-        const decision = /^\s*y/i.test(yes) ? 'approve' : 'reject';
-        r = (await keel.respondToApproval(r.approval.id, decision, process.env.USER ?? 'chat', null, onEvent)).result;
-      } else break;
-    }
-    return r;
+  /** Questions and cards are answered inline, from the same input (undefined at its end leaves the run paused). */
+  const responder: PauseResponder = {
+    answer: async (question) => {
+      o.out(`? ${question}\nanswer> `);
+      return next();
+    },
+    decide: async (approval) => {
+      o.out(`${renderCard(approval.card, approval.id)}\napprove? [y/N] `);
+      const yes = await next();
+      if (yes === undefined) return undefined;
+      return { decision: /^\s*y/i.test(yes) ? 'approve' : 'reject', actor: process.env.USER ?? 'chat' };
+    },
   };
 
   try {
@@ -124,13 +116,13 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
             o.out(`mode: ${mode}\n`);
           }
         } else if (text === '/approvals') {
-          await expireApprovals(keel.store!);
-          const pending = await keel.store!.listApprovals({ status: 'pending' });
+          const pending = await keel.listApprovals({ status: 'pending' });
           o.out(pending.length ? `${pending.map((a) => renderCard(a.card, a.id)).join('\n')}\n` : 'No pending approvals.\n');
         } else if (text === '/runs') {
-          o.out(renderRunList(await keel.store!.listRuns(10)));
+          o.out(renderRunList(await keel.listRuns(10)));
         } else {
-          const r = await settle(await keel.run(text, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent));
+          const first = await keel.run(text, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent);
+          const { result: r } = await keel.answerPauses(first, responder, onEvent);
           spin.stop();
           session = (await keel.getRun(r.run_id)).session_id;
           mode = r.mode;

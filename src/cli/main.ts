@@ -1,13 +1,10 @@
 import { Command, CommanderError, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
-import { expireApprovals } from '../approvals/respond.js';
-import { KeelError } from '../errors.js';
-import { Keel, keelHome } from '../keel.js';
-import type { LoopEvent, RunResult } from '../loop/types.js';
+import { Keel } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
-import { mountPlugins, registryHealthy } from '../plugin-host/host.js';
-import { confirmOnceOverride } from '../tools/spec.js';
-import type { Mode } from '../tools/types.js';
+import { registryHealthy } from '../plugin-host/host.js';
+import type { LoopEvent, Mode, RunResult } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 import { registerPluginsInit } from './plugins-init.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
 
@@ -27,8 +24,9 @@ const defaultIo: Io = {
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
   let code = 0;
   let keel: Keel | undefined;
-  const getKeel = () => {
-    keel ??= new Keel({ env: io.env });
+  /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
+  const getKeel = (withStore = true) => {
+    keel ??= new Keel(withStore ? { env: io.env } : { env: io.env, store: null });
     return keel;
   };
   const finish = (r: RunResult, json: boolean) => {
@@ -51,7 +49,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
     .addOption(new Option('--mode <mode>', "session mode (default: the session's, else agent)").choices(['agent', 'plan', 'goal']))
     .option('-s, --session <id>', 'continue a session: the run sees its transcript, mode and contract (see keel runs show)')
-    .option('--json', 'print one JSON object (SPEC S1)')
+    .option('--json', 'print one JSON object (S1)')
     .action(async (message: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
       const r = await getKeel().run(
         message.join(' '),
@@ -83,7 +81,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
     .option('--json', 'print JSON')
     .action(async (o: { limit: number; json?: boolean }) => {
-      const rows = await getKeel().store!.listRuns(o.limit);
+      const rows = await getKeel().listRuns(o.limit);
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs
@@ -102,9 +100,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .argument('[dirs...]', 'plugin folders (default KEEL_PLUGINS or the bundled plugins)')
     .option('--json', 'print JSON')
     .action(async (dirs: string[], o: { json?: boolean }) => {
-      const reg = await mountFor(dirs, io.env);
+      const reg = await getKeel(false).registry(dirs);
       io.out(o.json ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg) })}\n` : renderPlugins(reg.plugins));
-      await reg.close();
       code = registryHealthy(reg) ? 0 : 1;
     });
   plugins
@@ -113,8 +110,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .option('--json', 'print JSON')
     .action(async (name: string, o: { plugins: string[]; json?: boolean }) => {
-      const reg = await mountFor(o.plugins, io.env);
-      await reg.close();
+      const reg = await getKeel(false).registry(o.plugins);
       const p = reg.plugins.find((x) => x.name === name);
       if (!p) throw new KeelError('not_found', `no plugin named ${name} (found: ${reg.plugins.map((x) => x.name).join(', ') || 'none'})`);
       io.out(o.json ? `${JSON.stringify(p)}\n` : renderPlugins([p]));
@@ -128,9 +124,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .addOption(new Option('--status <status>', 'only this status').choices(['pending', 'approved', 'rejected', 'expired']))
     .option('--json', 'print JSON')
     .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
-      const store = getKeel().store!;
-      await expireApprovals(store);
-      const rows = await store.listApprovals({ status: o.status });
+      const rows = await getKeel().listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
       else if (!rows.length) io.out('No approvals.\n');
       else {
@@ -181,7 +175,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .option('--keep', 'keep the temporary KEEL_HOME')
     .option('--examples <dir>', 'scenario folder (default: the bundled examples/)')
     .action(async (o: { model?: string; only?: string; keep?: boolean; examples?: string }) => {
-      const { runDemo } = await import('../demo/demo.js');
+      const { runDemo } = await import('./demo.js');
       code = await runDemo({ ...o, dir: o.examples, out: io.out, env: io.env, interactive: Boolean(o.model && process.stdin.isTTY) });
     });
 
@@ -191,9 +185,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     .description("delete and re-seed each plugin's data under KEEL_HOME (plugins that export reset(home))")
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .action(async (o: { plugins: string[] }) => {
-      const k = new Keel({ env: io.env, store: null });
-      const { resetPluginData } = await import('../plugin-host/data.js');
-      const rows = await resetPluginData(k.pluginDirs(o.plugins), k.home);
+      const rows = await getKeel(false).resetData(o.plugins);
       for (const r of rows) io.out(`${r.plugin.padEnd(20)} ${r.status}${r.message ? `: ${r.message}` : ''}\n`);
       code = rows.some((r) => r.status === 'failed') ? 1 : 0;
     });
@@ -216,11 +208,6 @@ function positiveInt(v: string, flag: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n <= 0) throw new KeelError('bad_input', `${flag} must be a positive integer, got "${v}"`);
   return n;
-}
-
-async function mountFor(dirs: string[], env: NodeJS.ProcessEnv) {
-  const k = new Keel({ env, store: null });
-  return mountPlugins(k.pluginDirs(dirs), { home: keelHome(env), confirmOnce: confirmOnceOverride(env) });
 }
 
 function reportError(err: unknown, io: Io): number {

@@ -3,11 +3,11 @@ import { join, resolve } from 'node:path';
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { Command } from 'commander';
 import { Document, isMap, isScalar } from 'yaml';
-import { KeelError } from '../errors.js';
-import { keelHome } from '../keel.js';
+import { keelHome } from '../keel/keel.js';
 import { formatIssue, parseManifest } from '../manifest/load.js';
 import type { Effect } from '../manifest/schema.js';
 import { keelToolName, type McpSection, McpStartError, startMcpServer } from '../plugin-host/mcp.js';
+import { KeelError } from '../util/errors.js';
 import type { Io } from './main.js';
 
 export interface InitFromMcpOptions {

@@ -1,7 +1,6 @@
 import { renderCard } from '../approvals/card.js';
-import type { CallRecord, LoopEvent, RunResult, RunState } from '../loop/types.js';
 import type { PluginReport } from '../plugin-host/types.js';
-import type { RunSummary } from '../store/types.js';
+import type { CallRecord, LoopEvent, RunResult, RunState, RunSummary } from '../types/index.js';
 
 const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
   ran: '✓',

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { KeelError } from '../errors.js';
+import { KeelError } from '../util/errors.js';
 
 const DelegateSchema = z.strictObject({
   name: z.string().regex(/^[a-z0-9_-]+$/, 'lowercase letters, digits, - and _'),

@@ -1,17 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { buildCard, describeCall } from '../approvals/card.js';
+import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, type ModelClient, ModelError } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
-import { callKey, decide, deriveGateState, type GateState, recordCall } from '../policy/gate.js';
+import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import type { Menu, Shortlist } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
-import type { Store } from '../store/types.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
-import { closestNames, executeCall } from './calls.js';
+import type {
+  ApprovalItem,
+  ApprovalRecord,
+  ApprovalStore,
+  CallRecord,
+  EndReason,
+  LoopEvent,
+  Mode,
+  PendingResult,
+  RequestTrace,
+  RunResult,
+  RunStore,
+  ToolCall,
+} from '../types/index.js';
 import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
-import { interruption, toResult } from './result.js';
-import type { ApprovalItem, CallRecord, EndReason, LoopEvent, PendingResult, RequestTrace, RunResult, RunState } from './types.js';
+import { type ExecuteContext, type Executed, executeCall, prepareCall } from './pipeline.js';
+import { expiredAnswer, interruption, toResult } from './result.js';
+import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
+import { SAY } from './sentences.js';
 
 export interface Limits {
   /** R20 step cap: model calls per run. */
@@ -35,76 +48,57 @@ export interface EngineDeps {
   registry: Registry;
   model: ModelClient;
   /** null: a run with nowhere to pause (A5): ask_user and approvals are refused. */
-  store: Store | null;
+  store: (RunStore & ApprovalStore) | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
   /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
   countTokens?: boolean;
   /** A delegate's instructions, placed first in its system prompt (C8). */
   instructions?: string;
-  /** The session's mode now (C5); defaults to the run's own. Delegates read their parent's. */
-  sessionMode?: () => Mode;
+  /** The session's mode now (C5); default: the run's own. */
+  currentMode?: (run: RunView) => Mode;
   /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
-  onModeChange?: (run: RunState) => void | Promise<void>;
+  onModeChange?: (run: RunView) => void | Promise<void>;
   now?: () => Date;
 }
 
-/** One leg of a run: from its start or a resume to its next end or pause. The only loop body (R14). */
+type EndOn = { reason: EndReason; answer: string };
+
+/**
+ * One leg of a run: from its start, an answer or an approval to its next end or pause. The only
+ * loop body (R14): the streaming and the blocking API both drive it, and every leg ends with
+ * `run_finished`. It changes the run only through its RunWriter.
+ */
 export class RunLeg {
-  readonly state: RunState;
   private readonly deps: EngineDeps;
+  private readonly run: RunWriter;
   private readonly limits: Limits;
-  private gate!: GateState;
+  private gate: GateState;
   private readonly admitted = new Set<string>();
   private readonly called = new Set<string>();
   private readonly menus: MenuSource;
-  private saved: { messages: number; steps: number; requests: number };
   private readonly started = Date.now();
   private readonly abort = new AbortController();
   private stopped: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
 
-  constructor(deps: EngineDeps, state: RunState, fresh: boolean) {
+  constructor(deps: EngineDeps, run: RunWriter) {
     this.deps = deps;
-    this.state = state;
+    this.run = run;
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
-    this.saved = fresh
-      ? { messages: 0, steps: 0, requests: 0 }
-      : { messages: state.messages.length, steps: state.steps.length, requests: state.requests.length };
-    this.refreshGate();
+    this.gate = deriveGateState(run.state.steps, deps.store !== null);
+    for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
   }
 
-  /** Rebuilds the gate state and the transcript's called names from the records (after a resume). */
-  refreshGate(): void {
-    this.gate = deriveGateState(this.state.steps, this.deps.store !== null);
-    for (const m of this.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
+  get state(): RunView {
+    return this.run.state;
   }
 
-  private now(): string {
-    return (this.deps.now?.() ?? new Date()).toISOString();
-  }
-
-  async save(fresh = false): Promise<void> {
-    const s = this.state;
-    s.updated_at = this.now();
-    if (!this.deps.store) return;
-    if (fresh) {
-      await this.deps.store.createRun(s);
-    } else {
-      await this.deps.store.saveRun(s, {
-        messages: s.messages.slice(this.saved.messages),
-        steps: s.steps.slice(this.saved.steps),
-        requests: s.requests.slice(this.saved.requests),
-      });
-    }
-    this.saved = { messages: s.messages.length, steps: s.steps.length, requests: s.requests.length };
-  }
-
-  /** The menu for the next request (see MenuSource: kept while valid, shared across runs). */
-  private menu(): MenuEntry {
-    return this.menus.get(this.state, this.called, this.admitted);
+  /** The session's mode now (C5): a switch made while the run works applies from the next decision on. */
+  private mode(): Mode {
+    return this.deps.currentMode?.(this.run.state) ?? this.run.state.mode;
   }
 
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
@@ -113,10 +107,8 @@ export class RunLeg {
     this.abort.abort(new Error(why));
   }
 
-  /** Drives the run until it ends or pauses, yielding every event on the way. */
-  async *drive(): AsyncGenerator<LoopEvent, RunResult> {
-    const s = this.state;
-    // R20: the time limit also cuts a model call or a tool that is still running.
+  /** R20: the time limit also cuts a model call or a tool that is still running. */
+  private arm(): void {
     this.timer ??= setTimeout(
       () => {
         this.timedOut = true;
@@ -125,10 +117,90 @@ export class RunLeg {
       Math.max(0, this.limits.timeoutMs - (Date.now() - this.started)),
     );
     this.timer.unref?.();
+  }
+
+  private begin(resumed: boolean): LoopEvent {
+    this.arm();
+    const s = this.run.state;
+    return { type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed };
+  }
+
+  /** A new run: from the user's message to its first end or pause. */
+  async *start(): AsyncGenerator<LoopEvent, RunResult> {
+    yield this.begin(false);
+    return yield* this.drive();
+  }
+
+  /** R17: the answer becomes the ask_user call's result (same call id) and the run goes on. */
+  async *continueAfterAnswer(pause: QuestionPause, answer: string): AsyncGenerator<LoopEvent, RunResult> {
+    this.run.resume();
+    yield this.begin(true);
+    const records = pause.calls.map((c) => (c.call_id === pause.call_id ? { ...c, result: answer } : c));
+    const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content: answer } : r));
+    for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
+    return yield* this.continueStep(records, results);
+  }
+
+  /**
+   * A2: after the owner answered the card. Approved: exactly the pinned calls run, through the one
+   * call pipeline, each at most once (the ledger). Rejected or expired: nothing runs, and each call's
+   * result says so. Then the run goes on (expired: it stops, with a notice).
+   */
+  async *continueAfterApproval(pause: ApprovalPause, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
+    this.run.resume();
+    yield this.begin(true);
+    const records = pause.calls.map((c) => ({ ...c }));
+    const results = pause.results.map((r) => ({ ...r }));
+    const store = this.deps.store;
+    const ctx = this.executeContext(approval.status === 'approved' && store ? { store, approval_id: approval.id } : undefined);
+    for (const item of pause.items) {
+      let ex: Executed;
+      if (approval.status === 'expired') ex = coreResult(SAY.approvalExpired(item.tool, approval.id));
+      else if (approval.status !== 'approved') ex = coreResult(SAY.rejected(item.tool, approval.reason));
+      else {
+        const tool = this.deps.registry.byName.get(item.tool);
+        ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
+      }
+      const rec = records.find((c) => c.call_id === item.call_id);
+      const res = results.find((r) => r.call_id === item.call_id);
+      if (!rec || !res) continue;
+      Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
+      Object.assign(res, { content: ex.content, is_error: ex.is_error });
+      if (ex.unknown_outcome) {
+        this.run.note(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
+      }
+      yield { type: 'tool_result', step: pause.step, record: rec };
+    }
+    if (approval.status === 'expired') {
+      this.run.completeStep(records, results);
+      this.run.note(`approval ${approval.id} expired`);
+      return yield* this.end('failed', 'approval_expired', undefined, expiredAnswer(approval));
+    }
+    return yield* this.continueStep(records, results);
+  }
+
+  /** Completes the step a pause interrupted, then drives on. */
+  private async *continueStep(records: CallRecord[], results: PendingResult[]): AsyncGenerator<LoopEvent, RunResult> {
+    const priorToolCalls = this.run.state.steps.some((r) => r.tool !== 'ask_user');
+    const ended = yield* this.finishStep(records, results, undefined, priorToolCalls);
+    if (ended) return ended;
+    this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
+    return yield* this.drive();
+  }
+
+  /** The menu for the next request (see MenuSource: kept while valid, shared across runs). */
+  private menu(): MenuEntry {
+    return this.menus.get(this.run.state, this.called, this.admitted);
+  }
+
+  /** Drives the run until it ends or pauses, yielding every event on the way. */
+  private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
+    const s = this.run.state;
     while (true) {
       if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
       if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
       if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
+      this.run.switchMode(this.mode(), 'during the run');
       const entry = this.menu();
       const { menu, system } = entry;
       const step = s.model_calls + 1;
@@ -137,11 +209,7 @@ export class RunLeg {
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
-      const counted = async () => {
-        const n = await tokens;
-        if (n !== undefined && n >= 0) trace.input_tokens = n;
-      };
-      s.requests.push(trace);
+      this.run.addRequest(trace);
       yield { type: 'model_request', step, system, tools: menu.declared };
       let reply: AssistantReply | undefined;
       try {
@@ -157,18 +225,15 @@ export class RunLeg {
         }
         if (!reply) throw new ModelError('the model stream ended without a reply');
       } catch (err) {
-        await counted();
-        s.model_calls++;
+        this.run.countModelCall(trace, await tokens, undefined);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
         const msg = err instanceof Error ? err.message : String(err);
-        s.notes.push(`model error: ${msg}`);
+        this.run.note(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }
-      await counted();
-      s.model_calls++;
-      if (reply.usage) trace.usage = reply.usage;
-      s.messages.push({ role: 'assistant', content: reply.text, tool_calls: reply.tool_calls });
+      this.run.countModelCall(trace, await tokens, reply.usage);
+      this.run.addAssistant(reply.text, reply.tool_calls);
       for (const c of reply.tool_calls) this.called.add(c.name);
       yield { type: 'assistant', step, text: reply.text, tool_calls: reply.tool_calls };
       if (reply.tool_calls.length === 0) {
@@ -180,46 +245,52 @@ export class RunLeg {
           if (reminders >= MAX_GOAL_REMINDERS) {
             return yield* this.end('failed', 'halted', `the goal's criteria ${goal.missing.join(', ')} were never reported verified`);
           }
-          s.notes.push(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
-          s.messages.push({ role: 'user', content: goalReminder(goal.missing) });
-          await this.save();
+          this.run.note(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
+          this.run.addCoreMessage(goalReminder(goal.missing));
+          await this.run.save();
           continue;
         }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
       }
-      const outcome = yield* this.runCalls(step, reply, menu);
+      const outcome = yield* this.runCalls(step, reply.tool_calls, menu);
       if (outcome) return outcome;
     }
   }
 
-  /** Gates and runs one reply's calls in order (R22); returns a result when the run stops here. */
-  private async *runCalls(step: number, reply: AssistantReply, menu: Menu): AsyncGenerator<LoopEvent, RunResult | undefined> {
-    const s = this.state;
+  private executeContext(ledger?: ExecuteContext['ledger']): ExecuteContext {
+    const s = this.run.state;
+    return {
+      run_id: s.id,
+      request: s.request,
+      registry: this.deps.registry,
+      currentMode: () => this.mode(),
+      signal: this.abort.signal,
+      recordEffect: (e) => this.run.addEffect(e),
+      ledger,
+    };
+  }
+
+  /** Each call of one reply through the pipeline, in order (R22); returns a result when the run stops here. */
+  private async *runCalls(step: number, calls: readonly ToolCall[], menu: Menu): AsyncGenerator<LoopEvent, RunResult | undefined> {
+    const s = this.run.state;
     const pool = this.deps.registry.byName;
     const records: CallRecord[] = [];
     const results: PendingResult[] = [];
     const approvals: ApprovalItem[] = [];
     let question: { call_id: string; question: string } | undefined;
-    let endOn: { reason: EndReason; answer: string } | undefined;
+    let endOn: EndOn | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
+    const ctx = this.executeContext();
 
-    for (const call of reply.tool_calls) {
+    for (const call of calls) {
       const tool = pool.get(call.name);
-      const args = call.args ?? {};
-      const argsProblem =
-        call.args === undefined
-          ? `the arguments are not valid JSON (${truncate(call.raw_args ?? '', 120)})`
-          : call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)
-            ? 'the arguments must be a JSON object'
-            : tool?.checkArgs(call.args);
-      const decision = decide({
-        name: call.name,
-        tool,
-        admissible: menu.admissible(call.name),
-        argsProblem,
-        key: callKey(call.name, args),
+      const prepared = await prepareCall({
+        call,
+        pool,
+        menu,
         mode: s.mode,
-        state: this.gate,
+        gate: this.gate,
+        pending: { question: question !== undefined, approvals: approvals.length > 0 },
       });
       const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
         step,
@@ -234,86 +305,32 @@ export class RunLeg {
       });
       let record: CallRecord;
       let pending = false;
-      switch (decision.kind) {
-        case 'unknown_tool': {
-          const names = [...pool.keys()].filter((n) => menu.admissible(n));
-          record = rec(
-            'unknown_tool',
-            `Unknown tool '${call.name}': no such tool is available. Closest: ${closestNames(call.name, names).join(', ')}.`,
-            true,
-            true,
-          );
+      switch (prepared.kind) {
+        case 'answered':
+          record = rec(prepared.outcome, prepared.result, true, true);
           break;
-        }
-        case 'deny':
-          record = rec('denied_by_mode', decision.reason, true, true);
-          break;
-        case 'invalid_arguments':
-          record = rec(
-            'invalid_arguments',
-            `Invalid arguments for ${call.name}: ${decision.problem}. Fix them and call it again.`,
-            true,
-            true,
-          );
-          break;
-        case 'ask_user': {
-          const q = String(args.question ?? '');
-          if (!this.deps.store) {
-            record = rec('error', 'Cannot ask the user here: this run has no store to pause in. Answer with what you have.', true, true);
-          } else if (question || approvals.length) {
-            record = rec(
-              'error',
-              'Another question or approval is already pending in this reply: ask one thing at a time, after it is answered.',
-              true,
-              true,
-            );
-          } else {
-            question = { call_id: call.id, question: q };
-            record = rec('ran', '', false, false);
-            pending = true;
-          }
-          break;
-        }
         case 'repeat': {
-          const e = decision.earlier;
-          record = rec(
-            'repeat',
-            `${e.content}\n\n[Repeat: ${call.name} was already called with these arguments (call ${e.call_id}); this is that result. Do not call it again; use it.]`,
-            e.is_error,
-            true,
-          );
+          const e = prepared.earlier;
+          record = rec('repeat', prepared.result, e.is_error, true);
           const usable = !e.is_error && e.content.trim() !== '';
           if (tool?.declaration.answers_directly && usable) endOn ??= { reason: 'answered_by_tool', answer: e.content };
-          else if (decision.nth >= 2) endOn ??= { reason: 'stalled', answer: this.lastUsable(records) ?? '' };
+          else if (prepared.nth >= 2) endOn ??= { reason: 'stalled', answer: this.lastUsable(records) ?? '' };
           break;
         }
-        case 'hold_for_confirmation':
-          record = rec(
-            'held_for_confirmation',
-            `Not run: the user has not confirmed ${call.name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${call.name} once per item.`,
-            true,
-            true,
-          );
+        case 'ask_user':
+          question = { call_id: call.id, question: prepared.question };
+          record = rec('ran', '', false, false);
+          pending = true;
           break;
-        case 'refuse_approval':
-          record = rec('error', `${call.name} not run: it needs the owner's approval, which cannot be taken here.`, true, true);
+        case 'approval':
+          approvals.push(prepared.item);
+          record = rec('awaiting_approval', '', false, true);
+          pending = true;
           break;
-        case 'needs_approval': {
-          const problem = question
-            ? 'a question to the user is pending in this reply; call it again after the answer'
-            : await safeValidate(tool!, args);
-          if (problem) {
-            record = rec('invalid_arguments', `${call.name} not run: ${problem}`, true, true);
-          } else {
-            approvals.push({ call_id: call.id, tool: call.name, args, card: describeCall(tool!, args) });
-            record = rec('awaiting_approval', '', false, true);
-            pending = true;
-          }
-          break;
-        }
-        case 'run': {
-          const ex = yield* this.execute(tool!, call.id, args);
-          record = rec(ex.by_core ? 'error' : 'ran', ex.content, ex.is_error, ex.by_core);
+        case 'execute': {
+          this.admitted.add(prepared.tool.name);
+          const ex = await executeCall(ctx, prepared.tool, call.id, prepared.args);
+          record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
           break;
         }
       }
@@ -325,54 +342,51 @@ export class RunLeg {
       }
     }
 
-    if (question || approvals.length) {
-      s.pause_seq++;
-      if (approvals.length) {
-        const id = `apr_${randomUUID().slice(0, 8)}`;
-        const card = buildCard(approvals, this.deps.registry.byName, s.request);
-        const now = this.deps.now?.() ?? new Date();
-        await this.deps.store!.createApproval({
-          id,
-          run_id: s.id,
-          pause_seq: s.pause_seq,
-          items: approvals,
-          card,
-          status: 'pending',
-          requested_at: now.toISOString(),
-          expires_at: new Date(now.getTime() + this.limits.approvalTtlMs).toISOString(),
-          answered_at: null,
-          answered_by: null,
-          reason: null,
-        });
-        s.pause = { kind: 'approval', seq: s.pause_seq, approval_id: id, card, step, items: approvals, results, calls: records };
-        return yield* this.end('paused', 'awaiting_approval');
-      }
-      s.pause = {
+    const store = this.deps.store;
+    if (store && approvals.length) {
+      const seq = this.run.nextPauseSeq();
+      const id = `apr_${randomUUID().slice(0, 8)}`;
+      const card = buildCard(approvals, pool, s.request);
+      const now = this.deps.now?.() ?? new Date();
+      await store.createApproval({
+        id,
+        run_id: s.id,
+        pause_seq: seq,
+        items: approvals,
+        card,
+        status: 'pending',
+        requested_at: now.toISOString(),
+        expires_at: new Date(now.getTime() + this.limits.approvalTtlMs).toISOString(),
+        answered_at: null,
+        answered_by: null,
+        reason: null,
+      });
+      return yield* this.pause({ kind: 'approval', seq, approval_id: id, card, step, items: approvals, results, calls: records });
+    }
+    if (store && question) {
+      const q = question;
+      return yield* this.pause({
         kind: 'ask_user',
-        seq: s.pause_seq,
-        call_id: question!.call_id,
-        question: question!.question,
+        seq: this.run.nextPauseSeq(),
+        call_id: q.call_id,
+        question: q.question,
         step,
         results,
         calls: records,
-      };
-      return yield* this.end('paused', 'awaiting_user_input');
+      });
     }
     return yield* this.finishStep(records, results, endOn, priorToolCalls);
   }
 
   /** Appends a completed step's results (call order, R22) and applies the evaluator and R12. */
-  async *finishStep(
+  private async *finishStep(
     records: CallRecord[],
     results: PendingResult[],
-    endOn: { reason: EndReason; answer: string } | undefined,
+    endOn: EndOn | undefined,
     priorToolCalls: boolean,
   ): AsyncGenerator<LoopEvent, RunResult | undefined> {
-    const s = this.state;
-    for (const r of results) {
-      s.messages.push({ role: 'tool', call_id: r.call_id, name: r.name, content: r.content ?? '', is_error: r.is_error });
-    }
-    s.steps.push(...records);
+    const s = this.run.state;
+    this.run.completeStep(records, results);
     for (const r of records) {
       if (r.outcome === 'ran' && (r.tool === 'submit_plan' || r.tool === 'submit_goal')) await this.adoptContract(r);
     }
@@ -399,26 +413,24 @@ export class RunLeg {
         return yield* this.end('done', 'answered_by_tool', undefined, only.result);
       }
     }
-    await this.save();
+    await this.run.save();
     return undefined;
   }
 
   /** C1: an approved proposal switches the session to Agent mode; the work goes on under it. */
   private async adoptContract(r: CallRecord): Promise<void> {
-    const s = this.state;
     const a = r.args ?? {};
     const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-    s.contract =
+    this.run.adoptContract(
       r.tool === 'submit_plan'
         ? { kind: 'plan', summary: typeof a.summary === 'string' ? a.summary : undefined, steps: list(a.steps) }
-        : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) };
-    s.notes.push(`${s.contract.kind} approved: ${s.mode} mode → agent mode`);
-    s.mode = 'agent';
-    await this.deps.onModeChange?.(s);
+        : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) },
+    );
+    await this.deps.onModeChange?.(this.run.state);
   }
 
   private lastUsable(current: CallRecord[]): string | undefined {
-    const all = [...this.state.steps, ...current];
+    const all = [...this.run.state.steps, ...current];
     for (let i = all.length - 1; i >= 0; i--) {
       const r = all[i];
       if (r.outcome === 'ran' && !r.is_error && r.tool !== 'ask_user' && r.result.trim()) return r.result;
@@ -426,58 +438,26 @@ export class RunLeg {
     return undefined;
   }
 
-  /** Runs an allowed call; R29: a non-read effect is stored before the handler starts. */
-  async *execute(
-    tool: ToolSpec,
-    callId: string,
-    args: Record<string, unknown>,
-  ): AsyncGenerator<LoopEvent, ReturnType<typeof executeCall> extends Promise<infer T> ? T : never> {
-    const s = this.state;
-    if (tool.declaration.effect !== 'read') {
-      s.effects.push({ call_id: callId, tool: tool.name, effect: tool.declaration.effect, args });
-      await this.save();
-    }
-    this.admitted.add(tool.name);
-    return executeCall({
-      tool,
-      args,
-      runId: s.id,
-      callId,
-      request: s.request,
-      currentMode: this.deps.sessionMode ?? (() => this.state.mode),
-      registry: this.deps.registry,
-      signal: this.abort.signal,
-    });
+  private async *pause(pause: Parameters<RunWriter['pause']>[0]): AsyncGenerator<LoopEvent, RunResult> {
+    clearTimeout(this.timer);
+    await this.run.pause(pause, pause.kind === 'approval' ? 'awaiting_approval' : 'awaiting_user_input');
+    yield { type: 'paused', pause };
+    const result = toResult(this.run.state);
+    yield { type: 'run_finished', result };
+    return result;
   }
 
-  async *end(status: RunState['status'], reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
-    const s = this.state;
+  private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
     clearTimeout(this.timer);
-    s.status = status;
-    s.reason = reason;
-    if (status === 'paused') {
-      s.answer = null;
-      await this.save();
-      yield { type: 'paused', pause: s.pause! };
-    } else {
-      s.pause = null;
-      s.answer = answer ?? interruption(s, reason, why, this.limits);
-      await this.save();
-    }
-    const result = toResult(s);
+    await this.run.end(status, reason, answer ?? interruption(this.run.state, reason, why, this.limits));
+    const result = toResult(this.run.state);
     yield { type: 'run_finished', result };
     return result;
   }
 }
 
-async function safeValidate(tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
-  if (!tool.validate) return undefined;
-  try {
-    const p = await tool.validate(args);
-    return typeof p === 'string' && p.trim() ? p : undefined;
-  } catch (err) {
-    return `its arguments could not be checked (${(err as Error).message})`;
-  }
+function coreResult(content: string): Executed {
+  return { outcome: 'error', content, is_error: true };
 }
 
 function countTrailingFailures(steps: readonly CallRecord[]): number {
@@ -490,8 +470,4 @@ function countTrailingFailures(steps: readonly CallRecord[]): number {
     n++;
   }
   return n;
-}
-
-function truncate(s: string, n: number): string {
-  return s.length > n ? `${s.slice(0, n)}…` : s;
 }

@@ -1,4 +1,4 @@
-import type { RunState } from './types.js';
+import type { RunView } from './run.js';
 
 /** How often the core sends the model back to an unfinished goal before it halts the run. */
 export const MAX_GOAL_REMINDERS = 2;
@@ -14,7 +14,7 @@ export interface GoalProgress {
  * C1: how far the run's approved goal has come, from its report_goal calls. Undefined when the
  * run works under no goal.
  */
-export function goalProgress(s: RunState): GoalProgress | undefined {
+export function goalProgress(s: RunView): GoalProgress | undefined {
   if (s.contract?.kind !== 'goal') return undefined;
   const verified = new Set<number>();
   let boundary: string | undefined;

@@ -1,8 +1,8 @@
 import type { Registry } from '../plugin-host/host.js';
 import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
 import { renderContract, systemPrompt } from '../prompt/prompt.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
-import type { Contract, RunState } from './types.js';
+import type { Contract, Mode, ToolSpec } from '../types/index.js';
+import type { RunView } from './run.js';
 
 export interface MenuEntry {
   menu: Menu;
@@ -52,7 +52,7 @@ export class MenuSource {
    * tool the transcript calls (or admitted) is on it (R23/R24), so a step does no O(pool) work; and
    * shared across runs over the same pool, since it depends only on the key below.
    */
-  get(s: RunState, called: ReadonlySet<string>, admitted: ReadonlySet<string>): MenuEntry {
+  get(s: RunView, called: ReadonlySet<string>, admitted: ReadonlySet<string>): MenuEntry {
     const c = this.current;
     if (c && c.mode === s.mode && c.contract === s.contract && covers(c.names, [called, admitted], this.registry.byName)) return c;
     const byName = this.registry.byName;
@@ -78,7 +78,7 @@ export class MenuSource {
   }
 
   private build(
-    s: RunState,
+    s: RunView,
     called: ReadonlySet<string>,
     admitted: ReadonlySet<string>,
     contract: string | undefined,

@@ -1,4 +1,5 @@
-import type { EndReason, RunResult, RunState } from './types.js';
+import type { ApprovalRecord, EndReason, RunResult } from '../types/index.js';
+import type { RunView } from './run.js';
 
 const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }) => string>> = {
   max_steps: (l) => `it reached the step limit (${l.maxSteps} model calls)`,
@@ -21,7 +22,7 @@ const HOW: Partial<Record<EndReason, string>> = {
  * It never says the task is done.
  */
 export function interruption(
-  s: RunState,
+  s: RunView,
   reason: EndReason,
   why: string | undefined,
   limits: { maxSteps: number; timeoutMs: number },
@@ -42,7 +43,7 @@ export function interruption(
 
 const toolSummaries = new WeakMap<object, { name: string; description: string; available: boolean }[]>();
 /** A menu (the same array across steps and runs) is summarised once. */
-function summarizeTools(tools: RunState['requests'][number]['tools']) {
+function summarizeTools(tools: RunView['requests'][number]['tools']) {
   let out = toolSummaries.get(tools);
   if (!out) {
     out = tools.map((t) => ({ name: t.name, description: t.description, available: t.available }));
@@ -51,8 +52,13 @@ function summarizeTools(tools: RunState['requests'][number]['tools']) {
   return out;
 }
 
-/** SPEC S1: the one JSON object `keel run --json` prints. */
-export function toResult(s: RunState): RunResult {
+/** A4: what a run whose card expired unanswered tells the user. */
+export function expiredAnswer(a: ApprovalRecord): string {
+  return `Nothing was run: approval ${a.id} (${a.card.title}) expired at ${a.expires_at} before anyone answered it. Ask again to get a new card.`;
+}
+
+/** S1: the one JSON object `keel run --json` prints. */
+export function toResult(s: RunView): RunResult {
   const status = s.status === 'running' ? 'failed' : s.status;
   const out: RunResult = {
     run_id: s.id,
@@ -61,7 +67,7 @@ export function toResult(s: RunState): RunResult {
     answer: s.answer,
     mode: s.mode,
     model_calls: s.model_calls,
-    effects: s.effects,
+    effects: [...s.effects],
     requests: s.requests.map((r) => ({
       system: r.system,
       tools: summarizeTools(r.tools),
@@ -76,7 +82,7 @@ export function toResult(s: RunState): RunResult {
       result: r.result,
       is_error: r.is_error,
     })),
-    notes: s.notes,
+    notes: [...s.notes],
   };
   if (s.pause?.kind === 'ask_user') out.question = s.pause.question;
   if (s.pause?.kind === 'approval') out.approval = { id: s.pause.approval_id, card: s.pause.card };
@@ -84,7 +90,7 @@ export function toResult(s: RunState): RunResult {
 }
 
 /** The paused step's calls that have a result already (the question itself is still open). */
-function pendingCalls(s: RunState) {
+function pendingCalls(s: RunView) {
   if (!s.pause) return [];
   const open = new Set(s.pause.results.filter((r) => r.content === undefined).map((r) => r.call_id));
   return s.pause.calls.filter((c) => !(open.has(c.call_id) && c.tool === 'ask_user'));

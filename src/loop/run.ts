@@ -1,203 +1,273 @@
-import { KeelError } from '../errors.js';
-import type { ApprovalRecord } from '../store/types.js';
-import type { Mode } from '../tools/types.js';
-import { executeCall } from './calls.js';
-import { type EngineDeps, RunLeg } from './engine.js';
-import { toResult } from './result.js';
-import { newRunState, ownerAlive, processOwner } from './state.js';
-import type { CallRecord, Contract, LoopEvent, Message, Pause, PendingResult, RunResult, RunState } from './types.js';
+/**
+ * The run module: the only code that changes and saves a run's state. A run is started, claimed
+ * from a pause (answer, approval), taken over from a dead process, moved through its steps by the
+ * engine, and ended — each through a method here, so the trace is written one way and only grows.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type {
+  ApprovalRecord,
+  CallRecord,
+  Contract,
+  EffectRecord,
+  EndReason,
+  Message,
+  Mode,
+  Pause,
+  PendingResult,
+  RequestTrace,
+  RunState,
+  RunStatus,
+  RunStore,
+  ToolCall,
+} from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 
-export interface StartInput {
-  message: string;
-  mode?: Mode;
-  pluginDirs?: string[];
-  /** Continue a session: its id, its transcript so far, and its approved contract. */
-  session?: { id: string; history: readonly Message[]; contract: Contract | null; seq_base: number };
-  /** Notes for the run's trace from before it started (skills skipped, R25). */
-  notes?: string[];
-}
+/** A run as everyone but its writer sees it: read-only. */
+export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };
 
-/** Streaming API: every event as it happens, ending with the run's result (R14). */
-export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
-  const message = input.message.trim();
-  if (!message) throw new KeelError('bad_input', 'the message is empty: say what you want done');
-  const state = newRunState({
-    request: message,
-    mode: input.mode ?? 'agent',
-    model: deps.model.spec,
-    plugin_dirs: input.pluginDirs ?? [],
-    now: (deps.now?.() ?? new Date()).toISOString(),
-    session: input.session,
-    session_id: input.session?.id,
-    history: input.session?.history,
-    contract: input.session?.contract,
-  });
-  state.notes.push(...(input.notes ?? []));
-  const leg = new RunLeg(deps, state, true);
-  await leg.save(true);
-  yield { type: 'run_started', run_id: state.id, session_id: state.session_id, mode: state.mode, request: message, resumed: false };
-  return yield* leg.drive();
-}
-
-/** Blocking API: the same events, collected (R14). */
-export async function collect(gen: AsyncGenerator<LoopEvent, RunResult>, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
-  while (true) {
-    const n = await gen.next();
-    if (n.done) return n.value;
-    onEvent?.(n.value);
-  }
-}
-
-async function loadPaused(deps: EngineDeps, runId: string): Promise<RunState> {
-  if (!deps.store) throw new KeelError('bad_input', 'this run has no store: nothing to resume');
-  const state = await deps.store.loadRun(runId);
-  if (!state) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
-  return state;
-}
-
-/** R17/R18: the answer becomes the ask_user call's result (same call id); the run continues. */
-export async function* streamResume(deps: EngineDeps, runId: string, answer: string): AsyncGenerator<LoopEvent, RunResult> {
-  const state = await loadPaused(deps, runId);
-  const pause = state.pause;
-  if (state.status !== 'paused' || !pause) {
-    throw new KeelError(
-      'not_paused',
-      `run ${runId} is not waiting for an answer (status ${state.status}${state.reason ? `, ${state.reason}` : ''})`,
-    );
-  }
-  if (pause.kind !== 'ask_user') {
-    throw new KeelError(
-      'not_paused',
-      `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
-    );
-  }
-  if (!(await deps.store!.claimPause(runId, pause.seq, processOwner()))) {
-    throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);
-  }
-  const calls = pause.calls.map((c) => (c.call_id === pause.call_id ? { ...c, result: answer } : c));
-  const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content: answer } : r));
-  return yield* continueLeg(deps, state, pause, calls, results);
-}
-
-async function* continueLeg(
-  deps: EngineDeps,
-  state: RunState,
-  pause: Pause,
-  calls: CallRecord[],
-  results: PendingResult[],
-): AsyncGenerator<LoopEvent, RunResult> {
-  state.status = 'running';
-  state.reason = null;
-  const priorToolCalls = state.steps.some((r) => r.tool !== 'ask_user');
-  const leg = new RunLeg(deps, state, false);
-  yield { type: 'run_started', run_id: state.id, session_id: state.session_id, mode: state.mode, request: state.request, resumed: true };
-  for (const record of calls) {
-    const before = pause.calls.find((c) => c.call_id === record.call_id);
-    if (before && (before.result !== record.result || before.outcome !== record.outcome))
-      yield { type: 'tool_result', step: pause.step, record };
-  }
-  state.pause = null;
-  const ended = yield* leg.finishStep(calls, results, undefined, priorToolCalls);
-  if (ended) return ended;
-  leg.refreshGate();
-  return yield* leg.drive();
+const OWNER = `${hostname()}:${process.pid}`;
+/** This process, as recorded in a run it drives. */
+export function processOwner(): string {
+  return OWNER;
 }
 
 /**
- * A2: continues a run whose approval has been answered. Approved: exactly the pinned calls run,
- * each once (the side-effect ledger records the intent first; a call whose intent is recorded but
- * whose outcome is not is reported as unknown, never re-run). Rejected: nothing runs.
- * `recover` takes over a run a dead process left mid-execution.
+ * Whether the process that owns a run may still be driving it. On this host we can ask the OS;
+ * a run owned elsewhere is assumed alive until it has been silent for `staleMs`.
  */
-export async function* streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
-  const store = deps.store!;
-  const state = await loadPaused(deps, approval.run_id);
-  const pause = state.pause;
-  if (pause?.kind !== 'approval' || pause.approval_id !== approval.id) {
-    throw new KeelError('not_paused', `run ${state.id} is not waiting for approval ${approval.id} (status ${state.status})`);
-  }
-  if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
-  const claimed =
-    state.status === 'paused'
-      ? await store.claimPause(state.id, pause.seq, processOwner())
-      : state.status === 'running' &&
-        !ownerAlive(state.owner, state.updated_at) &&
-        (await store.takeOver(state.id, pause.seq, state.owner, processOwner()));
-  if (!claimed) {
-    throw new KeelError(
-      'conflict',
-      `run ${state.id} is already being continued after approval ${approval.id} (by ${state.owner ?? 'another process'})`,
-    );
-  }
-  state.owner = processOwner();
-  if (approval.status === 'expired') {
-    state.status = 'failed';
-    state.reason = 'approval_expired';
-    state.answer = `Nothing was run: approval ${approval.id} (${approval.card.title}) expired at ${approval.expires_at} before anyone answered it. Ask again to get a new card.`;
-    state.notes.push(`approval ${approval.id} expired`);
-    state.steps.push(...pause.calls);
-    state.pause = null;
-    state.updated_at = new Date().toISOString();
-    await store.saveRun(state, { messages: [], steps: pause.calls, requests: [] });
-    return toResult(state);
-  }
-  const calls = pause.calls.map((c) => ({ ...c }));
-  const results = pause.results.map((r) => ({ ...r }));
-  for (const item of pause.items) {
-    const rec = calls.find((c) => c.call_id === item.call_id)!;
-    const res = results.find((r) => r.call_id === item.call_id)!;
-    let content: string;
-    let isError: boolean;
-    let outcome: CallRecord['outcome'] = 'ran';
-    if (approval.status === 'rejected') {
-      content = `Not run: the owner rejected this ${item.tool} call${approval.reason ? ` (${approval.reason})` : ''}. Nothing changed.`;
-      isError = true;
-      outcome = 'error';
-    } else {
-      const tool = deps.registry.byName.get(item.tool);
-      const started = await store.ledgerStart({
-        approval_id: approval.id,
-        call_id: item.call_id,
-        tool: item.tool,
-        args_json: JSON.stringify(item.args),
-      });
-      if (!started) {
-        const row = await store.ledgerGet(approval.id, item.call_id);
-        if (row?.state === 'finished') {
-          content = row.result ?? '';
-          isError = row.is_error;
-        } else {
-          content = `The outcome of ${item.tool} is unknown: Keel stopped while it was running, so it was not run again. Check its effect before trying again.`;
-          isError = true;
-          outcome = 'error';
-          state.notes.push(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
-        }
-      } else if (!tool) {
-        content = `${item.tool} is no longer available (its plugin did not mount); nothing was run.`;
-        isError = true;
-        outcome = 'error';
-        await store.ledgerFinish(approval.id, item.call_id, content, true);
-      } else {
-        state.effects.push({ call_id: item.call_id, tool: item.tool, effect: tool.declaration.effect, args: item.args });
-        await store.saveRun(state, { messages: [], steps: [], requests: [] });
-        const ex = await executeCall({
-          tool,
-          args: item.args,
-          runId: state.id,
-          callId: item.call_id,
-          request: state.request,
-          currentMode: () => state.mode,
-          registry: deps.registry,
-          signal: new AbortController().signal,
-        });
-        content = ex.content;
-        isError = ex.is_error;
-        if (ex.by_core) outcome = 'error';
-        await store.ledgerFinish(approval.id, item.call_id, content, isError);
-      }
+export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10 * 60_000): boolean {
+  if (!owner) return false;
+  const [host, pid] = owner.split(':');
+  if (owner === OWNER) return false;
+  if (host === hostname()) {
+    try {
+      process.kill(Number(pid), 0);
+      return true;
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM';
     }
-    Object.assign(rec, { outcome, result: content, is_error: isError, by_core: outcome !== 'ran' });
-    Object.assign(res, { content, is_error: isError });
   }
-  return yield* continueLeg(deps, state, pause, calls, results);
+  return Date.now() - Date.parse(updatedAt) < staleMs;
+}
+
+export interface NewRun {
+  request: string;
+  mode: Mode;
+  model: string;
+  plugin_dirs: string[];
+  /** Continue a session: its id, its transcript so far, its approved contract and scripted position. */
+  session?: { id: string; history: readonly Message[]; contract: Contract | null; seq_base: number };
+  /** A delegate's run belongs to its parent's session (C8). */
+  session_id?: string;
+  notes?: readonly string[];
+}
+
+/** Holds one run's state and is the only thing that changes it; `save` is the only way it is stored. */
+export class RunWriter {
+  private constructor(
+    private readonly s: RunState,
+    private readonly store: RunStore | null,
+    private readonly clock: () => Date,
+  ) {}
+
+  get state(): RunView {
+    return this.s;
+  }
+
+  /** A new run, stored at once (so a session can see it and change its mode while it works). */
+  static async start(input: NewRun, store: RunStore | null, clock: () => Date = () => new Date()): Promise<RunWriter> {
+    const request = input.request.trim();
+    if (!request) throw new KeelError('bad_input', 'the message is empty: say what you want done');
+    const id = `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const now = clock().toISOString();
+    const s: RunState = {
+      id,
+      session_id: input.session?.id ?? input.session_id ?? `ses_${id.slice(4)}`,
+      seq_base: input.session?.seq_base ?? 0,
+      contract: input.session?.contract ?? null,
+      status: 'running',
+      reason: null,
+      request,
+      mode: input.mode,
+      model: input.model,
+      plugin_dirs: input.plugin_dirs,
+      answer: null,
+      pause: null,
+      pause_seq: 0,
+      model_calls: 0,
+      effects: [],
+      messages: [...(input.session?.history ?? []), { role: 'user', content: request }],
+      steps: [],
+      requests: [],
+      notes: [...(input.notes ?? [])],
+      owner: processOwner(),
+      created_at: now,
+      updated_at: now,
+    };
+    await store?.createRun(s);
+    return new RunWriter(s, store, clock);
+  }
+
+  /**
+   * R17/R18: takes a run out of its question, for the answer. Refused when the run does not wait
+   * for an answer, or was already resumed from this question (here or in another process).
+   */
+  static async claimForAnswer(store: RunStore, runId: string, clock?: () => Date): Promise<{ run: RunWriter; pause: QuestionPause }> {
+    const s = await loadOrThrow(store, runId);
+    const pause = s.pause;
+    if (s.status !== 'paused' || !pause) {
+      throw new KeelError('not_paused', `run ${runId} is not waiting for an answer (status ${s.status}${s.reason ? `, ${s.reason}` : ''})`);
+    }
+    if (pause.kind !== 'ask_user') {
+      throw new KeelError(
+        'not_paused',
+        `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
+      );
+    }
+    if (!(await store.claimPause(runId, pause.seq, processOwner()))) {
+      throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);
+    }
+    s.owner = processOwner();
+    return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
+  }
+
+  /**
+   * A2: takes a run out of its approval pause once the approval is answered — or takes over a run
+   * whose process died while carrying out its approved calls.
+   */
+  static async claimForApproval(
+    store: RunStore,
+    approval: ApprovalRecord,
+    clock?: () => Date,
+  ): Promise<{ run: RunWriter; pause: ApprovalPause }> {
+    const s = await loadOrThrow(store, approval.run_id);
+    const pause = s.pause;
+    if (pause?.kind !== 'approval' || pause.approval_id !== approval.id) {
+      throw new KeelError('not_paused', `run ${s.id} is not waiting for approval ${approval.id} (status ${s.status})`);
+    }
+    if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
+    const claimed =
+      s.status === 'paused'
+        ? await store.claimPause(s.id, pause.seq, processOwner())
+        : s.status === 'running' && !ownerAlive(s.owner, s.updated_at) && (await store.takeOver(s.id, pause.seq, s.owner, processOwner()));
+    if (!claimed) {
+      throw new KeelError(
+        'conflict',
+        `run ${s.id} is already being continued after approval ${approval.id} (by ${s.owner ?? 'another process'})`,
+      );
+    }
+    s.owner = processOwner();
+    return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
+  }
+
+  /** C1: a session's mode changed while its run was paused: the run continues in the new mode. */
+  static async switchPausedMode(store: RunStore, runId: string, mode: Mode): Promise<void> {
+    const s = await store.loadRun(runId);
+    if (s?.status !== 'paused' || s.mode === mode) return;
+    const w = new RunWriter(s, store, () => new Date());
+    w.switchMode(mode, 'while paused');
+    await w.save();
+  }
+
+  async save(): Promise<void> {
+    this.s.updated_at = this.clock().toISOString();
+    await this.store?.saveRun(this.s);
+  }
+
+  /**
+   * A leg continues a paused run: it is running again. The pause stays recorded until its step is
+   * complete, so a process that dies while carrying out approved calls leaves a run another can take over.
+   */
+  resume(): void {
+    this.s.status = 'running';
+    this.s.reason = null;
+  }
+
+  note(text: string): void {
+    this.s.notes.push(text);
+  }
+
+  /** The session's mode changed under the run (C1, C5): later steps decide in the new mode. */
+  switchMode(mode: Mode, when: string): void {
+    if (this.s.mode === mode) return;
+    this.s.notes.push(`mode switched from ${this.s.mode} to ${mode} ${when}`);
+    this.s.mode = mode;
+  }
+
+  /** C1: an approved proposal becomes the run's contract and switches the run to Agent mode. */
+  adoptContract(contract: Contract): void {
+    this.s.contract = contract;
+    this.s.notes.push(`${contract.kind} approved: ${this.s.mode} mode → agent mode`);
+    this.s.mode = 'agent';
+  }
+
+  addRequest(trace: RequestTrace): void {
+    this.s.requests.push(trace);
+  }
+
+  /** R30: every model call is counted, failed or not; the request's token figures join its trace. */
+  countModelCall(trace: RequestTrace, inputTokens: number | undefined, usage: RequestTrace['usage'] | undefined): void {
+    this.s.model_calls++;
+    if (inputTokens !== undefined && inputTokens >= 0) trace.input_tokens = inputTokens;
+    if (usage) trace.usage = usage;
+  }
+
+  addAssistant(text: string, tool_calls: ToolCall[]): void {
+    this.s.messages.push({ role: 'assistant', content: text, tool_calls });
+  }
+
+  /** A message of the core's own to the model (marked `[Keel]`), e.g. a goal reminder. */
+  addCoreMessage(content: string): void {
+    this.s.messages.push({ role: 'user', content });
+  }
+
+  /** R29: a non-read call that is about to start, stored before it runs (once per call). */
+  async addEffect(e: EffectRecord): Promise<void> {
+    if (this.s.effects.some((x) => x.call_id === e.call_id)) return;
+    this.s.effects.push(e);
+    await this.save();
+  }
+
+  /** A completed step: each result with its call id, in call order (R19, R22), and the calls' records. */
+  completeStep(records: readonly CallRecord[], results: readonly PendingResult[]): void {
+    this.s.pause = null;
+    for (const r of results) {
+      this.s.messages.push({ role: 'tool', call_id: r.call_id, name: r.name, content: r.content ?? '', is_error: r.is_error });
+    }
+    this.s.steps.push(...records);
+  }
+
+  /** The next pause's number: each pause is resumable once (R18). */
+  nextPauseSeq(): number {
+    return this.s.pause_seq + 1;
+  }
+
+  /** The run stops here, waiting for an answer or an approval. */
+  async pause(pause: Pause, reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval'>): Promise<void> {
+    this.s.pause_seq = pause.seq;
+    this.s.pause = pause;
+    this.s.status = 'paused';
+    this.s.reason = reason;
+    this.s.answer = null;
+    await this.save();
+  }
+
+  /** The run ends: done with an answer, or failed with a message saying why. */
+  async end(status: Exclude<RunStatus, 'running' | 'paused'>, reason: EndReason, answer: string): Promise<void> {
+    this.s.status = status;
+    this.s.reason = reason;
+    this.s.pause = null;
+    this.s.answer = answer;
+    await this.save();
+  }
+}
+
+export type QuestionPause = Extract<Pause, { kind: 'ask_user' }>;
+export type ApprovalPause = Extract<Pause, { kind: 'approval' }>;
+
+async function loadOrThrow(store: RunStore, runId: string): Promise<RunState> {
+  const s = await store.loadRun(runId);
+  if (!s) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
+  return s;
 }

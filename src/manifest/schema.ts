@@ -1,11 +1,8 @@
 import { z } from 'zod';
+import { type Declaration, EFFECTS, type Effect, type Gate } from '../types/index.js';
 
-/** What a call changes in the world (SPEC M2). */
-export const EFFECTS = ['read', 'write', 'destructive'] as const;
-export type Effect = (typeof EFFECTS)[number];
-
-/** What the core does before a call runs (SPEC M3). */
-export type Gate = 'none' | 'confirm_once' | 'approval';
+export type { Declaration, Effect, Gate };
+export { EFFECTS };
 
 export const TOOL_NAME = /^[a-z0-9_]+$/;
 
@@ -47,18 +44,6 @@ export const ManifestSchema = z
 
 export type ToolDeclarationInput = z.infer<typeof ToolDeclarationSchema>;
 export type Manifest = z.infer<typeof ManifestSchema>;
-
-/** A tool declaration with every default filled in: what the core reads. */
-export interface Declaration {
-  effect: Effect;
-  confirm?: 'once' | 'never';
-  approval?: 'pinned';
-  guidance?: string;
-  pinned: boolean;
-  answers_directly: boolean;
-  undo?: string;
-  contract_modes: 'declare' | 'hide';
-}
 
 export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
   return {

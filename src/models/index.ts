@@ -1,4 +1,4 @@
-import { KeelError } from '../errors.js';
+import { KeelError } from '../util/errors.js';
 import { ScriptModel } from './script.js';
 import type { ModelClient } from './types.js';
 

@@ -1,6 +1,5 @@
 import type * as PiAi from '@mariozechner/pi-ai';
-import type { Message, ToolCall } from '../loop/types.js';
-import type { ToolDeclaration } from '../tools/types.js';
+import type { Message, ToolCall, ToolDeclaration } from '../types/index.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest, type Usage } from './types.js';
 
 type Pi = typeof PiAi;

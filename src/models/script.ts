@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import type { ToolCall } from '../loop/types.js';
+import type { ToolCall } from '../types/index.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './types.js';
 
 /**

@@ -1,5 +1,4 @@
-import type { Message, ToolCall } from '../loop/types.js';
-import type { ToolDeclaration } from '../tools/types.js';
+import type { Message, ToolCall, ToolDeclaration } from '../types/index.js';
 
 export interface ModelRequest {
   system: string;

@@ -1,12 +1,12 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { KeelError } from '../errors.js';
 import { ManifestCache } from '../manifest/cache.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
-import type { ToolDefinition, ToolSpec } from '../tools/types.js';
+import type { ToolDefinition, ToolSpec } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
 export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
@@ -28,6 +28,8 @@ export interface MountOptions {
   home: string;
   /** Built-in tools, registered before any plugin so a plugin cannot take their names. */
   builtins?: ToolSpec[];
+  /** Names no plugin may register (the core's own, whether or not this mount offers them). */
+  reserved?: ReadonlySet<string>;
   confirmOnce?: ReadonlySet<string>;
   /** Wraps every tool's handler (the fresh mode check, C5). */
   guard?: (tool: ToolSpec) => ToolSpec;
@@ -89,6 +91,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   const plugins: PluginReport[] = [];
   const manifestCache = opts.home ? ManifestCache.open(opts.home) : undefined;
   const confirmOnce = opts.confirmOnce ?? new Set<string>();
+  const reserved = opts.reserved ?? new Set<string>();
   const guard = opts.guard ?? ((t: ToolSpec) => t);
   for (const b of opts.builtins ?? []) {
     const g = guard(b);
@@ -145,8 +148,9 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
           `tool ${def.name} is registered by plugin ${report.name} but not declared in its manifest (plugin.yaml tools:)`,
         );
       }
-      if (via === 'registerTool' && (byName.has(def.name) || registeredNames.has(def.name))) {
-        const other = owner.get(def.name)?.name ?? (byName.get(def.name)?.plugin === 'core' ? 'the core' : report.name);
+      if (via === 'registerTool' && (byName.has(def.name) || registeredNames.has(def.name) || reserved.has(def.name))) {
+        const other =
+          owner.get(def.name)?.name ?? (byName.get(def.name)?.plugin === 'core' || reserved.has(def.name) ? 'the core' : report.name);
         return refuse('duplicate_tool', `tool ${def.name} from plugin ${report.name} is refused: ${other} already registers that name`);
       }
       let spec: ToolSpec;

@@ -4,7 +4,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { type CallToolResult, type ContentBlock, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Manifest } from '../manifest/schema.js';
-import type { CardText, ToolDefinition, ToolOutput } from '../tools/types.js';
+import type { CardText, ToolDefinition, ToolOutput } from '../types/index.js';
 import type { PluginAPI } from './types.js';
 
 export type McpSection = NonNullable<Manifest['mcp']>;

@@ -1,5 +1,4 @@
-import type { Effect, Gate } from '../manifest/schema.js';
-import type { Mode, ToolDefinition, ToolSpec } from '../tools/types.js';
+import type { Effect, Gate, Mode, ToolDefinition, ToolSpec } from '../types/index.js';
 
 export type PluginStatus = 'loaded' | 'degraded' | 'failed';
 
@@ -54,8 +53,8 @@ export interface PluginReport {
 
 /** What a `beforeToolCall` subscriber sees; returning `{ block: reason }` stops the call. */
 export interface ToolCallEvent {
-  runId: string;
-  callId: string;
+  run_id: string;
+  call_id: string;
   tool: string;
   args: Record<string, unknown>;
   mode: Mode;

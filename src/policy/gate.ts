@@ -1,5 +1,5 @@
-import type { CallRecord } from '../loop/types.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
+import type { CallRecord, Mode, ToolSpec } from '../types/index.js';
+import { callKey } from '../util/json.js';
 
 /**
  * The gate: one pure function deciding what happens to a tool call, in the order
@@ -12,7 +12,7 @@ export type Decision =
   | { kind: 'hold_for_confirmation' }
   | { kind: 'needs_approval' }
   | { kind: 'refuse_approval' }
-  | { kind: 'deny'; reason: string }
+  | { kind: 'deny'; mode: Mode }
   | { kind: 'unknown_tool' }
   | { kind: 'invalid_arguments'; problem: string }
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number };
@@ -68,12 +68,7 @@ export function decide(input: GateInput): Decision {
   const { tool, state } = input;
   if (!tool || !input.admissible) return { kind: 'unknown_tool' };
   // C4/C9: the mode decides before arguments, hooks or handlers are looked at.
-  if (!executableInMode(tool, input.mode)) {
-    return {
-      kind: 'deny',
-      reason: `${tool.name} is unavailable in ${input.mode} mode: it was not run. In ${input.mode} mode only read tools, ask_user and ${SUBMIT_TOOL[input.mode]} can run; put this action in your ${input.mode === 'plan' ? 'plan' : 'goal'} instead.`,
-    };
-  }
+  if (!executableInMode(tool, input.mode)) return { kind: 'deny', mode: input.mode };
   if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };
   if (tool.name === 'ask_user') return { kind: 'ask_user' };
   const earlier = state.executed.get(input.key);
@@ -86,21 +81,6 @@ export function decide(input: GateInput): Decision {
     case 'approval':
       return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
   }
-}
-
-/** Sorted-key JSON: two calls with the same arguments in any key order have one key. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-}
-
-export function callKey(tool: string, args: unknown): string {
-  return `${tool}\u0000${canonicalJson(args ?? {})}`;
 }
 
 /**

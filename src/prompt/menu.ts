@@ -1,6 +1,5 @@
-import type { DeclaredTool } from '../loop/types.js';
 import { executableInMode } from '../policy/gate.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
+import type { DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 import { declare, declareUnavailable } from './prompt.js';
 
 export interface MenuInput {

@@ -1,5 +1,4 @@
-import type { Contract, DeclaredTool } from '../loop/types.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
+import type { Contract, DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 
 /** R9: the mark a tool's declaration carries, by its effect and gate. Read tools carry none. */
 export function effectMark(t: ToolSpec): string {

@@ -1,5 +1,5 @@
-import { KeelError } from '../errors.js';
-import type { JsonSchema, ToolSpec } from '../tools/types.js';
+import type { JsonSchema, ToolSpec } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 import type { Shortlist } from './menu.js';
 
 export const DEFAULT_TOOL_CAP = 12;

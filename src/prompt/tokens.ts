@@ -1,4 +1,4 @@
-import type { DeclaredTool } from '../loop/types.js';
+import type { DeclaredTool } from '../types/index.js';
 
 export type Encoding = 'o200k_base' | 'claude';
 

@@ -2,18 +2,20 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
-import type { CallRecord, Message, RequestTrace, RunState } from '../loop/types.js';
 import type {
   ApprovalRecord,
   ApprovalStatus,
   AuditRecord,
+  CallRecord,
   LedgerRow,
   Memory,
-  RunDelta,
+  Message,
+  RequestTrace,
+  RunState,
   RunSummary,
   SessionRecord,
   Store,
-} from './types.js';
+} from '../types/index.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -58,6 +60,7 @@ CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, run_i
 `;
 
 type Row = Record<string, unknown>;
+type Stored = { messages: number; steps: number; requests: number };
 
 /** The embedded store: one SQLite file (WAL), safe to share between processes. */
 export class SqliteStore implements Store {
@@ -67,7 +70,9 @@ export class SqliteStore implements Store {
   private readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   private readonly knownBlobs = new Set<string>();
-  private readonly saveTx: (run: RunState, delta: RunDelta) => void;
+  private readonly saveTx: (run: RunState) => void;
+  /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
+  private readonly stored = new Map<string, Stored>();
 
   constructor(file: string) {
     this.file = file;
@@ -88,7 +93,9 @@ export class SqliteStore implements Store {
       listRuns: p(
         'SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
       ),
-      countMessages: p('SELECT COUNT(*) AS n FROM messages WHERE run_id = ?'),
+      counts:
+        p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
+        (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
       insertMessage: p('INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)'),
       insertCall: p('INSERT INTO calls (run_id, seq, body) VALUES (?, ?, ?)'),
       insertRequest: p('INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -115,7 +122,7 @@ export class SqliteStore implements Store {
       memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
       feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
     };
-    this.saveTx = this.db.transaction((run: RunState, delta: RunDelta) => this.writeDelta(run, delta));
+    this.saveTx = this.db.transaction((run: RunState) => this.writeRun(run));
   }
 
   private runParams(run: RunState) {
@@ -154,29 +161,49 @@ export class SqliteStore implements Store {
     return this.blob(b.body, b.hash);
   }
 
-  private writeDelta(run: RunState, delta: RunDelta): void {
-    // Sequence numbers come from the state's own lengths: the tail starts where the state says.
-    let seq = run.messages.length - delta.messages.length;
-    for (const m of delta.messages) this.stmt.insertMessage.run(run.id, seq++, JSON.stringify(m));
-    seq = run.steps.length - delta.steps.length;
-    for (const c of delta.steps) this.stmt.insertCall.run(run.id, seq++, JSON.stringify(c));
-    seq = run.requests.length - delta.requests.length;
-    for (const r of delta.requests) {
-      const { system, tools, ...meta } = r;
-      this.stmt.insertRequest.run(run.id, seq++, r.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
+  /** What the file holds of a run: remembered from the last write or load, else counted. */
+  private storedOf(id: string): Stored {
+    let n = this.stored.get(id);
+    if (!n) {
+      n = this.stmt.counts.get({ id }) as Stored;
+      this.stored.set(id, n);
+    }
+    return n;
+  }
+
+  /** Appends what the file does not hold yet and writes the run's fields. The transcript only grows (R19). */
+  private writeRun(run: RunState): void {
+    const had = this.storedOf(run.id);
+    const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
+    for (const k of ['messages', 'steps', 'requests'] as const) {
+      if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
+    }
+    for (let seq = had.messages; seq < now.messages; seq++) this.stmt.insertMessage.run(run.id, seq, JSON.stringify(run.messages[seq]));
+    for (let seq = had.steps; seq < now.steps; seq++) this.stmt.insertCall.run(run.id, seq, JSON.stringify(run.steps[seq]));
+    for (let seq = had.requests; seq < now.requests; seq++) {
+      const { system, tools, ...meta } = run.requests[seq];
+      this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
     }
     this.stmt.updateRun.run(this.runParams(run));
+    this.stored.set(run.id, now);
   }
 
   async createRun(run: RunState): Promise<void> {
     this.db.transaction(() => {
       this.stmt.insertRun.run(this.runParams(run));
-      this.writeDelta(run, { messages: run.messages, steps: run.steps, requests: run.requests });
+      this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
+      this.writeRun(run);
     })();
   }
 
-  async saveRun(run: RunState, delta: RunDelta): Promise<void> {
-    this.saveTx(run, delta);
+  async saveRun(run: RunState): Promise<void> {
+    try {
+      this.saveTx(run);
+    } catch (err) {
+      // The transaction rolled back: forget the counts it may have set, and count again next time.
+      this.stored.delete(run.id);
+      throw err;
+    }
   }
 
   async loadRun(id: string): Promise<RunState | undefined> {
@@ -186,7 +213,7 @@ export class SqliteStore implements Store {
     const requests = (this.stmt.requests.all(id) as Row[]).map(
       (x) => ({ ...JSON.parse(x.meta as string), system: x.system, tools: JSON.parse(x.tools as string) }) as RequestTrace,
     );
-    return {
+    const run: RunState = {
       id: r.id as string,
       status: r.status as RunState['status'],
       reason: (r.reason as RunState['reason']) ?? null,
@@ -210,6 +237,8 @@ export class SqliteStore implements Store {
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
     };
+    this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+    return run;
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {

@@ -1,12 +1,11 @@
 import type { DelegateConfig, KeelConfig } from '../config/config.js';
 import { DEFAULT_LIMITS, type Limits, RunLeg } from '../loop/engine.js';
-import { collect } from '../loop/run.js';
-import { newRunState } from '../loop/state.js';
-import type { RunResult } from '../loop/types.js';
+import { collect } from '../loop/legs.js';
+import { type RunView, RunWriter } from '../loop/run.js';
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import { coreTool } from '../tools/builtins.js';
-import type { Mode, ToolSpec } from '../tools/types.js';
+import type { Mode, RunResult, ToolSpec } from '../types/index.js';
 
 /** What the delegates need from the Keel that runs them. */
 export interface DelegateHost {
@@ -15,7 +14,8 @@ export interface DelegateHost {
   createModel: (spec: string) => Promise<ModelClient>;
   /** The parent run's model spec and session (the delegate reads the session's mode fresh, C5). */
   parent: (runId: string) => Promise<{ model: string; session_id: string }>;
-  sessionMode: (sessionId: string) => Mode;
+  /** The session's mode now (C5): a delegate works in its parent's session. */
+  currentMode: (run: RunView) => Mode;
   limits: Partial<Limits>;
 }
 
@@ -70,16 +70,17 @@ export class Subagents {
     const pool = reg.pool.filter((t) => d.tools.includes(t.name) && !TASK_FAMILY.has(t.name));
     const registry: Registry = { ...reg, pool, byName: new Map(pool.map((t) => [t.name, t])), close: async () => {} };
     const model = await this.host.createModel(d.model ?? parent.model);
-    const state = newRunState({
-      request: prompt,
-      mode: 'agent',
-      model: model.spec,
-      plugin_dirs: [],
-      now: new Date().toISOString(),
-      session_id: parent.session_id,
-    });
-    const missing = d.tools.filter((n) => !pool.some((t) => t.name === n));
-    if (missing.length) state.notes.push(`delegate ${name}: tools not available: ${missing.join(', ')}`);
+    const run = await RunWriter.start(
+      {
+        request: prompt,
+        mode: 'agent',
+        model: model.spec,
+        plugin_dirs: [],
+        session_id: parent.session_id,
+        notes: missingNote(name, d.tools, pool),
+      },
+      null,
+    );
     const leg = new RunLeg(
       {
         registry,
@@ -87,14 +88,13 @@ export class Subagents {
         store: null,
         limits: { ...DEFAULT_LIMITS, ...this.host.limits, ...(d.max_steps ? { maxSteps: d.max_steps } : {}) },
         instructions: d.instructions,
-        sessionMode: () => this.host.sessionMode(parent.session_id),
+        currentMode: this.host.currentMode,
       },
-      state,
-      true,
+      run,
     );
     this.created++;
     const id = `tk_${this.created}`;
-    const task: Task = { id, delegate: name, parentRun, status: 'running', leg, done: collect(leg.drive()) };
+    const task: Task = { id, delegate: name, parentRun, status: 'running', leg, done: collect(leg.start()) };
     this.tasks.set(id, task);
     task.done.then(
       (r) => {
@@ -143,7 +143,7 @@ export class Subagents {
           additionalProperties: false,
         },
         execute: async (a, ctx) => {
-          const tid = await this.start(String(a.agent), String(a.prompt), ctx.runId);
+          const tid = await this.start(String(a.agent), String(a.prompt), ctx.run_id);
           return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
         },
       }),
@@ -187,4 +187,10 @@ export class Subagents {
       }),
     ];
   }
+}
+
+/** A note for the delegate's trace naming the tools its config asks for that the pool lacks. */
+function missingNote(name: string, wanted: readonly string[], pool: readonly ToolSpec[]): string[] {
+  const missing = wanted.filter((n) => !pool.some((t) => t.name === n));
+  return missing.length ? [`delegate ${name}: tools not available: ${missing.join(', ')}`] : [];
 }

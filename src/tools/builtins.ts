@@ -1,7 +1,6 @@
 import { normalizeDeclaration, type ToolDeclarationInput } from '../manifest/schema.js';
-import type { Store } from '../store/types.js';
+import type { MemoryStore, ToolDefinition, ToolSpec } from '../types/index.js';
 import { makeToolSpec } from './spec.js';
-import type { ToolDefinition, ToolSpec } from './types.js';
 
 /**
  * SPEC R5: the core's own tools declare their effects here, in code, not in any manifest.
@@ -52,7 +51,7 @@ export const askUser = coreTool({
 });
 
 /** The memory built-ins over the store's memories (R5). */
-export function memoryTools(store: Store): ToolSpec[] {
+export function memoryTools(store: MemoryStore): ToolSpec[] {
   const idArg = { id: { type: 'integer', description: 'The memory id, as memory_search shows it.' } };
   const show = (m: { id: number; text: string; status: string }) => `#${m.id} ${m.text}${m.status === 'forgotten' ? ' (forgotten)' : ''}`;
   return [
@@ -103,7 +102,7 @@ export function memoryTools(store: Store): ToolSpec[] {
       description: "Record the user's feedback about how you worked, in their words.",
       parameters: { type: 'object', properties: { text: str('The feedback.') }, required: ['text'], additionalProperties: false },
       execute: async (a, ctx) => {
-        await store.addFeedback(ctx.runId, String(a.text));
+        await store.addFeedback(ctx.run_id, String(a.text));
         return 'Feedback recorded.';
       },
     }),

@@ -2,8 +2,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { normalizeDeclaration, TOOL_NAME } from '../manifest/schema.js';
+import type { ToolSpec } from '../types/index.js';
 import { makeToolSpec } from './spec.js';
-import type { ToolSpec } from './types.js';
 
 export interface SkillSet {
   tools: ToolSpec[];

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
-import type { ToolDefinition, ToolSpec } from './types.js';
+import type { ToolDefinition, ToolSpec } from '../types/index.js';
 
 // One validator instance: compiled schemas are cached by it.
 // addUsedSchema: false — tools are independent: two plugins may use the same `$id` in their

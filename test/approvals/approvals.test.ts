@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { respondToApproval } from '../../src/approvals/respond.js';
-import { KeelError } from '../../src/errors.js';
-import { Keel } from '../../src/keel.js';
+import { Keel } from '../../src/keel/keel.js';
+import { KeelError } from '../../src/util/errors.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
 import { assertPaired, Harness } from '../support/keel.js';
 

@@ -310,7 +310,7 @@ test('R29: a write is recorded as an effect before it runs, even when it throws'
       description: 'wipes',
       parameters: { type: 'object' },
       execute: async (_a, ctx) => {
-        seenEffects = (await h.keel.store!.loadRun(ctx.runId))!.effects.length;
+        seenEffects = (await h.keel.store!.loadRun(ctx.run_id))!.effects.length;
         throw new Error('disk full');
       },
     },
@@ -318,7 +318,7 @@ test('R29: a write is recorded as an effect before it runs, even when it throws'
     normalizeDeclaration({ effect: 'write', confirm: 'never' }),
   );
   await h.keel.close();
-  const { Keel } = await import('../../src/keel.js');
+  const { Keel } = await import('../../src/keel/keel.js');
   h.keel = new Keel({ home: h.home, extraTools: [boom] });
   t.after(() => h.close());
   const r = await h.run('wipe it');

@@ -14,12 +14,12 @@ import {
   startMcpServer,
 } from '../../src/plugin-host/mcp.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
-import type { ToolContext, ToolSpec } from '../../src/tools/types.js';
+import type { ToolContext, ToolSpec } from '../../src/types/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MCP = join(ROOT, 'test', 'fixtures', 'mcp');
 
-const ctx = { runId: 'r', callId: 'c', mode: 'agent', request: 'test', signal: new AbortController().signal } as ToolContext;
+const ctx = { run_id: 'r', call_id: 'c', mode: 'agent', request: 'test', signal: new AbortController().signal } as ToolContext;
 
 function plugin(r: Registry, name: string): PluginReport {
   const p = r.plugins.find((x) => x.name === name);

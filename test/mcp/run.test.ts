@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { Keel } from '../../src/keel.js';
+import { Keel } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -4,11 +4,10 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { getModel } from '@mariozechner/pi-ai';
-import type { Message } from '../../src/loop/types.js';
 import { createModel } from '../../src/models/index.js';
 import { ollamaBaseUrl } from '../../src/models/provider.js';
 import { type AssistantReply, ModelError, type ModelEvent, type ModelRequest } from '../../src/models/types.js';
-import type { ToolDeclaration } from '../../src/tools/types.js';
+import type { Message, ToolDeclaration } from '../../src/types/index.js';
 import { declaredTools, FakeGateway, history, type ScriptedReply } from '../support/fake-gateway.js';
 import { ROUTES } from './wire-support.js';
 

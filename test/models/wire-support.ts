@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Keel, type KeelOptions } from '../../src/keel.js';
+import { Keel, type KeelOptions } from '../../src/keel/keel.js';
 import { FakeGateway, type GatewayOptions, history, type Protocol, type ScriptedReply } from '../support/fake-gateway.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

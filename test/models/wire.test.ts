@@ -4,10 +4,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import type { LoopEvent } from '../../src/loop/types.js';
 import { createModel } from '../../src/models/index.js';
 import { ModelError } from '../../src/models/types.js';
 import type { Shortlist } from '../../src/prompt/menu.js';
+import type { LoopEvent } from '../../src/types/index.js';
 import { declaredTools, history, type ScriptedReply } from '../support/fake-gateway.js';
 import { allIds, assertWirePairing, FIXTURE_PLUGINS, ROUTES, resultFor, WIRE_PLUGINS, WireWorld } from './wire-support.js';
 

@@ -3,10 +3,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
-import { Keel } from '../../src/keel.js';
-import type { RunResult } from '../../src/loop/types.js';
+import { Keel } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
-import type { Mode } from '../../src/tools/types.js';
+import type { Mode, RunResult } from '../../src/types/index.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 
 const FILES = join(ROOT, 'test', 'fixtures', 'modes');
@@ -148,7 +147,7 @@ test('C5: a stale write_file handler captured in Agent mode refuses after the sw
   const r = await run([{ tool_calls: [{ id: 'w', name: 'write_file', args: { path: 'a', content: '1' } }] }, { text: 'ok' }], 'write');
   const session = (await keel.getRun(r.run_id)).session_id;
   const handler = (await keel.registry(keel.pluginDirs(dirs))).byName.get('write_file')!.execute;
-  const ctx = { runId: r.run_id, callId: 'stale', mode: 'agent' as Mode, request: '', signal: new AbortController().signal };
+  const ctx = { run_id: r.run_id, call_id: 'stale', mode: 'agent' as Mode, request: '', signal: new AbortController().signal };
   await keel.setMode(session, 'plan');
   await assert.rejects(async () => handler({ path: 'a', content: 'stale' }, ctx), /write_file is unavailable in plan mode/);
   assert.equal(file('a'), '1');

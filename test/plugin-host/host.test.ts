@@ -8,7 +8,7 @@ import { discoverPlugins, mountPlugins, type Registry, registryHealthy } from '.
 import type { PluginReport } from '../../src/plugin-host/types.js';
 import { askUser } from '../../src/tools/builtins.js';
 import { confirmOnceOverride } from '../../src/tools/spec.js';
-import type { ToolContext } from '../../src/tools/types.js';
+import type { ToolContext } from '../../src/types/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GOOD = join(ROOT, 'test', 'fixtures', 'plugins');
@@ -27,7 +27,7 @@ function plugin(r: Registry, name: string): PluginReport {
   return p;
 }
 
-const ctx = { runId: 'r', callId: 'c', mode: 'agent', request: 'test', signal: new AbortController().signal } as ToolContext;
+const ctx = { run_id: 'r', call_id: 'c', mode: 'agent', request: 'test', signal: new AbortController().signal } as ToolContext;
 
 describe('R2: an undeclared tool is refused and the plugin degraded', () => {
   test('R2: the undeclared tool never reaches the pool; the row names tool and plugin', async () => {
@@ -215,7 +215,7 @@ describe('R6/M4: bad plugins in one folder; the others still mount', () => {
     );
     // Only a_good's hook is left: the failed plugin's hook would block every call.
     assert.equal(r.hooks.onToolCall.length, 1);
-    const e = { runId: 'r', callId: 'c', args: {}, mode: 'agent' as const };
+    const e = { run_id: 'r', call_id: 'c', args: {}, mode: 'agent' as const };
     assert.equal(await r.hooks.onToolCall[0]({ ...e, tool: 'good_lookup' }), undefined);
     assert.deepEqual(await r.hooks.onToolCall[0]({ ...e, tool: 'blocked_by_a_good' }), { block: 'a_good says no' });
     // A failed plugin has no drift rows: nothing of it mounted.

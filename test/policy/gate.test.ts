@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CallRecord } from '../../src/loop/types.js';
+import { SAY } from '../../src/loop/sentences.js';
 import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
-import { callKey, canonicalJson, type Decision, decide, deriveGateState, type GateState } from '../../src/policy/gate.js';
+import { type Decision, decide, deriveGateState, type GateState, SUBMIT_TOOL } from '../../src/policy/gate.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
-import type { Mode, ToolSpec } from '../../src/tools/types.js';
+import type { CallRecord, Mode, ToolSpec } from '../../src/types/index.js';
+import { callKey, canonicalJson } from '../../src/util/json.js';
 
 const tool = (name: string, d: ToolDeclarationInput): ToolSpec =>
   makeToolSpec(
@@ -119,10 +120,11 @@ test('gate R13: the second repeat is counted (nth = 2)', () => {
   assert.equal(d.kind === 'repeat' && d.nth, 2);
 });
 
-test('gate C2: the deny reason names the tool and the mode', () => {
+test('gate C2: the denial names the mode; its one sentence names the tool and the mode', () => {
   const d = run(T.declared, { mode: 'plan' });
   assert.equal(d.kind, 'deny');
-  assert.match(d.kind === 'deny' ? d.reason : '', /write_file is unavailable in plan mode/);
+  assert.equal(d.kind === 'deny' && d.mode, 'plan');
+  assert.match(SAY.deniedByMode('write_file', 'plan', SUBMIT_TOOL.plan), /write_file is unavailable in plan mode/);
 });
 
 test('R13: canonical arguments ignore key order', () => {

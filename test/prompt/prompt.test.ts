@@ -5,7 +5,7 @@ import { buildMenu } from '../../src/prompt/menu.js';
 import { ASK_ONCE_RULE, declare, guidanceBlock, systemPrompt } from '../../src/prompt/prompt.js';
 import { bm25Shortlist } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
-import type { ToolSpec } from '../../src/tools/types.js';
+import type { ToolSpec } from '../../src/types/index.js';
 import { calls } from '../support/helpers.js';
 import { Harness } from '../support/keel.js';
 

@@ -1,8 +1,7 @@
 import { rmSync } from 'node:fs';
-import { Keel, type KeelOptions } from '../../src/keel.js';
-import type { LoopEvent, RunResult } from '../../src/loop/types.js';
+import { Keel, type KeelOptions } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
-import type { Mode } from '../../src/tools/types.js';
+import type { LoopEvent, Mode, RunResult } from '../../src/types/index.js';
 import { FIXTURES, script, tempHome } from './helpers.js';
 
 /** A Keel on a fresh temp home with the fixture plugins, driven by a scripted model. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Ajv } from 'ajv';
 import { makeToolSpec } from '../../src/tools/spec.js';
-import type { JsonSchema } from '../../src/tools/types.js';
+import type { JsonSchema } from '../../src/types/index.js';
 
 const def = (name: string, parameters: JsonSchema) => ({ name, description: name, parameters, execute: () => 'ok' });
 

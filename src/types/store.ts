@@ -1,17 +1,5 @@
-import type {
-  ApprovalCard,
-  ApprovalItem,
-  CallRecord,
-  Contract,
-  EffectRecord,
-  EndReason,
-  Message,
-  Pause,
-  RequestTrace,
-  RunState,
-  RunStatus,
-} from '../loop/types.js';
-import type { Mode } from '../tools/types.js';
+import type { ApprovalCard, ApprovalItem, Contract, EndReason, RunState, RunStatus } from './run.js';
+import type { Mode } from './tools.js';
 
 export interface SessionRecord {
   id: string;
@@ -32,13 +20,6 @@ export interface RunSummary {
   model_calls: number;
   created_at: string;
   updated_at: string;
-}
-
-/** The tails a step adds, and the run fields it changes: saved in one transaction. */
-export interface RunDelta {
-  messages: readonly Message[];
-  steps: readonly CallRecord[];
-  requests: readonly RequestTrace[];
 }
 
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired';
@@ -86,18 +67,19 @@ export interface Memory {
 }
 
 /**
- * The one store interface (S4). SQLite now; PostgreSQL behind the same methods.
- * Every method may be called from several processes on the same store.
+ * Runs and the sessions they belong to. Every method may be called from several processes on the
+ * same store; only the process that holds a run (it created or claimed it) saves it.
  */
-export interface Store {
-  readonly kind: string;
+export interface RunStore {
   createRun(run: RunState): Promise<void>;
-  /** Appends the delta and writes the run's scalar fields (status, pause, effects, …). */
-  saveRun(run: RunState, delta: RunDelta): Promise<void>;
+  /**
+   * Writes the run's fields and appends the messages, steps and requests the store does not have
+   * yet, in one transaction. The transcript only grows (R19): a run with fewer messages, steps or
+   * requests than stored is refused.
+   */
+  saveRun(run: RunState): Promise<void>;
   loadRun(id: string): Promise<RunState | undefined>;
   listRuns(limit?: number): Promise<RunSummary[]>;
-  getSession(id: string): Promise<SessionRecord | undefined>;
-  saveSession(s: SessionRecord): Promise<void>;
   /**
    * Atomically takes a paused run out of pause `seq`. False when it is not paused there any more
    * (already resumed, in this process or another): the caller must not continue it (R18).
@@ -108,7 +90,12 @@ export interface Store {
    * False when another process took it first.
    */
   takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean>;
+  getSession(id: string): Promise<SessionRecord | undefined>;
+  saveSession(s: SessionRecord): Promise<void>;
+}
 
+/** Approval cards, the audit log, and the side-effect ledger that makes approved calls run once (A2–A4). */
+export interface ApprovalStore {
   createApproval(a: ApprovalRecord): Promise<void>;
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
   listApprovals(filter?: { status?: ApprovalStatus; run_id?: string }): Promise<ApprovalRecord[]>;
@@ -126,13 +113,18 @@ export interface Store {
   ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean>;
   ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void>;
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined>;
+}
 
+/** What the user asked Keel to remember, and their feedback (the memory_* and record_feedback tools). */
+export interface MemoryStore {
   memoryAdd(text: string): Promise<Memory>;
   memorySearch(query: string, limit: number): Promise<Memory[]>;
   memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined>;
   addFeedback(runId: string, text: string): Promise<void>;
-
-  close(): Promise<void>;
 }
 
-export type { EffectRecord, Pause };
+/** One store (S4): SQLite now, PostgreSQL behind the same interfaces; test/store/conformance.ts checks each. */
+export interface Store extends RunStore, ApprovalStore, MemoryStore {
+  readonly kind: string;
+  close(): Promise<void>;
+}

@@ -5,11 +5,11 @@ import { createInterface } from 'node:readline/promises';
 import { parse, stringify } from 'yaml';
 import { z } from 'zod';
 import { renderCard } from '../approvals/card.js';
-import { eventPrinter } from '../cli/render.js';
-import { KeelError } from '../errors.js';
-import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT } from '../keel.js';
-import type { RunResult } from '../loop/types.js';
+import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT, type PauseResponder } from '../keel/keel.js';
 import { parseScript } from '../models/script.js';
+import type { RunResult } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { eventPrinter } from './render.js';
 
 const Reply = z.union([
   z.strictObject({ answer: z.string() }),
@@ -126,38 +126,41 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     }
     out(`you: ${s.request}${s.mode !== 'agent' ? `   [${s.mode} mode]` : ''}\n`);
     const model = opts.model ?? `script:${scriptFile}`;
-    let r = await keel.run(s.request, { model, pluginDirs, mode: s.mode }, printer);
-    let pauses = 0;
+    const first = await keel.run(s.request, { model, pluginDirs, mode: s.mode }, printer);
     const replies = [...s.replies];
     const ask = opts.interactive ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
-    try {
-      while (r.status === 'paused') {
-        pauses++;
+    // A real model is answered by the person at the terminal; the scripted one by the scenario's replies.
+    const responder: PauseResponder = {
+      answer: async (question) => {
+        out(`? ${question}\n`);
+        if (ask) return ask.question('you: ');
         const scripted = replies.shift();
-        if (r.question !== undefined) {
-          out(`? ${r.question}\n`);
-          const answer = ask ? await ask.question('you: ') : scripted && 'answer' in scripted ? scripted.answer : undefined;
-          if (answer === undefined) break;
-          if (!ask) out(`you: ${answer}\n`);
-          r = await keel.resume(r.run_id, answer, {}, printer);
-        } else if (r.approval) {
-          out(`${renderCard(r.approval.card, r.approval.id)}\n`);
-          let decision: 'approve' | 'reject' | undefined;
-          let note: string | null = null;
-          if (ask) {
-            decision = /^y/i.test(await ask.question('approve? [y/N] ')) ? 'approve' : 'reject';
-          } else if (scripted && 'approve' in scripted) {
-            decision = 'approve';
-            out(`${scripted.approve} approves.\n`);
-          } else if (scripted && 'reject' in scripted) {
-            decision = 'reject';
-            note = scripted.reject;
-            out(`Rejected: ${scripted.reject}\n`);
-          }
-          if (!decision) break;
-          r = (await keel.respondToApproval(r.approval.id, decision, ask ? 'you' : 'demo', note, printer)).result;
-        } else break;
-      }
+        if (!scripted || !('answer' in scripted)) return undefined;
+        out(`you: ${scripted.answer}\n`);
+        return scripted.answer;
+      },
+      decide: async (approval) => {
+        out(`${renderCard(approval.card, approval.id)}\n`);
+        if (ask) return { decision: /^y/i.test(await ask.question('approve? [y/N] ')) ? 'approve' : 'reject', actor: 'you' };
+        const scripted = replies.shift();
+        if (scripted && 'approve' in scripted) {
+          out(`${scripted.approve} approves.\n`);
+          return { decision: 'approve', actor: 'demo' };
+        }
+        if (scripted && 'reject' in scripted) {
+          out(`Rejected: ${scripted.reject}\n`);
+          return { decision: 'reject', actor: 'demo', reason: scripted.reject };
+        }
+        return undefined;
+      },
+    };
+    let r: RunResult;
+    let pauses: number;
+    try {
+      const settled = await keel.answerPauses(first, responder, printer);
+      r = settled.result;
+      // A pause left open counts too: the scenario says how many times the run stopped for someone.
+      pauses = settled.pauses + (r.status === 'paused' ? 1 : 0);
     } finally {
       ask?.close();
     }

@@ -1,12 +1,11 @@
-import type { Effect } from '../manifest/schema.js';
-import type { CardText, Mode } from '../tools/types.js';
+import type { CardText, Effect, Mode } from './tools.js';
 
 /** A tool call as the model asked for it. `args` is absent when the arguments did not parse. */
 export interface ToolCall {
   id: string;
   name: string;
   args?: Record<string, unknown>;
-  /** The raw argument text when it was not valid JSON (SPEC R21). */
+  /** The raw argument text when it was not valid JSON (R21). */
   raw_args?: string;
 }
 
@@ -15,7 +14,7 @@ export type Message =
   | { role: 'assistant'; content: string; tool_calls: ToolCall[] }
   | { role: 'tool'; call_id: string; name: string; content: string; is_error: boolean };
 
-/** SPEC R27. */
+/** R27: what happened to a call. */
 export type Outcome =
   | 'ran'
   | 'held_for_confirmation'
@@ -26,7 +25,7 @@ export type Outcome =
   | 'invalid_arguments'
   | 'error';
 
-/** SPEC R28. */
+/** R28: why a run ended or paused. */
 export type EndReason =
   | 'final_answer'
   | 'answered_by_tool'
@@ -42,7 +41,7 @@ export type EndReason =
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
-/** One call's record in the trace (SPEC R26, S1 `steps[]`). */
+/** One call's record in the trace (R26, S1 `steps[]`). */
 export interface CallRecord {
   step: number;
   call_id: string;
@@ -57,7 +56,7 @@ export interface CallRecord {
   by_core: boolean;
 }
 
-/** SPEC R29: a non-read call that started, recorded before it ran. */
+/** R29: a non-read call that started, recorded before it ran. */
 export interface EffectRecord {
   call_id: string;
   tool: string;
@@ -65,7 +64,7 @@ export interface EffectRecord {
   args: Record<string, unknown>;
 }
 
-/** One declaration as sent, with whether the tool may run (SPEC S1 `requests[].tools[]`). */
+/** One declaration as sent, with whether the tool may run (S1 `requests[].tools[]`). */
 export interface DeclaredTool {
   name: string;
   description: string;
@@ -77,7 +76,7 @@ export interface RequestTrace {
   step: number;
   system: string;
   tools: DeclaredTool[];
-  /** Names in the pool that were not declared this request (SPEC R23: no silent truncation). */
+  /** Names in the pool that were not declared this request (R23: no silent truncation). */
   dropped: string[];
   input_tokens?: number;
   usage?: { input: number; output: number; cost?: number };
@@ -109,7 +108,7 @@ export type Contract =
   | { kind: 'plan'; summary?: string; steps: string[] }
   | { kind: 'goal'; outcome: string; criteria: string[]; boundaries: string[] };
 
-/** Why and where a run waits. `seq` makes each pause resumable at most once (SPEC R18). */
+/** Why and where a run waits. `seq` makes each pause resumable at most once (R18). */
 export type Pause =
   | { kind: 'ask_user'; seq: number; call_id: string; question: string; step: number; results: PendingResult[]; calls: CallRecord[] }
   | {
@@ -156,7 +155,7 @@ export interface RunState {
   updated_at: string;
 }
 
-/** SPEC S1: what `keel run --json` prints. */
+/** S1: what `keel run --json` prints. */
 export interface RunResult {
   run_id: string;
   status: 'done' | 'paused' | 'failed';

@@ -1,0 +1,305 @@
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ApprovalDecision, expireApprovals, respondToApproval } from '../approvals/respond.js';
+import { type KeelConfig, loadConfig } from '../config/config.js';
+import type { EngineDeps, Limits } from '../loop/engine.js';
+import { collect, streamApprovalContinuation, streamResume, streamRun } from '../loop/legs.js';
+import { createModel } from '../models/index.js';
+import type { ModelClient } from '../models/types.js';
+import type { ResetRow } from '../plugin-host/data.js';
+import type { Registry } from '../plugin-host/host.js';
+import type { Shortlist } from '../prompt/menu.js';
+import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
+import { SqliteStore } from '../store/sqlite.js';
+import { Subagents } from '../subagents/delegates.js';
+import type {
+  ApprovalCard,
+  ApprovalRecord,
+  ApprovalStatus,
+  LoopEvent,
+  Mode,
+  RunResult,
+  RunState,
+  RunSummary,
+  Store,
+  ToolSpec,
+} from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { Registries, resolvePluginDirs } from './registries.js';
+import { Sessions } from './sessions.js';
+
+/** Keel's package folder, whether this runs from src/ (tsx) or dist/src/. */
+export const PACKAGE_ROOT = (() => {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return dir;
+})();
+
+/** The reference plugins shipped with Keel (used when no plugin folder is given). */
+export const BUNDLED_PLUGINS = join(PACKAGE_ROOT, 'plugins');
+
+export interface KeelOptions {
+  /** Keel's home: the store and plugin data live here. Default KEEL_HOME, else ~/.keel. */
+  home?: string;
+  /** A store to use instead of the SQLite file under home; null for a run with nowhere to pause (A5). */
+  store?: Store | null;
+  limits?: Partial<Limits>;
+  shortlist?: Shortlist;
+  env?: NodeJS.ProcessEnv;
+  /** Extra built-in tools (tests, embedders). */
+  extraTools?: ToolSpec[];
+}
+
+export interface RunOptions {
+  model?: string | ModelClient;
+  pluginDirs?: string[];
+  /** The session's mode; default: the session's current mode, else agent. */
+  mode?: Mode;
+  /** Continue this session: the new run sees its transcript, mode and contract (C1). */
+  session?: string;
+}
+
+/** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
+export interface PauseResponder {
+  answer(question: string): Promise<string | undefined>;
+  decide(approval: {
+    id: string;
+    card: ApprovalCard;
+  }): Promise<{ decision: ApprovalDecision; actor: string; reason?: string | null } | undefined>;
+}
+
+export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
+}
+
+export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
+  const n = (k: string) => {
+    const v = env[k];
+    if (v === undefined || v === '') return undefined;
+    const x = Number(v);
+    if (!Number.isFinite(x) || x <= 0) throw new KeelError('config', `${k}=${v} is not a positive number`);
+    return x;
+  };
+  const out: Partial<Limits> = {};
+  const steps = n('KEEL_MAX_STEPS');
+  const timeout = n('KEEL_TIMEOUT_MS');
+  const ttl = n('KEEL_APPROVAL_TTL_MINUTES');
+  if (steps) out.maxSteps = steps;
+  if (timeout) out.timeoutMs = timeout;
+  if (ttl) out.approvalTtlMs = ttl * 60_000;
+  return out;
+}
+
+/**
+ * The library API (S2): everything the CLI does is a method here. One Keel per process is enough;
+ * registries are mounted per plugin-folder set and kept.
+ */
+export class Keel {
+  readonly home: string;
+  readonly store: Store | null;
+  private readonly opts: KeelOptions;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly sessions: Sessions;
+  private readonly registries: Registries;
+  private config: KeelConfig | undefined;
+
+  constructor(opts: KeelOptions = {}) {
+    this.opts = opts;
+    this.env = opts.env ?? process.env;
+    this.home = opts.home ? resolve(opts.home) : keelHome(this.env);
+    this.store = opts.store === undefined ? new SqliteStore(join(this.home, 'keel.db')) : opts.store;
+    this.sessions = new Sessions(this.store);
+    this.registries = new Registries({
+      home: this.home,
+      env: this.env,
+      memory: this.store,
+      extraTools: opts.extraTools,
+      currentMode: (ctx) => this.sessions.currentMode({ id: ctx.run_id, mode: ctx.mode }),
+      makeSubagents: (registry) => this.makeSubagents(registry),
+    });
+  }
+
+  /** Plugin folders for a run: the given ones, else KEEL_PLUGINS, else the bundled reference plugins. */
+  pluginDirs(dirs?: readonly string[]): string[] {
+    return resolvePluginDirs(dirs, this.env, BUNDLED_PLUGINS);
+  }
+
+  /** Keel's config file (KEEL_CONFIG or KEEL_HOME/config.yaml), read once. */
+  getConfig(): KeelConfig {
+    this.config ??= loadConfig(this.home, this.env).config;
+    return this.config;
+  }
+
+  /** The plugins of these folders, mounted exactly as a run mounts them (R8: status, tools, drift). */
+  registry(dirs?: readonly string[]): Promise<Registry> {
+    return this.registries.mount(this.pluginDirs(dirs));
+  }
+
+  /** The delegates of every mounted plugin-folder set (C8). */
+  get subagents(): Subagents[] {
+    return this.registries.subagents();
+  }
+
+  /** `keel data reset`: each plugin that keeps data deletes and re-seeds it. */
+  resetData(dirs?: readonly string[]): Promise<ResetRow[]> {
+    return this.registries.resetData(this.pluginDirs(dirs));
+  }
+
+  private makeSubagents(registry: () => Registry): Subagents | undefined {
+    const cfg = this.getConfig().subagents;
+    if (!cfg?.delegates.length) return undefined;
+    return new Subagents(cfg, {
+      registry,
+      createModel: (spec) => createModel(spec, this.env),
+      parent: async (runId) => {
+        const run = await this.getRun(runId);
+        return { model: run.model, session_id: run.session_id };
+      },
+      currentMode: (run) => this.sessions.currentMode(run),
+      limits: this.limits(),
+    });
+  }
+
+  private limits(): Partial<Limits> {
+    return { ...limitsFromEnv(this.env), ...this.opts.limits };
+  }
+
+  private async deps(model: string | ModelClient | undefined, dirs: readonly string[]): Promise<EngineDeps & { notes: string[] }> {
+    const { registry, notes } = await this.registries.forRun(dirs);
+    return {
+      registry,
+      notes,
+      model: typeof model === 'object' ? model : await createModel(model, this.env),
+      store: this.store,
+      limits: this.limits(),
+      shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env)),
+      countTokens: this.env.KEEL_COUNT_TOKENS !== '0',
+      currentMode: (run) => this.sessions.currentMode(run),
+      onModeChange: (run) => this.sessions.changed(run),
+    };
+  }
+
+  async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    const dirs = this.pluginDirs(o.pluginDirs);
+    const spec = typeof o.model === 'object' ? o.model.spec : (o.model ?? this.env.KEEL_MODEL);
+    const session = o.session ? await this.sessions.open(o.session, spec) : undefined;
+    const deps = await this.deps(o.model, dirs);
+    const input = { message, mode: o.mode ?? session?.mode, pluginDirs: dirs, session, notes: deps.notes };
+    return yield* this.sessions.track(streamRun(deps, input));
+  }
+
+  run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    return collect(this.stream(message, o), onEvent);
+  }
+
+  /**
+   * Switches a session's mode (C1; `/mode` in chat), during a run or between runs. Every handler's
+   * fresh check sees it at once (C5); a paused run continues in the new mode.
+   */
+  setMode(sessionId: string, mode: Mode): Promise<void> {
+    return this.sessions.setMode(sessionId, mode);
+  }
+
+  private requireStore(): Store {
+    if (!this.store) throw new KeelError('bad_input', 'this Keel has no store: runs cannot be resumed');
+    return this.store;
+  }
+
+  async getRun(runId: string): Promise<RunState> {
+    const run = await this.requireStore().loadRun(runId);
+    if (!run) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
+    return run;
+  }
+
+  listRuns(limit?: number): Promise<RunSummary[]> {
+    return this.requireStore().listRuns(limit);
+  }
+
+  /** Approval cards, newest state first marked: pending ones past their expiry are expired first (A4). */
+  async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
+    const store = this.requireStore();
+    await expireApprovals(store);
+    return store.listApprovals(filter);
+  }
+
+  /** Resumes with the run's own model spec and plugin folders unless told otherwise. */
+  async *streamResume(runId: string, answer: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    const run = await this.getRun(runId);
+    const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
+    return yield* this.sessions.track(streamResume(deps, runId, answer));
+  }
+
+  resume(runId: string, answer: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    return collect(this.streamResume(runId, answer, o), onEvent);
+  }
+
+  /** A3: answers an approval (the one function every surface uses), then continues its run. */
+  async respondToApproval(
+    id: string,
+    decision: ApprovalDecision,
+    actor: string,
+    reason: string | null = null,
+    onEvent?: (e: LoopEvent) => void,
+  ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+    const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason);
+    const result = await this.continueApproval(approval, onEvent);
+    return { approval, result };
+  }
+
+  /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
+  async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
+    const run = await this.getRun(approval.run_id);
+    const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
+    return collect(this.sessions.track(streamApprovalContinuation(deps, approval)), onEvent);
+  }
+
+  /** `keel resume RUN` without an answer: continue a run whose approval was answered (or recover one). */
+  async continueRun(runId: string, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+    const run = await this.getRun(runId);
+    if (run.pause?.kind !== 'approval') {
+      throw new KeelError('bad_input', `run ${runId} is ${run.status}${run.pause ? ', waiting for an answer: pass --answer TEXT' : ''}`);
+    }
+    const store = this.requireStore();
+    await expireApprovals(store);
+    const approval = await store.getApproval(run.pause.approval_id);
+    if (!approval) throw new KeelError('not_found', `run ${runId} waits for approval ${run.pause.approval_id}, which is not in the store`);
+    if (approval.status === 'pending') {
+      throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
+    }
+    return this.continueApproval(approval, onEvent);
+  }
+
+  /**
+   * Answers a run's pauses one after another until it ends, or the responder leaves one open
+   * (chat, the demo and embedders share this loop). Returns the last result and how many pauses it answered.
+   */
+  async answerPauses(
+    first: RunResult,
+    responder: PauseResponder,
+    onEvent?: (e: LoopEvent) => void,
+  ): Promise<{ result: RunResult; pauses: number }> {
+    let result = first;
+    let pauses = 0;
+    while (result.status === 'paused') {
+      if (result.question !== undefined) {
+        const answer = await responder.answer(result.question);
+        if (answer === undefined) break;
+        pauses++;
+        result = await this.resume(result.run_id, answer, {}, onEvent);
+      } else if (result.approval) {
+        const d = await responder.decide(result.approval);
+        if (!d) break;
+        pauses++;
+        result = (await this.respondToApproval(result.approval.id, d.decision, d.actor, d.reason ?? null, onEvent)).result;
+      } else break;
+    }
+    return { result, pauses };
+  }
+
+  async close(): Promise<void> {
+    await this.registries.close();
+    await this.store?.close();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The only way plugins are mounted: runs, `keel plugins check|show`, `keel data reset`, the demo
+ * (and the server to come) all come here, so a plugin is judged the same way everywhere — with the
+ * core's own tools taking their names first, every handler wrapped with the fresh mode check (C5),
+ * the operator's confirm-once override (R7), the manifest cache, and the skills folder (R25).
+ */
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type ResetRow, resetPluginData } from '../plugin-host/data.js';
+import { mountPlugins, type Registry } from '../plugin-host/host.js';
+import { guardHandler } from '../policy/modes.js';
+import type { Subagents } from '../subagents/delegates.js';
+import { askUser, CORE_DECLARATIONS, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
+import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
+import { confirmOnceOverride } from '../tools/spec.js';
+import type { MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
+
+export interface RegistriesOptions {
+  home: string;
+  env: NodeJS.ProcessEnv;
+  /** Memory for the memory_* built-ins; null: they are not offered (names stay reserved). */
+  memory: MemoryStore | null;
+  /** Extra built-in tools (tests, embedders). */
+  extraTools?: readonly ToolSpec[];
+  /** The session's mode now, for the handler guard (C5). */
+  currentMode: (ctx: ToolContext) => Mode;
+  /** Delegates for a plugin-folder set (C8), given the registry they draw their tools from. */
+  makeSubagents: (registry: () => Registry) => Subagents | undefined;
+}
+
+interface Mounted {
+  registry: Promise<Registry>;
+  subagents: Subagents | undefined;
+}
+
+/** A registry plus the skills folder's tools, rebuilt only when a skill file changes. */
+interface WithSkills {
+  signature: string;
+  notes: string[];
+  registry: Registry;
+}
+
+/** Every core tool name: a plugin may not take one, whichever built-ins this Keel offers. */
+const CORE_NAMES: ReadonlySet<string> = new Set(Object.keys(CORE_DECLARATIONS));
+
+export class Registries {
+  private readonly mounted = new Map<string, Mounted>();
+  private readonly withSkills = new WeakMap<Registry, WithSkills>();
+
+  constructor(private readonly o: RegistriesOptions) {}
+
+  /** The registry for a set of plugin folders, mounted once and kept. */
+  mount(dirs: readonly string[]): Promise<Registry> {
+    const key = dirs.join('\u0000');
+    const hit = this.mounted.get(key);
+    if (hit) return hit.registry;
+    let registry: Registry | undefined;
+    const subagents = this.o.makeSubagents(() => {
+      if (!registry) throw new Error('the delegates ran before their registry was mounted');
+      return registry;
+    });
+    const builtins = [
+      askUser,
+      ...(this.o.memory ? memoryTools(this.o.memory) : []),
+      submitPlan,
+      submitGoal,
+      reportGoal,
+      ...(subagents?.tools() ?? []),
+      ...(this.o.extraTools ?? []),
+    ];
+    const promise = mountPlugins(dirs, {
+      home: this.o.home,
+      builtins,
+      reserved: CORE_NAMES,
+      confirmOnce: confirmOnceOverride(this.o.env),
+      guard: (t) => guardHandler(t, this.o.currentMode),
+    }).then((r) => (registry = r));
+    this.mounted.set(key, { registry: promise, subagents });
+    // A mount that failed (a folder that does not exist) is not kept: the next call tries again.
+    promise.catch(() => this.mounted.delete(key));
+    return promise;
+  }
+
+  /** The delegates of a mounted plugin-folder set, if any are configured. */
+  subagents(): Subagents[] {
+    return [...this.mounted.values()].flatMap((m) => (m.subagents ? [m.subagents] : []));
+  }
+
+  /**
+   * A run's pool: the registry plus the skills folder's tools (R25: a skill never shadows a pool
+   * name). Rebuilt only when a skill file changes, so menus stay shared across runs.
+   */
+  async forRun(dirs: readonly string[]): Promise<{ registry: Registry; notes: string[] }> {
+    const base = await this.mount(dirs);
+    const dir = skillsDir(this.o.home, this.o.env);
+    const signature = skillsSignature(dir);
+    const cached = this.withSkills.get(base);
+    if (cached?.signature === signature) return cached;
+    const skills = loadSkills(dir, base.byName);
+    const pool = skills.tools.length ? [...base.pool, ...skills.tools] : base.pool;
+    const entry: WithSkills = {
+      signature,
+      notes: skills.notes,
+      registry: skills.tools.length ? { ...base, pool, byName: new Map(pool.map((t) => [t.name, t])) } : base,
+    };
+    this.withSkills.set(base, entry);
+    return entry;
+  }
+
+  /** `keel data reset`: each plugin of these folders that keeps data deletes and re-seeds it. */
+  resetData(dirs: readonly string[]): Promise<ResetRow[]> {
+    return resetPluginData(dirs, this.o.home);
+  }
+
+  async close(): Promise<void> {
+    for (const m of this.mounted.values()) await (await m.registry.catch(() => undefined))?.close();
+    this.mounted.clear();
+  }
+}
+
+/** Plugin folders: the given ones, else KEEL_PLUGINS, else the bundled reference plugins. */
+export function resolvePluginDirs(given: readonly string[] | undefined, env: NodeJS.ProcessEnv, bundled: string): string[] {
+  if (given?.length) return given.map((d) => resolve(d));
+  const fromEnv = env.KEEL_PLUGINS?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (fromEnv?.length) return fromEnv.map((d) => resolve(d));
+  return existsSync(bundled) ? [bundled] : [];
+}

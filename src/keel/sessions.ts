@@ -1,0 +1,101 @@
+/**
+ * Sessions: a run belongs to a session, which carries its mode, its approved contract and its
+ * transcript from one run to the next (C1). This module owns the session records, the mode every
+ * handler's fresh check reads (C5), and mode changes — and is the one place that answers "which
+ * mode is this run in now".
+ */
+import { type RunView, RunWriter } from '../loop/run.js';
+import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+
+/** What a new run in an existing session starts from. */
+export interface SessionStart {
+  id: string;
+  history: readonly Message[];
+  contract: Contract | null;
+  /** Model calls the session's earlier runs made with the same model spec (a scripted model's position). */
+  seq_base: number;
+  mode: Mode;
+}
+
+export class Sessions {
+  /** Session id → its mode now. */
+  private readonly modes = new Map<string, Mode>();
+  /** Run id → its session. */
+  private readonly runs = new Map<string, string>();
+
+  constructor(private readonly store: RunStore | null) {}
+
+  /** The session's mode now, else the run's own (C5): the only answer to "which mode is this run in". */
+  currentMode(run: { id: string; session_id?: string; mode: Mode }): Mode {
+    const session = run.session_id ?? this.runs.get(run.id);
+    return (session !== undefined ? this.modes.get(session) : undefined) ?? run.mode;
+  }
+
+  private requireStore(): RunStore {
+    if (!this.store) throw new KeelError('bad_input', 'this Keel has no store: sessions are not kept');
+    return this.store;
+  }
+
+  /** Continues a session: refused while one of its runs is paused or still running. */
+  async open(sessionId: string, modelSpec: string | undefined): Promise<SessionStart> {
+    const store = this.requireStore();
+    const rec = await store.getSession(sessionId);
+    if (!rec) throw new KeelError('not_found', `no session ${sessionId} (keel runs list shows each run's session)`);
+    const last = rec.last_run_id ? await store.loadRun(rec.last_run_id) : undefined;
+    if (last?.status === 'paused' || last?.status === 'running') {
+      throw new KeelError('conflict', `session ${sessionId} has a run that is ${last.status} (${last.id}): answer or finish it first`);
+    }
+    const seq_base = last && last.model === modelSpec ? last.seq_base + last.model_calls : 0;
+    return { id: rec.id, history: last?.messages ?? [], contract: rec.contract, seq_base, mode: rec.mode };
+  }
+
+  /**
+   * Follows a leg: as its run starts, binds the run to its session and stores the session record
+   * (so the session's mode can change while its first run works).
+   */
+  async *track(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    while (true) {
+      const n = await gen.next();
+      if (n.done) return n.value;
+      const e = n.value;
+      if (e.type === 'run_started') {
+        this.runs.set(e.run_id, e.session_id);
+        this.modes.set(e.session_id, e.mode);
+        await this.save(e.session_id, { mode: e.mode, last_run_id: e.run_id });
+      }
+      yield e;
+    }
+  }
+
+  /**
+   * Switches a session's mode (C1; `/mode` in chat). Every handler's fresh check sees it at once
+   * (C5); a running run decides in it from its next step, a paused one when it continues.
+   */
+  async setMode(sessionId: string, mode: Mode): Promise<void> {
+    const store = this.requireStore();
+    const rec = await store.getSession(sessionId);
+    if (!rec) throw new KeelError('not_found', `no session ${sessionId}`);
+    this.modes.set(sessionId, mode);
+    await this.save(sessionId, { mode });
+    if (rec.last_run_id) await RunWriter.switchPausedMode(store, rec.last_run_id, mode);
+  }
+
+  /** An approved plan or goal changed the run's mode and contract: the session follows (C1). */
+  async changed(run: RunView): Promise<void> {
+    this.modes.set(run.session_id, run.mode);
+    await this.save(run.session_id, { mode: run.mode, contract: run.contract, last_run_id: run.id });
+  }
+
+  private async save(id: string, patch: Partial<Omit<SessionRecord, 'id' | 'updated_at'>>): Promise<void> {
+    if (!this.store) return;
+    const rec = await this.store.getSession(id);
+    await this.store.saveSession({
+      id,
+      mode: patch.mode ?? rec?.mode ?? 'agent',
+      last_run_id: patch.last_run_id ?? rec?.last_run_id ?? null,
+      contract: patch.contract !== undefined ? patch.contract : (rec?.contract ?? null),
+      updated_at: new Date().toISOString(),
+    });
+  }
+}

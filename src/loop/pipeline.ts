@@ -1,0 +1,225 @@
+/**
+ * The one path of a tool call, read top to bottom: prepare → execute → finalize.
+ *
+ * - prepare: parse the arguments (R21), check them against the schema, ask the gate (`decide`),
+ *   and for a call that needs a card, the plugin's `validate` and `describe` (A1).
+ * - execute: the fresh mode check (C5, a decision, never a crash), `onToolCall` hooks, the effect
+ *   record (R29), the side-effect ledger when the call runs under an approval (A2), the handler.
+ * - finalize: `onToolResult` hooks.
+ *
+ * The engine's reply loop and the approval continuation both call it, so an approved call gets the
+ * run's abort signal, mode and events like any other. Every sentence it writes is in sentences.ts.
+ */
+import { describeCall } from '../approvals/card.js';
+import type { Registry } from '../plugin-host/host.js';
+import { decide, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
+import { ModeDenied } from '../policy/modes.js';
+import type { Menu } from '../prompt/menu.js';
+import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
+import { callKey } from '../util/json.js';
+import { closestNames, truncate } from '../util/text.js';
+import { SAY } from './sentences.js';
+
+/** What prepare decided for one call. */
+export type Prepared =
+  /** The core answers the call itself (unknown, denied, invalid, held, refused): nothing runs. */
+  | { kind: 'answered'; outcome: Outcome; result: string }
+  /** R13: the earlier result, marked; `nth` counts the repeats of that call. */
+  | { kind: 'repeat'; earlier: LedgerEntry; nth: number; result: string }
+  /** R17: the run pauses for the user's answer. */
+  | { kind: 'ask_user'; question: string }
+  /** A1: the run pauses for the owner's card. */
+  | { kind: 'approval'; item: ApprovalItem }
+  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown> };
+
+export interface PrepareInput {
+  call: ToolCall;
+  pool: ReadonlyMap<string, ToolSpec>;
+  menu: Pick<Menu, 'admissible'>;
+  mode: Mode;
+  gate: GateState;
+  /** What this reply has already left pending: one question or card set at a time. */
+  pending: { question: boolean; approvals: boolean };
+}
+
+function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | undefined {
+  if (call.args === undefined) return SAY.argumentsNotJson(truncate(call.raw_args ?? '', 120));
+  if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) return SAY.argumentsNotObject;
+  return tool?.checkArgs(call.args);
+}
+
+/** Decides what happens to one call. Runs nothing of the plugin's but `validate` and `describe`. */
+export async function prepareCall(x: PrepareInput): Promise<Prepared> {
+  const { call, pool } = x;
+  const tool = pool.get(call.name);
+  const args = call.args ?? {};
+  const decision = decide({
+    name: call.name,
+    tool,
+    admissible: x.menu.admissible(call.name),
+    argsProblem: argumentsProblem(call, tool),
+    key: callKey(call.name, args),
+    mode: x.mode,
+    state: x.gate,
+  });
+  const answered = (outcome: Outcome, result: string): Prepared => ({ kind: 'answered', outcome, result });
+  switch (decision.kind) {
+    case 'unknown_tool': {
+      const names = [...pool.keys()].filter((n) => x.menu.admissible(n));
+      return answered('unknown_tool', SAY.unknownTool(call.name, closestNames(call.name, names)));
+    }
+    case 'deny':
+      return answered('denied_by_mode', SAY.deniedByMode(call.name, decision.mode, SUBMIT_TOOL[decision.mode]));
+    case 'invalid_arguments':
+      return answered('invalid_arguments', SAY.invalidArguments(call.name, decision.problem));
+    case 'ask_user':
+      if (!x.gate.canPause) return answered('error', SAY.cannotAsk);
+      if (x.pending.question || x.pending.approvals) return answered('error', SAY.oneThingAtATime);
+      return { kind: 'ask_user', question: String(args.question ?? '') };
+    case 'repeat':
+      return {
+        kind: 'repeat',
+        earlier: decision.earlier,
+        nth: decision.nth,
+        result: SAY.repeat(call.name, decision.earlier.call_id, decision.earlier.content),
+      };
+    case 'hold_for_confirmation':
+      return answered('held_for_confirmation', SAY.heldForConfirmation(call.name));
+    case 'refuse_approval':
+      return answered('error', SAY.approvalUnavailable(call.name));
+    case 'needs_approval': {
+      // decide() returns needs_approval only for a pool tool.
+      const spec = tool as ToolSpec;
+      const problem = x.pending.question ? SAY.questionPendingForApproval : await validateArgs(spec, args);
+      if (problem) return answered('invalid_arguments', SAY.notQueued(call.name, problem));
+      return { kind: 'approval', item: { call_id: call.id, tool: call.name, args, card: describeCall(spec, args) } };
+    }
+    case 'run':
+      return { kind: 'execute', tool: tool as ToolSpec, args };
+  }
+}
+
+/** A1: the plugin's own check of a call that needs a card; a problem goes back to the model. */
+async function validateArgs(tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
+  if (!tool.validate) return undefined;
+  try {
+    const p = await tool.validate(args);
+    return typeof p === 'string' && p.trim() ? p : undefined;
+  } catch (err) {
+    return SAY.validateFailed(errorMessage(err));
+  }
+}
+
+/** What a run lends the calls it executes. */
+export interface ExecuteContext {
+  run_id: string;
+  request: string;
+  registry: Pick<Registry, 'hooks' | 'chargeFailure'>;
+  /** The session's mode now (C5): read at call time, never captured. */
+  currentMode: () => Mode;
+  signal: AbortSignal;
+  /** R29: stores a non-read effect before the handler starts. */
+  recordEffect: (e: EffectRecord) => Promise<void>;
+  /** A2: the side-effect ledger, when the call runs under an approval: it runs at most once. */
+  ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet'>; approval_id: string };
+}
+
+export interface Executed {
+  /** `ran` (the handler returned, even with an error result), `error` (the core wrote it), or denied. */
+  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode'>;
+  content: string;
+  is_error: boolean;
+  /** A2: the ledger holds the call's intent but not its outcome: it was not run again. */
+  unknown_outcome?: true;
+}
+
+function normalizeOutput(out: ToolOutput): { content: string; is_error: boolean } {
+  if (typeof out === 'string') return { content: out, is_error: false };
+  if (out && typeof out === 'object' && typeof out.content === 'string') {
+    return { content: out.content, is_error: Boolean(out.is_error) };
+  }
+  return { content: out === undefined ? '' : JSON.stringify(out), is_error: false };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs one allowed call. Every failure becomes a result: nothing here throws. */
+export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: string, args: Record<string, unknown>): Promise<Executed> {
+  const denied = (mode: Mode): Executed => ({
+    outcome: 'denied_by_mode',
+    content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]),
+    is_error: true,
+  });
+  const core = (content: string): Executed => ({ outcome: 'error', content, is_error: true });
+
+  // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
+  let mode = ctx.currentMode();
+  if (!executableInMode(tool, mode)) return denied(mode);
+  const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args, mode };
+  for (const hook of ctx.registry.hooks.onToolCall) {
+    try {
+      const verdict = await hook(event);
+      if (verdict && typeof verdict === 'object' && 'block' in verdict) return core(SAY.blockedByHook(tool.name, String(verdict.block)));
+    } catch (err) {
+      return core(SAY.hookFailed(tool.name, errorMessage(err)));
+    }
+  }
+  // A hook may take its time: the mode is read again, right before anything changes.
+  mode = ctx.currentMode();
+  if (!executableInMode(tool, mode)) return denied(mode);
+
+  const ledger = ctx.ledger;
+  if (ledger) {
+    const fresh = await ledger.store.ledgerStart({
+      approval_id: ledger.approval_id,
+      call_id: callId,
+      tool: tool.name,
+      args_json: JSON.stringify(args),
+    });
+    if (!fresh) {
+      const row = await ledger.store.ledgerGet(ledger.approval_id, callId);
+      if (row?.state === 'finished') return { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };
+      return { ...core(SAY.unknownOutcome(tool.name)), unknown_outcome: true };
+    }
+  }
+  if (tool.declaration.effect !== 'read')
+    await ctx.recordEffect({ call_id: callId, tool: tool.name, effect: tool.declaration.effect, args });
+
+  let result: Executed;
+  try {
+    const out = await tool.execute(args, { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal });
+    result = { outcome: 'ran', ...normalizeOutput(out) };
+  } catch (err) {
+    if (err instanceof ModeDenied) {
+      result = denied(err.mode);
+    } else {
+      ctx.registry.chargeFailure(tool);
+      result = core(SAY.toolFailed(tool.name, errorMessage(err)));
+    }
+  }
+  if (result.outcome !== 'denied_by_mode') result = await finalizeCall(ctx, event, result);
+  if (ledger) await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
+  return result;
+}
+
+/** Result hooks may rewrite what the model sees; a failing hook leaves the result as it was. */
+async function finalizeCall(
+  ctx: ExecuteContext,
+  event: { run_id: string; call_id: string; tool: string; args: Record<string, unknown>; mode: Mode },
+  result: Executed,
+): Promise<Executed> {
+  let out = result;
+  for (const hook of ctx.registry.hooks.onToolResult) {
+    try {
+      const rewritten = await hook({ ...event, content: out.content, is_error: out.is_error });
+      if (rewritten && typeof rewritten.content === 'string') {
+        out = { ...out, content: rewritten.content, is_error: rewritten.is_error ?? out.is_error };
+      }
+    } catch {
+      // A failing result hook leaves the result as the tool returned it.
+    }
+  }
+  return out;
+}

@@ -1,0 +1,50 @@
+import type { Mode } from '../types/index.js';
+
+/**
+ * Every sentence the core writes into a tool result instead of (or about) running the tool, each
+ * once. The model reads these: they say what happened to the call and what to do next, and they
+ * never claim that something ran when it did not.
+ */
+export const SAY = {
+  /** R24: a name in no pool, or hidden in this mode (C3). */
+  unknownTool: (name: string, closest: readonly string[]) =>
+    `Unknown tool '${name}': no such tool is available.${closest.length ? ` Closest: ${closest.join(', ')}.` : ''}`,
+  /** R21: the arguments did not parse, or are not an object, or do not match the schema. */
+  invalidArguments: (name: string, problem: string) => `Invalid arguments for ${name}: ${problem}. Fix them and call it again.`,
+  argumentsNotJson: (raw: string) => `the arguments are not valid JSON (${raw})`,
+  argumentsNotObject: 'the arguments must be a JSON object',
+  /** C2/C4/C5: the mode's allowlist refused the call, before hooks and handler. */
+  deniedByMode: (name: string, mode: Mode, submitTool: string | undefined) =>
+    `${name} is unavailable in ${mode} mode: it was not run. In ${mode} mode only read tools, ask_user${submitTool ? ` and ${submitTool}` : ''} can run; put this action in your ${mode === 'goal' ? 'goal' : 'plan'} instead.`,
+  /** R15: the first call of a confirm-once write. */
+  heldForConfirmation: (name: string) =>
+    `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
+  /** R13: the earlier result, marked as a repeat. */
+  repeat: (name: string, earlierCallId: string, earlier: string) =>
+    `${earlier}\n\n[Repeat: ${name} was already called with these arguments (call ${earlierCallId}); this is that result. Do not call it again; use it.]`,
+  /** A5: nowhere to pause for the owner's card. */
+  approvalUnavailable: (name: string) => `${name} not run: it needs the owner's approval, which cannot be taken here.`,
+  /** A1: the plugin's validate() found a problem; nothing was queued. */
+  notQueued: (name: string, problem: string) => `${name} not run: ${problem}`,
+  validateFailed: (message: string) => `its arguments could not be checked (${message})`,
+  questionPendingForApproval: 'a question to the user is pending in this reply; call it again after the answer',
+  /** R17: ask_user in a run that cannot pause (no store: delegates, embedders). */
+  cannotAsk: 'Cannot ask the user here: this run has no store to pause in. Answer with what you have.',
+  oneThingAtATime: 'Another question or approval is already pending in this reply: ask one thing at a time, after it is answered.',
+  /** An onToolCall hook blocked the call, or failed. */
+  blockedByHook: (name: string, why: string) => `${name} was not run: ${why}`,
+  hookFailed: (name: string, message: string) => `${name} was not run: a tool-call hook failed (${message})`,
+  /** R6: the tool's handler threw; its plugin is charged one failure. */
+  toolFailed: (name: string, message: string) => `${name} is unavailable (${message}); answer without it.`,
+  /** A2: the owner rejected the card. */
+  rejected: (name: string, reason: string | null) =>
+    `Not run: the owner rejected this ${name} call${reason ? ` (${reason})` : ''}. Nothing changed.`,
+  /** A4: the card expired before anyone answered it. */
+  approvalExpired: (name: string, approvalId: string) =>
+    `Not run: approval ${approvalId} for this ${name} call expired before anyone answered it. Nothing changed.`,
+  /** A2: a call whose intent is in the ledger but whose outcome is not: never run again. */
+  unknownOutcome: (name: string) =>
+    `The outcome of ${name} is unknown: Keel stopped while it was running, so it was not run again. Check its effect before trying again.`,
+  /** A2: the approved tool is gone from the pool (its plugin did not mount this time). */
+  noLongerAvailable: (name: string) => `${name} is no longer available (its plugin did not mount); nothing was run.`,
+} as const;

@@ -1,0 +1,81 @@
+/**
+ * The vocabulary of tools: what a tool does to the world, what the core does before it runs, and
+ * the shapes plugins and the core exchange. This folder is the bottom layer: it imports nothing of
+ * Keel's, and every other layer may use it.
+ */
+
+/** What a call changes in the world (M2). */
+export const EFFECTS = ['read', 'write', 'destructive'] as const;
+export type Effect = (typeof EFFECTS)[number];
+
+/** What the core does before a call runs (M3): nothing, ask once per run, or a card per call. */
+export type Gate = 'none' | 'confirm_once' | 'approval';
+
+/** A session's mode (C1). Plan and Goal are the contract modes. */
+export type Mode = 'agent' | 'plan' | 'goal';
+export const MODES: readonly Mode[] = ['agent', 'plan', 'goal'];
+
+/** A tool declaration with every default filled in: what the core reads (M2). */
+export interface Declaration {
+  effect: Effect;
+  confirm?: 'once' | 'never';
+  approval?: 'pinned';
+  guidance?: string;
+  pinned: boolean;
+  answers_directly: boolean;
+  undo?: string;
+  contract_modes: 'declare' | 'hide';
+}
+
+export type JsonSchema = Record<string, unknown>;
+
+/** What a tool's execute returns: plain text, or text with structured details. */
+export type ToolOutput = string | { content: string; details?: unknown; is_error?: boolean };
+
+/** What a handler receives besides its arguments. */
+export interface ToolContext {
+  run_id: string;
+  call_id: string;
+  /** The session's mode at call time (read fresh, never cached: C5). */
+  mode: Mode;
+  /** The user's request that started the run. */
+  request: string;
+  signal: AbortSignal;
+}
+
+/** An approval card in the plugin's own words (A1). */
+export interface CardText {
+  title: string;
+  lines: string[];
+}
+
+/** The plugin entry contract: `api.registerTool(def)`. Stable: plugins outside this repo use it. */
+export interface ToolDefinition<Args extends Record<string, unknown> = Record<string, unknown>> {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+  execute: (args: Args, ctx: ToolContext) => ToolOutput | Promise<ToolOutput>;
+  describe?: (args: Args) => CardText;
+  validate?: (args: Args) => string | undefined | Promise<string | undefined>;
+}
+
+/** A tool as the core holds it: the definition plus its declaration and derived gate. */
+export interface ToolSpec extends ToolDefinition {
+  /** Owning plugin, or 'core' for built-ins. */
+  plugin: string;
+  declaration: Declaration;
+  gate: Gate;
+  /** Returns a message when `args` do not match `parameters`. */
+  checkArgs: (args: unknown) => string | undefined;
+  /** Built-ins that exist only in some modes (submit_plan in plan mode). */
+  onlyInModes?: readonly Mode[];
+  /** Built-ins that exist only while the run works under an approved contract of this kind (report_goal). */
+  onlyWithContract?: 'plan' | 'goal';
+}
+
+/** The part of a tool the model is shown. */
+export interface ToolDeclaration {
+  name: string;
+  description: string;
+  parameters: JsonSchema;
+}
