@@ -1,5 +1,5 @@
 /**
- * SPEC M5: writes schema/plugin.schema.json from the manifest's zod schema, so editors validate
+ * M5: writes schema/plugin.schema.json from the manifest's zod schema, so editors validate
  * plugin.yaml as it is typed. Run `npm run schema` after changing src/manifest/schema.ts;
  * test/manifest/schema-file.test.ts fails while the committed file is stale.
  *

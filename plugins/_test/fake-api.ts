@@ -1,6 +1,6 @@
 // Test helper for the reference plugins: a tiny stand-in for the host's PluginAPI.
 // It mirrors the two rules a plugin's tests depend on: a tool must be declared in the plugin's own
-// manifest to be registered or declared (SPEC R1, R2, R4), and arguments are checked against the
+// manifest to be registered or declared (R1, R2, R4), and arguments are checked against the
 // tool's JSON Schema before execute runs (the core does this with ajv too). No src/ import: the
 // plugins are tested as the user plugins they are.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';

@@ -1,6 +1,6 @@
 // The reference plugins through the real plugin host (src/plugin-host), as `keel` mounts them: every
 // plugin loads with no drift and no refusals, every plugin exports reset(home), and the host itself
-// refuses a tool the email agent passes to declareTool without declaring it (SPEC R4).
+// refuses a tool the email agent passes to declareTool without declaring it (R4).
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

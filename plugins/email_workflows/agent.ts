@@ -1,5 +1,5 @@
 // The email plugin's own agent loop: a deterministic, rule-based planner (no model) over tools the
-// plugin builds itself and passes through api.declareTool (SPEC R4), so each one carries its manifest
+// plugin builds itself and passes through api.declareTool (R4), so each one carries its manifest
 // declaration. The agent is declared read, so it runs only tools whose declaration is read.
 import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
@@ -142,7 +142,7 @@ export function agentTools(db: Db): ToolDefinition[] {
   ];
 }
 
-/** Declares each tool through the host (SPEC R4); a refused tool is left out of the agent's toolbox. */
+/** Declares each tool through the host (R4); a refused tool is left out of the agent's toolbox. */
 export function buildToolbox(api: Pick<PluginAPI, 'declareTool'>, defs: ToolDefinition[]): Map<string, ToolSpec> {
   const box = new Map<string, ToolSpec>();
   for (const def of defs) {

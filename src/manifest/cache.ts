@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { SchemaVerdicts } from '../tools/spec.js';
+import type { SchemaVerdicts } from '../types/index.js';
 import type { Manifest } from './schema.js';
 
 /**

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { ManifestCache } from './cache.js';
 import { type Declaration, EFFECTS, effectiveGate, type Manifest, ManifestSchema, normalizeDeclaration, TOOL_NAME } from './schema.js';
 
-/** One reason a manifest does not mount, with where it is (SPEC M4). */
+/** One reason a manifest does not mount, with where it is (M4). */
 export interface ManifestIssue {
   plugin: string;
   tool?: string;
@@ -145,7 +145,7 @@ function shapeIssues(i: z.core.$ZodIssue, at: IssueAt, raw: unknown): ManifestIs
   return [at(path, `${i.message} (got ${got})`)];
 }
 
-/** The cross-field rules of SPEC M4 that a schema cannot say. */
+/** The cross-field rules of M4 that a schema cannot say. */
 function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
   const out: ManifestIssue[] = [];
   const tools = m.tools ?? {};

@@ -58,7 +58,7 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
   };
 }
 
-/** SPEC M3: the effective gate of a declaration. */
+/** M3: the effective gate of a declaration. */
 export function effectiveGate(d: Pick<Declaration, 'effect' | 'confirm' | 'approval'>): Gate {
   if (d.effect === 'read') return 'none';
   if (d.effect === 'destructive' || d.approval === 'pinned') return 'approval';
@@ -107,7 +107,7 @@ const MANIFEST_RULES: JsonObject[] = [
   ),
 ];
 
-/** SPEC M5: the manifest as JSON Schema (draft-07), written to schema/plugin.schema.json by `npm run schema`. */
+/** M5: the manifest as JSON Schema (draft-07), written to schema/plugin.schema.json by `npm run schema`. */
 export function manifestJsonSchema(): JsonObject {
   const schema = z.toJSONSchema(ManifestSchema, { target: 'draft-7' }) as JsonObject;
   const tools = (schema.properties as Record<string, JsonObject>).tools;

@@ -53,7 +53,7 @@ export function ollamaBaseUrl(host: string | undefined): string {
   return url;
 }
 
-/** SPEC P1: a provider spec (without `script:`) and the environment → where and how to call. */
+/** P1: a provider spec (without `script:`) and the environment → where and how to call. */
 export function resolveTarget(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): ProviderTarget {
   const checkUrl = (url: string, from: string) => {
     try {
@@ -179,7 +179,7 @@ function piModel(pi: Pi, t: ProviderTarget): PiAi.Model<PiApi> {
   } as PiAi.Model<PiApi>;
 }
 
-/** Real providers through pi-ai (SPEC P1). pi-ai loads here, on first use, not with the CLI. */
+/** Real providers through pi-ai (P1). pi-ai loads here, on first use, not with the CLI. */
 export async function createProviderModel(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): Promise<ModelClient> {
   const target = resolveTarget(kind, rest, spec, env);
   const pi: Pi = await import('@mariozechner/pi-ai');

@@ -5,7 +5,7 @@ import type { ToolCall } from '../types/index.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './types.js';
 
 /**
- * One scripted reply (SPEC P2). Stable format:
+ * One scripted reply (P2). Stable format:
  *   - tool_calls: [{ id: c1, name: upcoming_dues, args: { within_days: 15 } }]
  *   - text: "Here is what I found."
  * Extensions for tests: `arguments: "<raw text>"` instead of `args` (malformed JSON, R21),

@@ -18,7 +18,7 @@ export interface Registry {
   pool: ToolSpec[];
   byName: Map<string, ToolSpec>;
   hooks: { onToolCall: ToolCallHook[]; onToolResult: ToolResultHook[] };
-  /** Charges a tool failure to the plugin that owns the tool (SPEC R6). */
+  /** Charges a tool failure to the plugin that owns the tool (R6). */
   chargeFailure(tool: ToolSpec): void;
   close(): Promise<void>;
 }
@@ -214,7 +214,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     const poolBefore = pool.length;
     const hooksBefore = { call: hooks.onToolCall.length, result: hooks.onToolResult.length };
     try {
-      // The server's tools go through api.registerTool, so admit() decides each one (SPEC R1-R3).
+      // The server's tools go through api.registerTool, so admit() decides each one (R1-R3).
       // The MCP SDK loads only for plugins that mount a server (it costs every command otherwise).
       if (manifest.mcp) await (await import('./mcp.js')).mountMcpServer(manifest.mcp, api);
       await setup(api);
@@ -273,7 +273,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   };
 }
 
-/** Non-zero when any plugin failed or is degraded (SPEC R8). */
+/** Non-zero when any plugin failed or is degraded (R8). */
 export function registryHealthy(r: Pick<Registry, 'plugins'>): boolean {
   return r.plugins.every((p) => p.status === 'loaded');
 }

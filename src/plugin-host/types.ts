@@ -47,7 +47,7 @@ export interface PluginReport {
   degraded: Row[];
   /** Manifest and code disagree in a way that refuses nothing. */
   drift: Row[];
-  /** Tool failures charged to this plugin at run time (SPEC R6). */
+  /** Tool failures charged to this plugin at run time (R6). */
   runtime_failures: number;
 }
 
@@ -79,7 +79,7 @@ export interface PluginAPI {
   /** Keel's home folder (KEEL_HOME): where a plugin keeps its data. */
   readonly home: string;
   registerTool(def: ToolDefinition): void;
-  /** SPEC R4: the same check for a tool the plugin runs in its own loop. Undefined when refused. */
+  /** R4: the same check for a tool the plugin runs in its own loop. Undefined when refused. */
   declareTool(def: ToolDefinition): ToolSpec | undefined;
   onToolCall(fn: ToolCallHook): void;
   onToolResult(fn: ToolResultHook): void;

@@ -3,8 +3,8 @@ import { callKey } from '../util/json.js';
 
 /**
  * The gate: one pure function deciding what happens to a tool call, in the order
- * unknown → mode → arguments → ask_user → repeat → effect gate (DESIGN.md "One path").
- * Most of SPEC's rules live here; the engine only carries out the decision.
+ * unknown → mode → arguments → ask_user → repeat → effect gate.
+ * Most of Keel's rules (docs/rules.md) live here; the engine only carries out the decision.
  */
 export type Decision =
   | { kind: 'run' }
@@ -17,7 +17,7 @@ export type Decision =
   | { kind: 'invalid_arguments'; problem: string }
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number };
 
-/** An executed call the repeat guard remembers (SPEC R13). */
+/** An executed call the repeat guard remembers (R13). */
 export interface LedgerEntry {
   call_id: string;
   tool: string;
@@ -58,7 +58,7 @@ export interface GateInput {
 /** The tool each contract mode submits its proposal with (C1). */
 export const SUBMIT_TOOL: Record<Mode, string | undefined> = { agent: undefined, plan: 'submit_plan', goal: 'submit_goal' };
 
-/** SPEC C2: in a contract mode only reads, ask_user and the mode's own submit tool may run. */
+/** C2: in a contract mode only reads, ask_user and the mode's own submit tool may run. */
 export function executableInMode(tool: ToolSpec, mode: Mode): boolean {
   if (mode === 'agent') return true;
   return tool.declaration.effect === 'read' || tool.name === 'ask_user' || tool.name === SUBMIT_TOOL[mode];

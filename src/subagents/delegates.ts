@@ -32,7 +32,7 @@ interface Task {
 const TASK_FAMILY = new Set(['task', 'task_wait', 'task_list', 'task_stop', 'ask_user']);
 
 /**
- * SPEC C8: named delegates from the config, each run with its own isolated history through the
+ * C8: named delegates from the config, each run with its own isolated history through the
  * same engine and gate (one loop body), with a subset of the parent's tools. Delegate runs have no
  * store, so they cannot pause: ask_user and approvals are refused inside them (A5).
  */

@@ -3,7 +3,7 @@ import type { MemoryStore, ToolDefinition, ToolSpec } from '../types/index.js';
 import { makeToolSpec } from './spec.js';
 
 /**
- * SPEC R5: the core's own tools declare their effects here, in code, not in any manifest.
+ * R5: the core's own tools declare their effects here, in code, not in any manifest.
  * memory_* and record_feedback are writes the user's own sentence authorises (confirm: never);
  * invoke_pending_action and promote_recommendation act on something outside the conversation
  * (confirm: once); the subagent tools stay declared in contract modes.

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
-import type { ToolDefinition, ToolSpec } from '../types/index.js';
+import type { SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
 
 // One validator instance: compiled schemas are cached by it.
 // addUsedSchema: false — tools are independent: two plugins may use the same `$id` in their
@@ -93,12 +93,7 @@ function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVe
   return () => compiled;
 }
 
-/** Remembered meta-schema verdicts (see ManifestCache): a schema checked valid once is not checked again. */
-export interface SchemaVerdicts {
-  valid(schema: Record<string, unknown>, check: () => boolean): boolean;
-}
-
-/** A declaration for a tool nobody declared: read, gate none (SPEC R5, last sentence). */
+/** A declaration for a tool nobody declared: read, gate none (R5, last sentence). */
 export const DEFAULT_DECLARATION: Declaration = normalizeDeclaration({ effect: 'read' });
 
 /** Why a definition cannot become a tool, or undefined when it can. */
@@ -163,7 +158,7 @@ export function makeToolSpec(
   };
 }
 
-/** SPEC R7: KEEL_CONFIRM_ONCE_TOOLS adds names to the confirm-once set; unset or `none` adds nothing. */
+/** R7: KEEL_CONFIRM_ONCE_TOOLS adds names to the confirm-once set; unset or `none` adds nothing. */
 export function confirmOnceOverride(env: NodeJS.ProcessEnv = process.env): Set<string> {
   const raw = (env.KEEL_CONFIRM_ONCE_TOOLS ?? '').trim();
   if (raw === '' || raw.toLowerCase() === 'none') return new Set();

@@ -79,3 +79,8 @@ export interface ToolDeclaration {
   description: string;
   parameters: JsonSchema;
 }
+
+/** Remembered meta-schema verdicts (the manifest cache): a schema checked valid once is not checked again. */
+export interface SchemaVerdicts {
+  valid(schema: Record<string, unknown>, check: () => boolean): boolean;
+}

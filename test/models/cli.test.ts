@@ -1,4 +1,4 @@
-// SPEC P1 through the real CLI (bin/keel.js → dist/): an unreachable Ollama fails fast with a message
+// P1 through the real CLI (bin/keel.js → dist/): an unreachable Ollama fails fast with a message
 // that says which URL was tried and what to do; pi-ai is loaded only by commands that call a model.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';

@@ -1,4 +1,4 @@
-// The fake gateway itself (SPEC P3), spoken to directly with fetch: both protocols, streaming and
+// The fake gateway itself (P3), spoken to directly with fetch: both protocols, streaming and
 // not (pi-ai only ever streams), the pairing rules every real API enforces, and strict mode.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -223,7 +223,7 @@ describe('Anthropic messages', () => {
   });
 });
 
-describe('pairing (always) and strict mode (SPEC P3)', () => {
+describe('pairing (always) and strict mode (P3)', () => {
   const openaiHistory = (toolName: string, resultId = 'call_9') => [
     { role: 'user', content: 'hi' },
     { role: 'assistant', content: null, tool_calls: [{ id: 'call_9', type: 'function', function: { name: toolName, arguments: '{}' } }] },

@@ -1,4 +1,4 @@
-// SPEC P1: the pi-ai provider layer on its own, against the fake gateway (both protocols):
+// P1: the pi-ai provider layer on its own, against the fake gateway (both protocols):
 // spec resolution, streaming, ids, raw arguments (R21), schemas, usage and cost, failures.
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';

@@ -1,4 +1,4 @@
-// SPEC P3: whole Keel runs through the real provider code (pi-ai) against a strict fake gateway,
+// P3: whole Keel runs through the real provider code (pi-ai) against a strict fake gateway,
 // once per protocol. R15-R19 (confirm-once, pause, resume in a new process), A1-A2 (approval),
 // C3-C4 (Plan mode keeps denied tools declared), R20/R28 (model_error).
 import assert from 'node:assert/strict';

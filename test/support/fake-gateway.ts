@@ -1,5 +1,5 @@
 /**
- * A local model gateway for wire-level tests (SPEC P3). It speaks two protocols on 127.0.0.1:
+ * A local model gateway for wire-level tests (P3). It speaks two protocols on 127.0.0.1:
  *   - OpenAI chat completions: POST /v1/chat/completions (SSE with chunked tool-call deltas and
  *     [DONE] when `stream: true`, one JSON object otherwise);
  *   - Anthropic messages: POST /v1/messages (SSE message_start … message_stop, or one JSON object).

@@ -1,4 +1,4 @@
-// Registers one declared tool and one it never declared: Keel refuses the second (SPEC R2).
+// Registers one declared tool and one it never declared: Keel refuses the second (R2).
 export default function setup(api) {
   api.registerTool({
     name: 'rogue_status',
