@@ -151,7 +151,8 @@ export function draftManifest(input: {
   doc.commentBefore = [HEADER(input.commandLine, serverLabel), ...skipped].join('\n');
   const toolMap = doc.get('tools', true);
   for (const d of drafted) {
-    const t = input.tools.find((x) => x.name === d.mcp_name)!;
+    const t = input.tools.find((x) => x.name === d.mcp_name);
+    if (!t) continue;
     const pair = isMap(toolMap) ? toolMap.items.find((p) => isScalar(p.key) && p.key.value === d.name) : undefined;
     const notes = [firstLine(t.description) ?? firstLine(t.title)].filter((x): x is string => !!x);
     if (d.name !== t.name) notes.push(`the server calls it ${t.name}`);

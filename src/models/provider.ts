@@ -115,14 +115,15 @@ export function resolveTarget(kind: string, rest: string, spec: string, env: Nod
     }
     case 'google': {
       const keyEnv = env.GEMINI_API_KEY?.trim() ? 'GEMINI_API_KEY' : env.GOOGLE_API_KEY?.trim() ? 'GOOGLE_API_KEY' : undefined;
-      if (!keyEnv) throw missingKey(spec, ['GEMINI_API_KEY', 'GOOGLE_API_KEY']);
+      const apiKey = keyEnv ? env[keyEnv]?.trim() : undefined;
+      if (!keyEnv || !apiKey) throw missingKey(spec, ['GEMINI_API_KEY', 'GOOGLE_API_KEY']);
       return {
         kind,
         model: rest,
         api: 'google-generative-ai',
         provider: 'google',
         baseUrl: 'https://generativelanguage.googleapis.com/v1beta',
-        apiKey: env[keyEnv]!.trim(),
+        apiKey,
         keyEnv,
         label: 'Google',
         unreachable: 'check your network, or pick another model with --model',
@@ -143,7 +144,7 @@ export function resolveTarget(kind: string, rest: string, spec: string, env: Nod
         provider: 'openai-compatible',
         baseUrl,
         // Local servers (vLLM, llama.cpp) take no key; the OpenAI client insists on one.
-        apiKey: keyEnv ? env[keyEnv]!.trim() : 'none',
+        apiKey: (keyEnv && env[keyEnv]?.trim()) || 'none',
         keyEnv: keyEnv ?? 'KEEL_API_KEY',
         label: `the server at ${baseUrl}`,
         unreachable: 'check that the server is running and the URL in the model spec is right, or pick another model with --model',

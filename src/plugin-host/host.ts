@@ -206,7 +206,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       report.status = 'failed';
       report.failures.push({
         kind: 'entry_failed',
-        message: `plugin ${report.name}: cannot load ${basename(entryFile!)}: ${(err as Error).message}`,
+        message: `plugin ${report.name}: cannot load ${entryFile ? basename(entryFile) : 'its MCP server'}: ${(err as Error).message}`,
       });
       continue;
     }

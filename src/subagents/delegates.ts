@@ -130,7 +130,7 @@ export class Subagents {
     const id = { id: { type: 'string', description: 'The task id task returned.' } };
     const names = [...this.delegates.values()].map((d) => `${d.name}${d.description ? ` (${d.description})` : ''}`).join('; ');
     return [
-      coreTool({
+      coreTool<{ agent: string; prompt: string }>({
         name: 'task',
         description: `Start a delegate on a self-contained piece of work; it works with its own history and tools and reports back. Delegates: ${names}.`,
         parameters: {
@@ -143,11 +143,11 @@ export class Subagents {
           additionalProperties: false,
         },
         execute: async (a, ctx) => {
-          const tid = await this.start(String(a.agent), String(a.prompt), ctx.run_id);
+          const tid = await this.start(a.agent, a.prompt, ctx.run_id);
           return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
         },
       }),
-      coreTool({
+      coreTool<{ id: string; timeout_s?: number }>({
         name: 'task_wait',
         description: 'Wait for a delegate task to finish and get its answer.',
         parameters: {
@@ -158,7 +158,7 @@ export class Subagents {
         },
         execute: async (a) => {
           const t = this.task(a.id);
-          const ms = Number(a.timeout_s ?? 120) * 1000;
+          const ms = (a.timeout_s ?? 120) * 1000;
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([t.done.catch(() => undefined), new Promise((res) => (timer = setTimeout(res, ms)))]);
           clearTimeout(timer);
@@ -172,7 +172,7 @@ export class Subagents {
         execute: () =>
           this.tasks.size ? [...this.tasks.values()].map((t) => `${t.id} ${t.delegate} ${t.status}`).join('\n') : 'No tasks.',
       }),
-      coreTool({
+      coreTool<{ id: string }>({
         name: 'task_stop',
         description: 'Stop a running delegate task.',
         parameters: { type: 'object', properties: id, required: ['id'], additionalProperties: false },

@@ -28,10 +28,14 @@ export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
   report_goal: { effect: 'read', pinned: true },
 };
 
-export function coreTool(def: ToolDefinition, extra: Partial<ToolSpec> = {}): ToolSpec {
+/**
+ * A core tool, its handler typed by its arguments. The cast is sound in this one place: the call
+ * pipeline checks the arguments against `parameters` before any handler sees them.
+ */
+export function coreTool<Args extends Record<string, unknown>>(def: ToolDefinition<Args>, extra: Partial<ToolSpec> = {}): ToolSpec {
   const decl = CORE_DECLARATIONS[def.name];
   if (!decl) throw new Error(`core tool ${def.name} has no declaration in CORE_DECLARATIONS`);
-  return { ...makeToolSpec(def, 'core', normalizeDeclaration(decl)), ...extra };
+  return { ...makeToolSpec(def as unknown as ToolDefinition, 'core', normalizeDeclaration(decl)), ...extra };
 }
 
 const str = (description: string) => ({ type: 'string', description });
@@ -55,16 +59,16 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
   const idArg = { id: { type: 'integer', description: 'The memory id, as memory_search shows it.' } };
   const show = (m: { id: number; text: string; status: string }) => `#${m.id} ${m.text}${m.status === 'forgotten' ? ' (forgotten)' : ''}`;
   return [
-    coreTool({
+    coreTool<{ query: string }>({
       name: 'memory_search',
       description: 'Search what the user asked you to remember (facts, preferences).',
       parameters: { type: 'object', properties: { query: str('Words to look for.') }, required: ['query'], additionalProperties: false },
       execute: async (a) => {
-        const found = await store.memorySearch(String(a.query), 10);
+        const found = await store.memorySearch(a.query, 10);
         return found.length ? found.map(show).join('\n') : `No memory matches "${a.query}".`;
       },
     }),
-    coreTool({
+    coreTool<{ id?: number; text: string }>({
       name: 'memory_correct',
       description: 'Remember a fact the user states, or correct memory #id with the new text.',
       parameters: {
@@ -74,35 +78,35 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
         additionalProperties: false,
       },
       execute: async (a) => {
-        if (a.id === undefined) return `Remembered ${show(await store.memoryAdd(String(a.text)))}.`;
-        const m = await store.memoryUpdate(Number(a.id), { text: String(a.text), status: 'active' });
+        if (a.id === undefined) return `Remembered ${show(await store.memoryAdd(a.text))}.`;
+        const m = await store.memoryUpdate(a.id, { text: a.text, status: 'active' });
         return m ? `Corrected: ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
       },
     }),
-    coreTool({
+    coreTool<{ id: number }>({
       name: 'memory_forget',
       description: 'Forget memory #id (it can be restored with memory_restore).',
       parameters: { type: 'object', properties: idArg, required: ['id'], additionalProperties: false },
       execute: async (a) => {
-        const m = await store.memoryUpdate(Number(a.id), { status: 'forgotten' });
+        const m = await store.memoryUpdate(a.id, { status: 'forgotten' });
         return m ? `Forgot #${m.id}.` : { content: `No memory #${a.id}.`, is_error: true };
       },
     }),
-    coreTool({
+    coreTool<{ id: number }>({
       name: 'memory_restore',
       description: 'Restore forgotten memory #id.',
       parameters: { type: 'object', properties: idArg, required: ['id'], additionalProperties: false },
       execute: async (a) => {
-        const m = await store.memoryUpdate(Number(a.id), { status: 'active' });
+        const m = await store.memoryUpdate(a.id, { status: 'active' });
         return m ? `Restored ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
       },
     }),
-    coreTool({
+    coreTool<{ text: string }>({
       name: 'record_feedback',
       description: "Record the user's feedback about how you worked, in their words.",
       parameters: { type: 'object', properties: { text: str('The feedback.') }, required: ['text'], additionalProperties: false },
       execute: async (a, ctx) => {
-        await store.addFeedback(ctx.run_id, String(a.text));
+        await store.addFeedback(ctx.run_id, a.text);
         return 'Feedback recorded.';
       },
     }),
@@ -112,7 +116,7 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
 const strList = (description: string) => ({ type: 'array', items: { type: 'string', minLength: 1 }, description });
 
 /** C1: the contract modes' own submit tools; each exists only in its mode. */
-export const submitPlan = coreTool(
+export const submitPlan = coreTool<{ summary?: string; steps: string[] }>(
   {
     name: 'submit_plan',
     description:
@@ -125,14 +129,14 @@ export const submitPlan = coreTool(
     },
     describe: (a) => ({
       title: `Approve this plan${a.summary ? `: ${a.summary}` : ''}? (switches to Agent mode)`,
-      lines: (a.steps as string[]).map((s, i) => `${i + 1}. ${s}`),
+      lines: a.steps.map((s, i) => `${i + 1}. ${s}`),
     }),
     execute: () => 'Plan approved. You are in Agent mode now: carry out the steps in order.',
   },
   { onlyInModes: ['plan'] },
 );
 
-export const submitGoal = coreTool(
+export const submitGoal = coreTool<{ outcome: string; criteria: string[]; boundaries?: string[] }>(
   {
     name: 'submit_goal',
     description:
@@ -150,8 +154,8 @@ export const submitGoal = coreTool(
     describe: (a) => ({
       title: `Approve this goal: ${a.outcome}? (switches to Agent mode)`,
       lines: [
-        ...(a.criteria as string[]).map((c) => `criterion: ${c}`),
-        ...((a.boundaries as string[] | undefined) ?? []).map((b) => `boundary: ${b}`),
+        ...a.criteria.map((c) => `criterion: ${c}`),
+        ...(a.boundaries ?? []).map((b) => `boundary: ${b}`),
       ],
     }),
     execute: () => 'Goal approved. You are in Agent mode now: work until each criterion is verified, within the boundaries.',
@@ -163,7 +167,7 @@ export const submitGoal = coreTool(
  * C1: under an approved goal the model reports progress here; the run goes on until every
  * criterion is reported verified, or a reported boundary stops it (the engine reads these calls).
  */
-export const reportGoal = coreTool(
+export const reportGoal = coreTool<{ verified?: number[]; evidence?: string; boundary?: string }>(
   {
     name: 'report_goal',
     description:
@@ -180,7 +184,7 @@ export const reportGoal = coreTool(
     execute: (a) =>
       a.boundary
         ? `Stopping at a boundary: ${a.boundary}`
-        : `Recorded: criteria ${((a.verified as number[] | undefined) ?? []).join(', ') || 'none'} verified.`,
+        : `Recorded: criteria ${(a.verified ?? []).join(', ') || 'none'} verified.`,
   },
   { onlyWithContract: 'goal' },
 );

@@ -153,7 +153,9 @@ export function makeToolSpec(
         // Only if the plugin changed its schema object after registration.
         return `the tool's parameters schema no longer compiles: ${(err as Error).message}`;
       }
-      return validateFn(args) ? undefined : formatAjvError(validateFn.errors![0]);
+      if (validateFn(args)) return undefined;
+      const first = validateFn.errors?.[0];
+      return first ? formatAjvError(first) : 'the arguments do not match the parameters schema';
     },
   };
 }

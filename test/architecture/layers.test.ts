@@ -83,7 +83,10 @@ test('layers: src/types imports nothing of Keel’s', () => {
 
 test('layers: the checker sees an upward import (it cannot pass by reading nothing)', () => {
   const gate = join(SRC, 'policy', 'gate.ts');
-  assert.ok(importsOf(gate).some((t) => layerOf(t) === 'types'), 'policy/gate.ts imports the shared types');
+  assert.ok(
+    importsOf(gate).some((t) => layerOf(t) === 'types'),
+    'policy/gate.ts imports the shared types',
+  );
   assert.ok(
     importsOf(join(SRC, 'cli', 'main.ts')).some((t) => layerOf(t) === 'keel'),
     'cli/main.ts imports the Keel facade',

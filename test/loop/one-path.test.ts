@@ -27,9 +27,12 @@ const probe = (p: Probe | undefined) => {
 };
 
 test('C4/C5/R6: the session switches to plan mode while a write’s onToolCall hook runs — denied_by_mode with the one sentence, no failure charged', async (t) => {
-  const h = new Harness([{ tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'hi' } }] }, { text: 'I could not save it in plan mode.' }], {
-    pluginDirs: [NOTES],
-  });
+  const h = new Harness(
+    [{ tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'hi' } }] }, { text: 'I could not save it in plan mode.' }],
+    {
+      pluginDirs: [NOTES],
+    },
+  );
   const saved: string[] = [];
   t.after(async () => {
     probe(undefined);
@@ -150,7 +153,10 @@ test('C1: changing the mode of a session during its first run works, and the run
   assert.equal(r.steps[0].outcome, 'ran', r.steps[0].result);
   // In plan mode a write that is not `contract_modes: declare` leaves the menu, so the call is unknown (C3).
   assert.match(r.requests[1].system, /You are in plan mode/);
-  assert.equal(r.requests[1].tools.some((x) => x.name === 'save_note'), false);
+  assert.equal(
+    r.requests[1].tools.some((x) => x.name === 'save_note'),
+    false,
+  );
   assert.equal(r.steps[1].outcome, 'unknown_tool');
   assert.deepEqual(saved, []);
   assert.equal(r.mode, 'plan');
