@@ -70,7 +70,10 @@ export class SqliteStore implements Store {
   private readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   private readonly knownBlobs = new Set<string>();
-  private readonly saveTx: (run: RunState) => void;
+  /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
+  private uncommittedBlobs: string[] = [];
+  /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
+  private readonly transaction: (write: () => void) => void;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   private readonly stored = new Map<string, Stored>();
 
@@ -82,6 +85,7 @@ export class SqliteStore implements Store {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
+    this.transaction = this.db.transaction((write: () => void) => write());
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
@@ -122,7 +126,6 @@ export class SqliteStore implements Store {
       memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
       feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
     };
-    this.saveTx = this.db.transaction((run: RunState) => this.writeRun(run));
   }
 
   private runParams(run: RunState) {
@@ -153,6 +156,7 @@ export class SqliteStore implements Store {
     if (!this.knownBlobs.has(hash)) {
       this.stmt.insertBlob.run(hash, body);
       this.knownBlobs.add(hash);
+      this.uncommittedBlobs.push(hash);
     }
     return hash;
   }
@@ -189,20 +193,31 @@ export class SqliteStore implements Store {
   }
 
   async createRun(run: RunState): Promise<void> {
-    this.db.transaction(() => {
+    this.inTransaction(run.id, () => {
       this.stmt.insertRun.run(this.runParams(run));
       this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
       this.writeRun(run);
-    })();
+    });
   }
 
   async saveRun(run: RunState): Promise<void> {
+    this.inTransaction(run.id, () => this.writeRun(run));
+  }
+
+  /**
+   * Runs a write as one transaction. If it rolls back, what this process remembers of the file
+   * (the run's counts, the blobs written) is forgotten with it, so the next save writes them again.
+   */
+  private inTransaction(runId: string, write: () => void): void {
+    this.uncommittedBlobs = [];
     try {
-      this.saveTx(run);
+      this.transaction(write);
     } catch (err) {
-      // The transaction rolled back: forget the counts it may have set, and count again next time.
-      this.stored.delete(run.id);
+      this.stored.delete(runId);
+      for (const h of this.uncommittedBlobs) this.knownBlobs.delete(h);
       throw err;
+    } finally {
+      this.uncommittedBlobs = [];
     }
   }
 
