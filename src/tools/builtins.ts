@@ -153,10 +153,7 @@ export const submitGoal = coreTool<{ outcome: string; criteria: string[]; bounda
     },
     describe: (a) => ({
       title: `Approve this goal: ${a.outcome}? (switches to Agent mode)`,
-      lines: [
-        ...a.criteria.map((c) => `criterion: ${c}`),
-        ...(a.boundaries ?? []).map((b) => `boundary: ${b}`),
-      ],
+      lines: [...a.criteria.map((c) => `criterion: ${c}`), ...(a.boundaries ?? []).map((b) => `boundary: ${b}`)],
     }),
     execute: () => 'Goal approved. You are in Agent mode now: work until each criterion is verified, within the boundaries.',
   },
@@ -182,9 +179,7 @@ export const reportGoal = coreTool<{ verified?: number[]; evidence?: string; bou
       additionalProperties: false,
     },
     execute: (a) =>
-      a.boundary
-        ? `Stopping at a boundary: ${a.boundary}`
-        : `Recorded: criteria ${(a.verified ?? []).join(', ') || 'none'} verified.`,
+      a.boundary ? `Stopping at a boundary: ${a.boundary}` : `Recorded: criteria ${(a.verified ?? []).join(', ') || 'none'} verified.`,
   },
   { onlyWithContract: 'goal' },
 );
