@@ -60,9 +60,12 @@ export class Sessions {
       if (n.done) return n.value;
       const e = n.value;
       if (e.type === 'run_started') {
+        // A new run starts in the mode it was given; a continued one in its session's mode now,
+        // which another process may have changed while the run waited.
+        const mode = (e.resumed ? (await this.store?.getSession(e.session_id))?.mode : undefined) ?? e.mode;
         this.runs.set(e.run_id, e.session_id);
-        this.modes.set(e.session_id, e.mode);
-        await this.save(e.session_id, { mode: e.mode, last_run_id: e.run_id });
+        this.modes.set(e.session_id, mode);
+        await this.save(e.session_id, { mode, last_run_id: e.run_id });
       }
       yield e;
     }

@@ -161,13 +161,18 @@ export class RunWriter {
     return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
   }
 
-  /** C1: a session's mode changed while its run was paused: the run continues in the new mode. */
+  /**
+   * C1: a session's mode changed while its run was paused: the run records it and continues in the
+   * new mode. The pause is claimed around the change, so a resume racing it is never overwritten;
+   * a run already being continued picks the mode up from its session instead.
+   */
   static async switchPausedMode(store: RunStore, runId: string, mode: Mode): Promise<void> {
     const s = await store.loadRun(runId);
-    if (s?.status !== 'paused' || s.mode === mode) return;
+    if (s?.status !== 'paused' || !s.pause || s.mode === mode) return;
+    if (!(await store.claimPause(runId, s.pause.seq, processOwner()))) return;
     const w = new RunWriter(s, store, () => new Date());
     w.switchMode(mode, 'while paused');
-    await w.save();
+    await w.save(); // still 'paused' at the same pause: the claim is released
   }
 
   async save(): Promise<void> {

@@ -178,3 +178,31 @@ test('C1: a streaming consumer switches the session as its first run starts (the
   assert.equal(result.mode, 'plan');
   assert.match(result.requests[0].system, /You are in plan mode/);
 });
+
+test('C1: a paused run whose session another process switched to plan mode continues in plan mode', async (t) => {
+  const h = new Harness(
+    [
+      { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'What should the note say?' } }] },
+      { tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'milk' } }] },
+      { text: 'I will plan it instead.' },
+    ],
+    { pluginDirs: [NOTES] },
+  );
+  const saved: string[] = [];
+  t.after(async () => {
+    probe(undefined);
+    await h.close();
+  });
+  probe({ saved });
+  const r = await h.run('save a note');
+  assert.equal(r.reason, 'awaiting_user_input');
+  const session = (await h.keel.getRun(r.run_id)).session_id;
+  const other = new Keel({ home: h.home });
+  await other.setMode(session, 'plan');
+  await other.close();
+  const out = await h.resume(r.run_id, 'milk');
+  assert.equal(out.mode, 'plan');
+  assert.ok(out.notes.includes('mode switched from agent to plan while paused'), out.notes.join('; '));
+  assert.equal(out.steps.find((s) => s.call_id === 'w1')?.outcome, 'unknown_tool', 'hidden in plan mode (C3)');
+  assert.deepEqual(saved, []);
+});
