@@ -149,8 +149,9 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
         );
       }
       if (via === 'registerTool' && (byName.has(def.name) || registeredNames.has(def.name) || reserved.has(def.name))) {
-        const other =
-          owner.get(def.name)?.name ?? (byName.get(def.name)?.plugin === 'core' || reserved.has(def.name) ? 'the core' : report.name);
+        // A core name is the core's whether or not this mount offers that built-in (no store: no memory tools).
+        const core = reserved.has(def.name) || byName.get(def.name)?.plugin === 'core';
+        const other = core ? 'the core' : (owner.get(def.name)?.name ?? report.name);
         return refuse('duplicate_tool', `tool ${def.name} from plugin ${report.name} is refused: ${other} already registers that name`);
       }
       let spec: ToolSpec;
