@@ -4,12 +4,17 @@
  * running the same conversation on pi-ai's faux provider in the same process.
  *
  *   node --import tsx bench/loop.ts [--runs 200] [--warmup 40] [--steps 10] [--tools 20,2000] [--only keel|pi]
- *     [--stores none,sqlite-memory,sqlite-file] [--no-write]
+ *     [--stores none,sqlite-memory,sqlite-file] [--no-write] [--baseline DIR]
  *
  * Per-step time of one run = (run wall time − time inside the model's stream − time inside tool
  * execute) / model calls. Each run is one fresh run from the user's message to the final answer:
  * steps−1 replies that each call one read tool (a different tool, different arguments), then a text
  * answer. Median and p95 are over runs. Writes bench/results/loop.json.
+ *
+ * --baseline DIR: another checkout of Keel (e.g. `git worktree add /tmp/keel-before REV`, with its
+ * node_modules) runs the same conversation with its own engine and store in this process, its runs
+ * interleaved with this checkout's, and the table adds `keel-baseline` rows and the ratio of this
+ * checkout to the baseline for each case (< 1: this checkout spends less per step).
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,10 +49,11 @@ const TOOL_COUNTS = arg('tools', '20,2000').split(',').map(Number);
 const ONLY = arg('only', '');
 const STORES = arg('stores', 'none,sqlite-memory,sqlite-file').split(',');
 const WRITE = !process.argv.includes('--no-write');
+const BASELINE = arg('baseline', '');
 /** Runs per impl before rotating to the next: keeps GC attribution local while spreading drift. */
 const BLOCK = 25;
 
-type Impl = 'keel' | 'pi-agent-core';
+type Impl = 'keel' | 'keel-baseline' | 'pi-agent-core';
 type StoreKind = 'none' | 'sqlite-memory' | 'sqlite-file';
 /**
  * replay: Keel's zero-latency ModelClient. faux: pi-ai's faux provider, drained inside the model timer.
@@ -96,30 +102,60 @@ async function timedRun(c: Contender): Promise<{ core: number; wall: number }> {
   return { core: (core / STEPS) * 1000, wall: (wall / STEPS) * 1000 };
 }
 
+/** What one Keel checkout lends the bench: its registry, replay model, store and one-run driver. */
+interface KeelSide {
+  benchRegistry: typeof benchRegistry;
+  ReplayModel: typeof ReplayModel;
+  runKeelOnce: typeof runKeelOnce;
+  SqliteStore: typeof SqliteStore;
+}
+
+/** The baseline checkout's own bench support and store, loaded from its tree (its own src/). */
+async function baselineSide(): Promise<KeelSide> {
+  const { pathToFileURL } = await import('node:url');
+  const from = (p: string) => import(pathToFileURL(join(BASELINE, p)).href);
+  const side = await from('bench/support/keel-side.ts');
+  const store = await from('src/store/sqlite.ts');
+  return {
+    benchRegistry: side.benchRegistry,
+    ReplayModel: side.ReplayModel,
+    runKeelOnce: side.runKeelOnce,
+    SqliteStore: store.SqliteStore,
+  };
+}
+
+function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: string): Contender[] {
+  const replies = conversation(toolCount, STEPS);
+  const registry = side.benchRegistry(toolCount, tools);
+  const replay = new side.ReplayModel(replies, model);
+  const stores: [StoreKind, () => SqliteStore | null][] = [
+    ['none', () => null],
+    ['sqlite-memory', () => new side.SqliteStore(':memory:')],
+    ['sqlite-file', () => new side.SqliteStore(join(dir, `${impl}-${toolCount}.db`))],
+  ];
+  return stores
+    .filter(([k]) => STORES.includes(k))
+    .map(([kind, make]) => {
+      const store = make();
+      const deps: EngineDeps = { registry, model: replay, store };
+      return {
+        impl,
+        store: kind,
+        model: 'replay' as const,
+        run: () => side.runKeelOnce(deps, STEPS),
+        close: async () => store?.close(),
+        samples: [],
+        walls: [],
+      };
+    });
+}
+
 async function contenders(toolCount: number, dir: string): Promise<Contender[]> {
   const replies = conversation(toolCount, STEPS);
   const out: Contender[] = [];
   if (ONLY !== 'pi') {
-    const registry = benchRegistry(toolCount, tools);
-    const replay = new ReplayModel(replies, model);
-    const stores: [StoreKind, () => SqliteStore | null][] = [
-      ['none', () => null],
-      ['sqlite-memory', () => new SqliteStore(':memory:')],
-      ['sqlite-file', () => new SqliteStore(join(dir, `keel-${toolCount}.db`))],
-    ];
-    for (const [kind, make] of stores.filter(([k]) => STORES.includes(k))) {
-      const store = make();
-      const deps: EngineDeps = { registry, model: replay, store };
-      out.push({
-        impl: 'keel',
-        store: kind,
-        model: 'replay',
-        run: () => runKeelOnce(deps, STEPS),
-        close: async () => store?.close(),
-        samples: [],
-        walls: [],
-      });
-    }
+    out.push(...keelContenders('keel', { benchRegistry, ReplayModel, runKeelOnce, SqliteStore }, toolCount, dir));
+    if (BASELINE) out.push(...keelContenders('keel-baseline', await baselineSide(), toolCount, dir));
   }
   if (ONLY !== 'keel') {
     const faux = registerZeroLatencyFaux();
@@ -195,9 +231,9 @@ async function benchCase(toolCount: number, dir: string): Promise<CaseRow[]> {
 const round = (x: number) => Math.round(x * 10) / 10;
 
 /** Which core was measured: the commit, and whether src/ had uncommitted changes at the time. */
-function gitInfo(): { commit: string; src_dirty: boolean } | undefined {
+function gitInfo(cwd?: string): { commit: string; src_dirty: boolean } | undefined {
   try {
-    const git = (...a: string[]) => execFileSync('git', a, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...a: string[]) => execFileSync('git', a, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     return { commit: git('rev-parse', '--short', 'HEAD'), src_dirty: git('status', '--porcelain', '--', 'src').length > 0 };
   } catch {
     return undefined;
@@ -222,7 +258,17 @@ function table(rows: CaseRow[]): string {
 }
 
 const find = (rows: CaseRow[], tools: number, impl: Impl, storeOrModel: StoreKind | ModelKind) =>
-  rows.find((r) => r.tools === tools && r.impl === impl && (impl === 'keel' ? r.store : r.model) === storeOrModel);
+  rows.find((r) => r.tools === tools && r.impl === impl && (impl === 'pi-agent-core' ? r.model : r.store) === storeOrModel);
+
+/** This checkout's median / the baseline's, per store (< 1: this checkout spends less time per step). */
+function baselineRatios(rows: CaseRow[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of rows.filter((x) => x.impl === 'keel')) {
+    const b = find(rows, r.tools, 'keel-baseline', r.store);
+    if (b) out[`keel_${r.store}_vs_baseline_at_${r.tools}`] = Math.round((r.median_us_per_step / b.median_us_per_step) * 100) / 100;
+  }
+  return out;
+}
 
 /** Keel median / pi-agent-core median, per Keel store and pi model variant (< 1: Keel spends less). */
 function ratiosOf(rows: CaseRow[]): Record<string, number> {
@@ -267,6 +313,7 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   const ratios = ratiosOf(rows);
+  const vsBaseline = baselineRatios(rows);
   const load = loadavg()[0];
 
   console.log(
@@ -281,6 +328,10 @@ transcript in memory and persists nothing. sqlite-memory runs the whole persiste
 hash, insert) on an in-memory database; sqlite-file is the durable store (WAL, synchronous=NORMAL).
 pi on faux: pi-ai's faux provider, its per-call work timed as model time and subtracted; pi on
 faux-recorded: the same events recorded once and replayed (pi-agent-core's best case, no faux garbage).`);
+  if (BASELINE) {
+    console.log(`\nthis checkout / the baseline at ${BASELINE} (median per step; < 1: this checkout spends less):`);
+    for (const [k, v] of Object.entries(vsBaseline)) console.log(`  ${k.padEnd(48)} ${v.toFixed(2)}`);
+  }
   const v = verdicts(rows);
   if (v.length) console.log(`\ntargets:\n${v.map((x) => `  ${x}`).join('\n')}`);
   console.log(`\n(${((now() - started) / 1000).toFixed(1)} s)`);
@@ -300,7 +351,7 @@ faux-recorded: the same events recorded once and replayed (pi-agent-core's best 
         warmup_runs: WARMUP,
         per_step: '(run wall time − time inside the model stream − time inside tool execute) / model calls; median and p95 over runs',
         conversation: `${STEPS - 1} replies each calling one read tool (different tool, different args), then a text answer`,
-        keel: 'streamRun + collect (src/loop/run.ts), registry = ask_user + N read tools built with makeToolSpec, zero-latency replay ModelClient, default limits and shortlist',
+        keel: 'streamRun + collect (src/loop/legs.ts), registry = ask_user + N read tools built with makeToolSpec, zero-latency replay ModelClient, default limits and shortlist',
         pi: '@mariozechner/pi-agent-core 0.73.1 Agent.prompt, a fresh Agent per run, same N tools (TypeBox schemas), default parallel tool execution',
         pi_model_faux:
           'pi-ai 0.73.1 registerFauxProvider (no tokensPerSecond: no timers; tokenSize 1e9: one delta per block), its stream drained inside the model timer and replayed to the agent',
@@ -309,6 +360,7 @@ faux-recorded: the same events recorded once and replayed (pi-agent-core's best 
       },
       cases: rows,
       ratios,
+      ...(BASELINE ? { baseline: { dir: BASELINE, commit: gitInfo(BASELINE)?.commit, ratios: vsBaseline } } : {}),
       targets: v,
     };
     writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);

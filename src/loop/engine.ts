@@ -21,7 +21,7 @@ import type {
 } from '../types/index.js';
 import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
-import { type ExecuteContext, type Executed, executeCall, prepareCall } from './pipeline.js';
+import { coreResult, type ExecuteContext, type Executed, executeCall, prepareApproval, prepareCall, type Ready } from './pipeline.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
 import { SAY } from './sentences.js';
@@ -284,7 +284,7 @@ export class RunLeg {
 
     for (const call of calls) {
       const tool = pool.get(call.name);
-      const prepared = await prepareCall({
+      const first = prepareCall({
         call,
         pool,
         menu,
@@ -292,6 +292,7 @@ export class RunLeg {
         gate: this.gate,
         pending: { question: question !== undefined, approvals: approvals.length > 0 },
       });
+      const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args) : first;
       const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
         step,
         call_id: call.id,
@@ -454,10 +455,6 @@ export class RunLeg {
     yield { type: 'run_finished', result };
     return result;
   }
-}
-
-function coreResult(content: string): Executed {
-  return { outcome: 'error', content, is_error: true };
 }
 
 function countTrailingFailures(steps: readonly CallRecord[]): number {

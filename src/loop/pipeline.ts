@@ -28,9 +28,12 @@ export type Prepared =
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number; result: string }
   /** R17: the run pauses for the user's answer. */
   | { kind: 'ask_user'; question: string }
-  /** A1: the run pauses for the owner's card. */
-  | { kind: 'approval'; item: ApprovalItem }
+  /** A1: the call needs the owner's card: `prepareApproval` checks it and words it. */
+  | { kind: 'needs_card'; tool: ToolSpec; args: Record<string, unknown> }
   | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown> };
+
+/** A prepared call with its card worded: what the engine carries out. */
+export type Ready = Exclude<Prepared, { kind: 'needs_card' }> | { kind: 'approval'; item: ApprovalItem };
 
 export interface PrepareInput {
   call: ToolCall;
@@ -48,8 +51,8 @@ function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | 
   return tool?.checkArgs(call.args);
 }
 
-/** Decides what happens to one call. Runs nothing of the plugin's but `validate` and `describe`. */
-export async function prepareCall(x: PrepareInput): Promise<Prepared> {
+/** Decides what happens to one call. Synchronous: nothing of the plugin's runs here. */
+export function prepareCall(x: PrepareInput): Prepared {
   const { call, pool } = x;
   const tool = pool.get(call.name);
   const args = call.args ?? {};
@@ -87,27 +90,31 @@ export async function prepareCall(x: PrepareInput): Promise<Prepared> {
       return answered('held_for_confirmation', SAY.heldForConfirmation(call.name));
     case 'refuse_approval':
       return answered('error', SAY.approvalUnavailable(call.name));
-    case 'needs_approval': {
+    case 'needs_approval':
       // decide() returns needs_approval only for a pool tool.
-      const spec = tool as ToolSpec;
-      const problem = x.pending.question ? SAY.questionPendingForApproval : await validateArgs(spec, args);
-      if (problem) return answered('invalid_arguments', SAY.notQueued(call.name, problem));
-      return { kind: 'approval', item: { call_id: call.id, tool: call.name, args, card: describeCall(spec, args) } };
-    }
+      if (x.pending.question) return answered('invalid_arguments', SAY.notQueued(call.name, SAY.questionPendingForApproval));
+      return { kind: 'needs_card', tool: tool as ToolSpec, args };
     case 'run':
       return { kind: 'execute', tool: tool as ToolSpec, args };
   }
 }
 
-/** A1: the plugin's own check of a call that needs a card; a problem goes back to the model. */
-async function validateArgs(tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
-  if (!tool.validate) return undefined;
-  try {
-    const p = await tool.validate(args);
-    return typeof p === 'string' && p.trim() ? p : undefined;
-  } catch (err) {
-    return SAY.validateFailed(errorMessage(err));
+/**
+ * A1: the second half of preparing a call that needs a card: the plugin's own `validate` (a problem
+ * goes back to the model as an error result and nothing is queued), then its `describe`.
+ */
+export async function prepareApproval(callId: string, tool: ToolSpec, args: Record<string, unknown>): Promise<Ready> {
+  let problem: string | undefined;
+  if (tool.validate) {
+    try {
+      const p = await tool.validate(args);
+      if (typeof p === 'string' && p.trim()) problem = p;
+    } catch (err) {
+      problem = SAY.validateFailed(errorMessage(err));
+    }
   }
+  if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
+  return { kind: 'approval', item: { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) } };
 }
 
 /** What a run lends the calls it executes. */
@@ -146,29 +153,32 @@ function errorMessage(err: unknown): string {
 }
 
 /** Runs one allowed call. Every failure becomes a result: nothing here throws. */
-export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: string, args: Record<string, unknown>): Promise<Executed> {
-  const denied = (mode: Mode): Executed => ({
-    outcome: 'denied_by_mode',
-    content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]),
-    is_error: true,
-  });
-  const core = (content: string): Executed => ({ outcome: 'error', content, is_error: true });
+function denied(tool: ToolSpec, mode: Mode): Executed {
+  return { outcome: 'denied_by_mode', content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]), is_error: true };
+}
 
+/** A result the core wrote instead of the tool's: nothing ran (or its outcome is not known). */
+export function coreResult(content: string): Executed {
+  return { outcome: 'error', content, is_error: true };
+}
+
+export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: string, args: Record<string, unknown>): Promise<Executed> {
   // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
   let mode = ctx.currentMode();
-  if (!executableInMode(tool, mode)) return denied(mode);
+  if (!executableInMode(tool, mode)) return denied(tool, mode);
   const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args, mode };
   for (const hook of ctx.registry.hooks.onToolCall) {
     try {
       const verdict = await hook(event);
-      if (verdict && typeof verdict === 'object' && 'block' in verdict) return core(SAY.blockedByHook(tool.name, String(verdict.block)));
+      if (verdict && typeof verdict === 'object' && 'block' in verdict)
+        return coreResult(SAY.blockedByHook(tool.name, String(verdict.block)));
     } catch (err) {
-      return core(SAY.hookFailed(tool.name, errorMessage(err)));
+      return coreResult(SAY.hookFailed(tool.name, errorMessage(err)));
     }
   }
   // A hook may take its time: the mode is read again, right before anything changes.
   mode = ctx.currentMode();
-  if (!executableInMode(tool, mode)) return denied(mode);
+  if (!executableInMode(tool, mode)) return denied(tool, mode);
 
   const ledger = ctx.ledger;
   if (ledger) {
@@ -181,7 +191,7 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     if (!fresh) {
       const row = await ledger.store.ledgerGet(ledger.approval_id, callId);
       if (row?.state === 'finished') return { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };
-      return { ...core(SAY.unknownOutcome(tool.name)), unknown_outcome: true };
+      return { ...coreResult(SAY.unknownOutcome(tool.name)), unknown_outcome: true };
     }
   }
   if (tool.declaration.effect !== 'read')
@@ -193,13 +203,13 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     result = { outcome: 'ran', ...normalizeOutput(out) };
   } catch (err) {
     if (err instanceof ModeDenied) {
-      result = denied(err.mode);
+      result = denied(tool, err.mode);
     } else {
       ctx.registry.chargeFailure(tool);
-      result = core(SAY.toolFailed(tool.name, errorMessage(err)));
+      result = coreResult(SAY.toolFailed(tool.name, errorMessage(err)));
     }
   }
-  if (result.outcome !== 'denied_by_mode') result = await finalizeCall(ctx, event, result);
+  if (result.outcome !== 'denied_by_mode' && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
   if (ledger) await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
   return result;
 }
