@@ -4,6 +4,7 @@ import type { Keel, PauseResponder } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
 import type { LoopEvent, Mode } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { osUser } from '../util/user.js';
 import { eventPrinter, renderRunList } from './render.js';
 
 export interface ChatOptions {
@@ -91,7 +92,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       o.out(`${renderCard(approval.card, approval.id)}\napprove? [y/N] `);
       const yes = await next();
       if (yes === undefined) return undefined;
-      return { decision: /^\s*y/i.test(yes) ? 'approve' : 'reject', actor: process.env.USER ?? 'chat' };
+      return { decision: /^\s*y/i.test(yes) ? 'approve' : 'reject', actor: osUser() };
     },
   };
 

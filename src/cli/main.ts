@@ -5,6 +5,7 @@ import { ModelError } from '../models/types.js';
 import { registryHealthy } from '../plugin-host/host.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { osUser } from '../util/user.js';
 import { registerPluginsInit } from './plugins-init.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
 
@@ -142,7 +143,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       .option('--as <actor>', 'who answers (default: the OS user)')
       .option('--json', 'print the continued run as one JSON object')
       .action(async (id: string, o: { reason?: string; as?: string; json?: boolean }) => {
-        const actor = o.as ?? io.env.USER ?? io.env.LOGNAME ?? 'cli';
+        const actor = o.as ?? osUser(io.env);
         const { approval, result } = await getKeel().respondToApproval(id, decision, actor, o.reason ?? null, printer(!!o.json));
         if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
         finish(result, !!o.json);

@@ -12,7 +12,7 @@ import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
-import { SqliteStore } from '../store/sqlite.js';
+import { openStore } from '../store/open.js';
 import { Subagents } from '../subagents/delegates.js';
 import type {
   ApprovalCard,
@@ -109,7 +109,7 @@ export class Keel {
     this.opts = opts;
     this.env = opts.env ?? process.env;
     this.home = opts.home ? resolve(opts.home) : keelHome(this.env);
-    this.store = opts.store === undefined ? new SqliteStore(join(this.home, 'keel.db')) : opts.store;
+    this.store = opts.store === undefined ? openStore(this.home, this.env) : opts.store;
     this.sessions = new Sessions(this.store);
     this.registries = new Registries({
       home: this.home,

@@ -81,10 +81,15 @@ export class SqliteStore implements Store {
     this.file = file;
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.db = new Database(file, { timeout: 5000 });
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.exec(SCHEMA);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('foreign_keys = ON');
+      this.db.exec(SCHEMA);
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
     this.transaction = this.db.transaction((write: () => void) => write());
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {

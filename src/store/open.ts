@@ -1,0 +1,73 @@
+import { statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type { Store } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { SqliteStore } from './sqlite.js';
+
+/**
+ * The store a Keel uses: KEEL_STORE when set (`sqlite:PATH`), else `keel.db` under KEEL_HOME.
+ * Every mistake in that setting, or in the place it points at, is one line saying what and how to
+ * fix it — never a stack trace.
+ */
+export function openStore(home: string, env: NodeJS.ProcessEnv = process.env): Store {
+  const spec = env.KEEL_STORE?.trim();
+  let file = join(home, 'keel.db');
+  let where = `KEEL_HOME (${home})`;
+  if (spec) {
+    if (/^postgres(ql)?:\/\//i.test(spec)) {
+      throw new KeelError(
+        'config',
+        `KEEL_STORE names a PostgreSQL database, which this version of Keel cannot use yet: unset KEEL_STORE to use the SQLite file under KEEL_HOME`,
+      );
+    }
+    if (!spec.startsWith('sqlite:') || spec.length === 'sqlite:'.length) {
+      throw new KeelError('config', `KEEL_STORE=${spec} is not a store Keel knows: write sqlite:PATH, or unset it to use ${file}`);
+    }
+    file = resolve(spec.slice('sqlite:'.length));
+    where = `KEEL_STORE (${spec})`;
+  }
+  const dir = dirname(file);
+  const dirStat = statOf(dir);
+  if (dirStat && !dirStat.isDirectory()) throw new KeelError('config', `${where}: ${dir} is a file, not a folder: point it at a folder`);
+  const fileStat = statOf(file);
+  if (fileStat?.isDirectory()) throw new KeelError('config', `${where}: ${file} is a folder, not a database file`);
+  try {
+    return new SqliteStore(file);
+  } catch (err) {
+    throw new KeelError('config', `${where}: ${explain(err, file, dir)}`);
+  }
+}
+
+function statOf(p: string) {
+  try {
+    return statSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function explain(err: unknown, file: string, dir: string): string {
+  const e = err as NodeJS.ErrnoException & { code?: string };
+  const msg = e?.message ?? String(err);
+  switch (e?.code) {
+    case 'ENOTDIR':
+    case 'EEXIST':
+      return `a part of ${dir} is a file, not a folder: point it at a folder`;
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return `cannot write ${dir} (${e.code}): choose a place you can write, or fix its permissions`;
+    case 'SQLITE_NOTADB':
+    case 'SQLITE_CORRUPT':
+      return `${file} is not a readable Keel database (${msg}): move it aside and Keel starts a new one`;
+    case 'SQLITE_BUSY':
+    case 'SQLITE_LOCKED':
+      return `${file} is locked by another process (${msg}): wait for it to finish, or stop it, and try again`;
+    case 'SQLITE_CANTOPEN':
+    case 'SQLITE_READONLY':
+    case 'SQLITE_PERM':
+      return `cannot open ${file} for writing (${msg}): check the file and its folder's permissions`;
+    default:
+      return `cannot open the store ${file}: ${msg}`;
+  }
+}
