@@ -72,7 +72,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       const r =
         o.answer !== undefined
           ? await k.resume(runId, o.answer, { model: o.model }, printer(!!o.json))
-          : await k.continueRun(runId, printer(!!o.json));
+          : await k.continueRun(runId, printer(!!o.json), { model: o.model });
       finish(r, !!o.json);
     });
 

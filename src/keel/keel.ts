@@ -7,7 +7,7 @@ import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { collect, streamApprovalContinuation, streamResume, streamRun } from '../loop/legs.js';
 import { createModel } from '../models/index.js';
-import type { ModelClient } from '../models/types.js';
+import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Shortlist } from '../prompt/menu.js';
@@ -183,9 +183,8 @@ export class Keel {
 
   async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const dirs = this.pluginDirs(o.pluginDirs);
-    const spec = typeof o.model === 'object' ? o.model.spec : (o.model ?? this.env.KEEL_MODEL);
-    const session = o.session ? await this.sessions.open(o.session, spec) : undefined;
     const deps = await this.deps(o.model, dirs);
+    const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
     const input = { message, mode: o.mode ?? session?.mode, pluginDirs: dirs, session, notes: deps.notes };
     return yield* this.sessions.track(streamRun(deps, input));
   }
@@ -244,8 +243,17 @@ export class Keel {
     onEvent?: (e: LoopEvent) => void,
   ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
     const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason);
-    const result = await this.continueApproval(approval, onEvent);
-    return { approval, result };
+    try {
+      const result = await this.continueApproval(approval, onEvent);
+      return { approval, result };
+    } catch (err) {
+      // The answer is stored whatever happens next: say so, and how to carry the run on.
+      if (!(err instanceof KeelError || err instanceof ModelError)) throw err;
+      throw new KeelError(
+        err instanceof KeelError ? err.code : 'config',
+        `approval ${id} is recorded (${approval.status}), but run ${approval.run_id} could not continue: ${err.message}. Fix that, then continue it with: keel resume ${approval.run_id}${err instanceof ModelError ? ' --model SPEC' : ''}`,
+      );
+    }
   }
 
   /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
@@ -256,7 +264,7 @@ export class Keel {
   }
 
   /** `keel resume RUN` without an answer: continue a run whose approval was answered (or recover one). */
-  async continueRun(runId: string, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+  async continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     const run = await this.getRun(runId);
     if (run.pause?.kind !== 'approval') {
       throw new KeelError('bad_input', `run ${runId} is ${run.status}${run.pause ? ', waiting for an answer: pass --answer TEXT' : ''}`);
@@ -268,7 +276,7 @@ export class Keel {
     if (approval.status === 'pending') {
       throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
     }
-    return this.continueApproval(approval, onEvent);
+    return this.continueApproval(approval, onEvent, o);
   }
 
   /**

@@ -70,14 +70,15 @@ export class ScriptModel implements ModelClient {
   private readonly file: string;
 
   constructor(file: string, entries?: ScriptEntry[]) {
-    this.file = file;
-    this.spec = `script:${file}`;
+    // Stored with the run as an absolute path: a run continued from another folder finds its script.
+    this.file = entries ? file : resolve(file);
+    this.spec = `script:${this.file}`;
     if (entries) {
       this.entries = entries;
     } else {
       let text: string;
       try {
-        text = readFileSync(resolve(file), 'utf8');
+        text = readFileSync(this.file, 'utf8');
       } catch (err) {
         throw new ModelError(`cannot read script ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
       }
