@@ -13,6 +13,8 @@ export interface ChatOptions {
   mode: Mode;
   input: NodeJS.ReadableStream;
   out: (s: string) => void;
+  /** Warnings (a plugin that failed to mount, a held write never asked about). */
+  err: (s: string) => void;
   /** A TTY gets a spinner while the model works. */
   tty: boolean;
 }
@@ -125,6 +127,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
           const first = await keel.run(text, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent);
           const { result: r } = await keel.answerPauses(first, responder, onEvent);
           spin.stop();
+          for (const w of r.warnings) o.err(`warning: ${w}\n`);
           session = (await keel.getRun(r.run_id)).session_id;
           mode = r.mode;
           if (r.status === 'paused') o.out(`(run ${r.run_id} is still paused: keel resume or keel approvals)\n`);

@@ -1,6 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
-import { Keel } from '../keel/keel.js';
+import { BUNDLED_PLUGINS, Keel } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
 import { registryHealthy } from '../plugin-host/host.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
@@ -27,10 +27,14 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   let keel: Keel | undefined;
   /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
   const getKeel = (withStore = true) => {
-    keel ??= new Keel(withStore ? { env: io.env } : { env: io.env, store: null });
+    // The CLI offers the bundled reference plugins when no folder is named; a library user gets none.
+    const defaultPluginDirs = [BUNDLED_PLUGINS];
+    keel ??= new Keel(withStore ? { env: io.env, defaultPluginDirs } : { env: io.env, store: null, defaultPluginDirs });
     return keel;
   };
   const finish = (r: RunResult, json: boolean) => {
+    // Warnings go to stderr whatever the format (and are in the JSON too): nothing fails silently.
+    for (const w of r.warnings) io.err(`keel: warning: ${w}\n`);
     io.out(json ? `${JSON.stringify(r)}\n` : renderEnd(r));
     code = r.status === 'failed' ? 1 : 0;
   };
@@ -164,6 +168,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         mode: o.mode,
         input: process.stdin,
         out: io.out,
+        err: io.err,
         tty: Boolean(process.stdout.isTTY),
       });
     });

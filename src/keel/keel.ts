@@ -50,6 +50,11 @@ export interface KeelOptions {
   env?: NodeJS.ProcessEnv;
   /** Extra built-in tools (tests, embedders). */
   extraTools?: ToolSpec[];
+  /**
+   * Plugin folders for a run that names none and no KEEL_PLUGINS is set. Default none: a library
+   * user gets exactly the plugins they ask for. The CLI passes the bundled reference plugins.
+   */
+  defaultPluginDirs?: string[];
 }
 
 export interface RunOptions {
@@ -121,9 +126,9 @@ export class Keel {
     });
   }
 
-  /** Plugin folders for a run: the given ones, else KEEL_PLUGINS, else the bundled reference plugins. */
+  /** Plugin folders for a run: the given ones, else KEEL_PLUGINS, else the `defaultPluginDirs` option (none). */
   pluginDirs(dirs?: readonly string[]): string[] {
-    return resolvePluginDirs(dirs, this.env, BUNDLED_PLUGINS);
+    return resolvePluginDirs(dirs, this.env, this.opts.defaultPluginDirs ?? []);
   }
 
   /** Keel's config file (KEEL_CONFIG or KEEL_HOME/config.yaml), read once. */
@@ -306,8 +311,16 @@ export class Keel {
     return { result, pauses };
   }
 
+  /**
+   * Stops what this Keel started — MCP servers and other plugin resources, the store — so the
+   * process can exit. Call it when done, or hold the Keel with `await using`.
+   */
   async close(): Promise<void> {
     await this.registries.close();
     await this.store?.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 }

@@ -118,12 +118,12 @@ export class Registries {
   }
 }
 
-/** Plugin folders: the given ones, else KEEL_PLUGINS, else the bundled reference plugins. */
-export function resolvePluginDirs(given: readonly string[] | undefined, env: NodeJS.ProcessEnv, bundled: string): string[] {
+/** Plugin folders: the given ones, else KEEL_PLUGINS, else the defaults. */
+export function resolvePluginDirs(given: readonly string[] | undefined, env: NodeJS.ProcessEnv, defaults: readonly string[]): string[] {
   if (given?.length) return given.map((d) => resolve(d));
   const fromEnv = env.KEEL_PLUGINS?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   if (fromEnv?.length) return fromEnv.map((d) => resolve(d));
-  return existsSync(bundled) ? [bundled] : [];
+  return defaults.filter((d) => existsSync(d)).map((d) => resolve(d));
 }

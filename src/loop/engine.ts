@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, type ModelClient, ModelError } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
+import type { PluginReport } from '../plugin-host/types.js';
 import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import type { Menu, Shortlist } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
@@ -121,6 +122,10 @@ export class RunLeg {
 
   private begin(resumed: boolean): LoopEvent {
     this.arm();
+    // Nothing fails silently: a plugin that did not mount as declared is named in the run's result.
+    for (const p of this.deps.registry.plugins) {
+      if (p.status !== 'loaded') this.run.warn(pluginWarning(p));
+    }
     const s = this.run.state;
     return { type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed };
   }
@@ -450,11 +455,17 @@ export class RunLeg {
 
   private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
     clearTimeout(this.timer);
+    for (const tool of this.gate.heldAwaitingAnswer) this.run.warn(SAY.heldNeverAsked(tool));
     await this.run.end(status, reason, answer ?? interruption(this.run.state, reason, why, this.limits));
     const result = toResult(this.run.state);
     yield { type: 'run_finished', result };
     return result;
   }
+}
+
+function pluginWarning(p: PluginReport): string {
+  const why = [...p.failures, ...p.degraded].map((r) => r.message).join('; ');
+  return `plugin ${p.name} is ${p.status}${why ? `: ${why}` : ''}`;
 }
 
 function countTrailingFailures(steps: readonly CallRecord[]): number {

@@ -83,6 +83,7 @@ export function toResult(s: RunView): RunResult {
       is_error: r.is_error,
     })),
     notes: [...s.notes],
+    warnings: [...s.warnings],
   };
   if (s.pause?.kind === 'ask_user') out.question = s.pause.question;
   if (s.pause?.kind === 'approval') out.approval = { id: s.pause.approval_id, card: s.pause.card };

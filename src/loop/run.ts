@@ -101,6 +101,7 @@ export class RunWriter {
       steps: [],
       requests: [],
       notes: [...(input.notes ?? [])],
+      warnings: [],
       owner: processOwner(),
       created_at: now,
       updated_at: now,
@@ -191,6 +192,11 @@ export class RunWriter {
 
   note(text: string): void {
     this.s.notes.push(text);
+  }
+
+  /** Something the user should know that did not stop the run (each said once). */
+  warn(text: string): void {
+    if (!this.s.warnings.includes(text)) this.s.warnings.push(text);
   }
 
   /** The session's mode changed under the run (C1, C5): later steps decide in the new mode. */

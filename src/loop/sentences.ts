@@ -19,6 +19,9 @@ export const SAY = {
   /** R15: the first call of a confirm-once write. */
   heldForConfirmation: (name: string) =>
     `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
+  /** A warning in the run's result: the run ended while a write it held was never asked about. */
+  heldNeverAsked: (name: string) =>
+    `${name} was held for the user's confirmation, but the run ended without asking: nothing was written by it.`,
   /** R13: the earlier result, marked as a repeat. */
   repeat: (name: string, earlierCallId: string, earlier: string) =>
     `${earlier}\n\n[Repeat: ${name} was already called with these arguments (call ${earlierCallId}); this is that result. Do not call it again; use it.]`,

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS runs (
   model_calls INTEGER NOT NULL DEFAULT 0,
   effects TEXT NOT NULL DEFAULT '[]',
   notes TEXT NOT NULL DEFAULT '[]',
+  warnings TEXT NOT NULL DEFAULT '[]',
   owner TEXT,
   session_id TEXT NOT NULL,
   seq_base INTEGER NOT NULL DEFAULT 0,
@@ -86,6 +87,7 @@ export class SqliteStore implements Store {
       this.db.pragma('synchronous = NORMAL');
       this.db.pragma('foreign_keys = ON');
       this.db.exec(SCHEMA);
+      this.migrate();
     } catch (err) {
       this.db.close();
       throw err;
@@ -94,10 +96,10 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,owner,session_id,seq_base,contract,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@owner,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
-        model_calls=@model_calls, effects=@effects, notes=@notes, contract=@contract, updated_at=@updated_at WHERE id=@id`),
+        model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
       listRuns: p(
         'SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
@@ -148,6 +150,7 @@ export class SqliteStore implements Store {
       model_calls: run.model_calls,
       effects: JSON.stringify(run.effects),
       notes: JSON.stringify(run.notes),
+      warnings: JSON.stringify(run.warnings),
       owner: run.owner,
       session_id: run.session_id,
       seq_base: run.seq_base,
@@ -168,6 +171,15 @@ export class SqliteStore implements Store {
 
   private blobOf(b: { body: string; hash: string }): string {
     return this.blob(b.body, b.hash);
+  }
+
+  /** Columns added since the first schema: a file made by an older Keel gains them (with their defaults). */
+  private migrate(): void {
+    const added: [table: string, column: string, definition: string][] = [['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"]];
+    for (const [table, column, definition] of added) {
+      const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
+      if (!columns.includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+    }
   }
 
   /** What the file holds of a run: remembered from the last write or load, else counted. */
@@ -247,6 +259,7 @@ export class SqliteStore implements Store {
       model_calls: r.model_calls as number,
       effects: JSON.parse(r.effects as string),
       notes: JSON.parse(r.notes as string),
+      warnings: JSON.parse(r.warnings as string),
       owner: (r.owner as string | null) ?? null,
       session_id: r.session_id as string,
       seq_base: r.seq_base as number,

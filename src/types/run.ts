@@ -140,6 +140,8 @@ export interface RunState {
   steps: CallRecord[];
   requests: RequestTrace[];
   notes: string[];
+  /** What the user should know that did not stop the run: a plugin failed to mount, a held write was never asked about. */
+  warnings: string[];
   /** The session the run belongs to: its mode and history carry across runs (C1). */
   session_id: string;
   /**
@@ -174,6 +176,8 @@ export interface RunResult {
   }[];
   steps: Omit<CallRecord, 'by_core' | 'effect' | 'step'>[];
   notes: string[];
+  /** Printed to stderr by the CLI: a plugin that failed or is degraded, a held write never asked about. */
+  warnings: string[];
 }
 
 export type LoopEvent =

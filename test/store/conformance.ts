@@ -175,6 +175,7 @@ export function sampleRun(id: string, over: Partial<RunState> = {}): RunState {
       },
     ],
     notes: ['mode agent', 'tool trash_email needs approval'],
+    warnings: ['plugin weather is degraded: tool forecast is registered by plugin weather but not declared'],
     session_id: `session-${id}`,
     seq_base: 3,
     contract: { kind: 'plan', summary: 'Clean the inbox', steps: ['find promotions', 'trash them'] },
