@@ -20,7 +20,10 @@ export function undoSentence(tool: ToolSpec): string {
 }
 
 export function buildCard(items: readonly ApprovalItem[], tools: ReadonlyMap<string, ToolSpec>, request: string): ApprovalCard {
+  // R16: a plan or goal card (its submit tool exists only in a contract mode) offers to let its writes run unasked.
+  const contract = items.some((i) => tools.get(i.tool)?.onlyInModes);
   return {
+    ...(contract ? { offers_write_consent: true as const } : {}),
     title: items.length === 1 ? items[0].card.title : `${items.length} actions need your approval`,
     items: items.map((i) => {
       const t = tools.get(i.tool);
@@ -44,6 +47,10 @@ export function renderCard(card: ApprovalCard, id?: string): string {
     for (const l of item.lines) out.push(`│     ${l}`);
     out.push(`│     ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
     out.push(`│     exact call: ${item.call}`);
+  }
+  if (card.offers_write_consent) {
+    out.push('│ Approving may also let the confirm-once writes made while carrying it out run without asking');
+    out.push('│ (keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.');
   }
   out.push('└');
   return out.join('\n');

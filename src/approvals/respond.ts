@@ -15,9 +15,19 @@ export async function respondToApproval(
   actor: string,
   reason: string | null = null,
   now: Date = new Date(),
+  options: { consentWrites?: boolean } = {},
 ): Promise<ApprovalRecord> {
   const a = await store.getApproval(id);
   if (!a) throw new KeelError('not_found', `no approval ${id} (keel approvals list shows them)`);
+  const consentWrites = Boolean(options.consentWrites);
+  if (consentWrites && (decision !== 'approve' || !a.card.offers_write_consent)) {
+    throw new KeelError(
+      'bad_input',
+      decision !== 'approve'
+        ? 'letting writes run applies to an approval, not a rejection'
+        : `approval ${id} is not a plan or a goal: letting its writes run unasked does not apply (each destructive call and pinned write has its own card)`,
+    );
+  }
   if (a.status !== 'pending') {
     throw new KeelError(
       'conflict',
@@ -31,7 +41,7 @@ export async function respondToApproval(
     return { ...a, status: 'expired', answered_at: at, answered_by: 'system', reason: 'expired before it was answered' };
   }
   const status = decision === 'approve' ? 'approved' : 'rejected';
-  if (!(await store.answerApproval(id, status, actor, reason, at))) {
+  if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites))) {
     throw new KeelError('conflict', `approval ${id} was answered by someone else just now; it cannot be answered again`);
   }
   await store.audit({
@@ -39,9 +49,14 @@ export async function respondToApproval(
     actor,
     action: status,
     subject: id,
-    detail: JSON.stringify({ run_id: a.run_id, calls: a.items.map((i) => ({ tool: i.tool, args: i.args })), reason }),
+    detail: JSON.stringify({
+      run_id: a.run_id,
+      calls: a.items.map((i) => ({ tool: i.tool, args: i.args })),
+      reason,
+      consent_writes: consentWrites,
+    }),
   });
-  return { ...a, status, answered_at: at, answered_by: actor, reason };
+  return { ...a, status, answered_at: at, answered_by: actor, reason, consent_writes: consentWrites };
 }
 
 /** A4: marks every pending approval past its expiry as expired (audited). Returns them. */

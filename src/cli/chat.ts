@@ -86,15 +86,30 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
 
   /** Questions and cards are answered inline, from the same input (undefined at its end leaves the run paused). */
   const responder: PauseResponder = {
-    answer: async (question) => {
-      o.out(`? ${question}\nanswer> `);
-      return next();
+    answer: async (question, confirm) => {
+      if (!confirm) {
+        o.out(`? ${question}\nanswer> `);
+        const text = await next();
+        return text === undefined ? undefined : { text };
+      }
+      // R16: a confirmation is a decision: y or n, and anything after it is passed on as text.
+      o.out(`? ${question}\n  (nothing is written until you confirm: ${confirm.tools.join(', ')})\nconfirm? [y/n] `);
+      for (let line = await next(); line !== undefined; line = await next()) {
+        const m = /^\s*(y|yes|n|no)\b[\s,.:;!-]*(.*)$/i.exec(line);
+        if (m) return { confirm: m[1][0].toLowerCase() === 'y', text: m[2] };
+        o.out('please answer y or n: ');
+      }
+      return undefined;
     },
     decide: async (approval) => {
-      o.out(`${renderCard(approval.card, approval.id)}\napprove? [y/N] `);
-      const yes = await next();
-      if (yes === undefined) return undefined;
-      return { decision: /^\s*y/i.test(yes) ? 'approve' : 'reject', actor: osUser() };
+      const writes = approval.card.offers_write_consent;
+      o.out(
+        `${renderCard(approval.card, approval.id)}\n${writes ? 'approve? [y = approve, w = approve and let its writes run, N = reject] ' : 'approve? [y/N] '}`,
+      );
+      const line = await next();
+      if (line === undefined) return undefined;
+      const consentWrites = Boolean(writes) && /^\s*w/i.test(line);
+      return { decision: consentWrites || /^\s*y/i.test(line) ? 'approve' : 'reject', actor: osUser(), consentWrites };
     },
   };
 

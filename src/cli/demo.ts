@@ -11,9 +11,12 @@ import type { RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { eventPrinter } from './render.js';
 
+/** How the scenario's user answers each pause: a question, a confirmation (yes/no), a card. */
 const Reply = z.union([
   z.strictObject({ answer: z.string() }),
-  z.strictObject({ approve: z.string() }),
+  z.strictObject({ yes: z.string() }),
+  z.strictObject({ no: z.string() }),
+  z.strictObject({ approve: z.string(), with_writes: z.boolean().optional() }),
   z.strictObject({ reject: z.string() }),
 ]);
 
@@ -131,21 +134,34 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     const ask = opts.interactive ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
     // A real model is answered by the person at the terminal; the scripted one by the scenario's replies.
     const responder: PauseResponder = {
-      answer: async (question) => {
+      answer: async (question, confirm) => {
         out(`? ${question}\n`);
-        if (ask) return ask.question('you: ');
+        if (ask) {
+          if (!confirm) return { text: await ask.question('you: ') };
+          const yes = /^\s*y/i.test(await ask.question(`confirm ${confirm.tools.join(', ')}? [y/N] `));
+          return { confirm: yes, text: '' };
+        }
         const scripted = replies.shift();
-        if (!scripted || !('answer' in scripted)) return undefined;
-        out(`you: ${scripted.answer}\n`);
-        return scripted.answer;
+        if (!scripted) return undefined;
+        if ('answer' in scripted) {
+          out(`you: ${scripted.answer}\n`);
+          return { text: scripted.answer };
+        }
+        if ('yes' in scripted || 'no' in scripted) {
+          const yes = 'yes' in scripted;
+          const text = 'yes' in scripted ? scripted.yes : scripted.no;
+          out(`you: ${yes ? 'yes' : 'no'}${text ? ` — ${text}` : ''}\n`);
+          return { confirm: yes, text };
+        }
+        return undefined;
       },
       decide: async (approval) => {
         out(`${renderCard(approval.card, approval.id)}\n`);
         if (ask) return { decision: /^y/i.test(await ask.question('approve? [y/N] ')) ? 'approve' : 'reject', actor: 'you' };
         const scripted = replies.shift();
         if (scripted && 'approve' in scripted) {
-          out(`${scripted.approve} approves.\n`);
-          return { decision: 'approve', actor: 'demo' };
+          out(`${scripted.approve} approves${scripted.with_writes ? ', and lets its writes run without asking' : ''}.\n`);
+          return { decision: 'approve', actor: 'demo', consentWrites: scripted.with_writes };
         }
         if (scripted && 'reject' in scripted) {
           out(`Rejected: ${scripted.reject}\n`);

@@ -66,18 +66,28 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
 
   program
     .command('resume')
-    .description('continue a paused run: answer its question, or continue after its approval was answered')
+    .description('continue a paused run: answer its question (a confirmation: --yes or --no), or continue after its approval was answered')
     .argument('<run_id>')
-    .option('-a, --answer <text>', "the answer to the run's question")
+    .option('-a, --answer <text>', "the answer to the run's question (with --yes/--no: what else the user says)")
+    .option('-y, --yes', 'confirm the writes the question asks about')
+    .option('--no', 'decline them: nothing is written')
     .option('-m, --model <spec>', "model spec (default: the run's own)")
     .option('--json', 'print one JSON object')
-    .action(async (runId: string, o: { answer?: string; model?: string; json?: boolean }) => {
+    .action(async (runId: string, o: { answer?: string; yes?: boolean; no?: boolean; model?: string; json?: boolean }) => {
+      if (o.yes && o.no) throw new KeelError('bad_input', '--yes and --no contradict each other: pass one of them');
       const k = getKeel();
-      const r =
-        o.answer !== undefined
-          ? await k.resume(runId, o.answer, { model: o.model }, printer(!!o.json))
-          : await k.continueRun(runId, printer(!!o.json), { model: o.model });
-      finish(r, !!o.json);
+      let confirm = o.yes ? true : o.no ? false : undefined;
+      if (o.answer === undefined && confirm === undefined) {
+        finish(await k.continueRun(runId, printer(!!o.json), { model: o.model }), !!o.json);
+        return;
+      }
+      // A confirmation without a decision is asked for on a terminal; elsewhere the run refuses it.
+      if (confirm === undefined && process.stdin.isTTY) {
+        const pause = (await k.getRun(runId)).pause;
+        if (pause?.kind === 'ask_user' && pause.confirm)
+          confirm = await askYesNo(`${pause.question}\nConfirm ${pause.confirm.tools.join(', ')}? [y/n] `);
+      }
+      finish(await k.resume(runId, { text: o.answer ?? '', confirm }, { model: o.model }, printer(!!o.json)), !!o.json);
     });
 
   const runs = program.command('runs').description('stored runs and their traces');
@@ -140,18 +150,23 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       }
     });
   for (const decision of ['approve', 'reject'] as const) {
-    approvals
+    const cmd = approvals
       .command(decision)
       .argument('<id>', 'approval id')
       .option('-r, --reason <text>', 'why (kept in the audit)')
       .option('--as <actor>', 'who answers (default: the OS user)')
-      .option('--json', 'print the continued run as one JSON object')
-      .action(async (id: string, o: { reason?: string; as?: string; json?: boolean }) => {
-        const actor = o.as ?? osUser(io.env);
-        const { approval, result } = await getKeel().respondToApproval(id, decision, actor, o.reason ?? null, printer(!!o.json));
-        if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
-        finish(result, !!o.json);
+      .option('--json', 'print the continued run as one JSON object');
+    if (decision === 'approve') {
+      cmd.option('--allow-writes', 'a plan or goal: also let the confirm-once writes made while carrying it out run without asking');
+    }
+    cmd.action(async (id: string, o: { reason?: string; as?: string; json?: boolean; allowWrites?: boolean }) => {
+      const actor = o.as ?? osUser(io.env);
+      const { approval, result } = await getKeel().respondToApproval(id, decision, actor, o.reason ?? null, printer(!!o.json), {
+        consentWrites: o.allowWrites,
       });
+      if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
+      finish(result, !!o.json);
+    });
   }
 
   program
@@ -208,6 +223,21 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
 
 function collectList(v: string, prev: string[]): string[] {
   return [...prev, v];
+}
+
+/** A yes/no question on the terminal (only called when stdin is a TTY). */
+async function askYesNo(question: string): Promise<boolean> {
+  const { createInterface } = await import('node:readline/promises');
+  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  try {
+    for (;;) {
+      const a = (await rl.question(question)).trim().toLowerCase();
+      if (a === 'y' || a === 'yes') return true;
+      if (a === 'n' || a === 'no') return false;
+    }
+  } finally {
+    rl.close();
+  }
 }
 
 function positiveInt(v: string, flag: string): number {

@@ -1,6 +1,7 @@
 import { renderCard } from '../approvals/card.js';
 import type { PluginReport } from '../plugin-host/types.js';
 import type { CallRecord, LoopEvent, RunResult, RunState, RunSummary } from '../types/index.js';
+import { canonicalJson } from '../util/json.js';
 
 const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
   ran: '✓',
@@ -46,7 +47,17 @@ export function eventPrinter(write: (s: string) => void): (e: LoopEvent) => void
 
 export function renderEnd(r: RunResult): string {
   const out: string[] = [];
-  if (r.status === 'paused' && r.question !== undefined) {
+  if (r.status === 'paused' && r.question !== undefined && r.confirm) {
+    const items = r.confirm.items.map((i) => `    • ${i.tool}(${canonicalJson(i.args ?? {})})`);
+    out.push(
+      `? ${r.question}`,
+      `  Held until you confirm (${r.confirm.tools.join(', ')}):`,
+      ...items,
+      '',
+      `Run ${r.run_id} asks you to confirm. Answer with:`,
+      `  keel resume ${r.run_id} --yes    or    keel resume ${r.run_id} --no    (add --answer "…" to say more)`,
+    );
+  } else if (r.status === 'paused' && r.question !== undefined) {
     out.push(`? ${r.question}`, '', `Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
   } else if (r.status === 'paused' && r.approval) {
     out.push(

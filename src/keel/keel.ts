@@ -15,9 +15,11 @@ import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
 import { openStore } from '../store/open.js';
 import { Subagents } from '../subagents/delegates.js';
 import type {
+  Answer,
   ApprovalCard,
   ApprovalRecord,
   ApprovalStatus,
+  Confirmation,
   LoopEvent,
   Mode,
   RunResult,
@@ -66,13 +68,19 @@ export interface RunOptions {
   session?: string;
 }
 
+export interface ApprovalAnswer {
+  decision: ApprovalDecision;
+  actor: string;
+  reason?: string | null;
+  consentWrites?: boolean;
+}
+
 /** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
 export interface PauseResponder {
-  answer(question: string): Promise<string | undefined>;
-  decide(approval: {
-    id: string;
-    card: ApprovalCard;
-  }): Promise<{ decision: ApprovalDecision; actor: string; reason?: string | null } | undefined>;
+  /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no (R16). */
+  answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
+  /** A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run (R16). */
+  decide(approval: { id: string; card: ApprovalCard }): Promise<ApprovalAnswer | undefined>;
 }
 
 export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -228,26 +236,34 @@ export class Keel {
     return store.listApprovals(filter);
   }
 
-  /** Resumes with the run's own model spec and plugin folders unless told otherwise. */
-  async *streamResume(runId: string, answer: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+  /**
+   * Answers a paused run's question and continues it, with the run's own model spec and plugin
+   * folders unless told otherwise. A confirmation (held writes, R16) needs `{ confirm: true|false }`;
+   * plain text answers a plain question.
+   */
+  async *streamResume(runId: string, answer: string | Answer, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
-    return yield* this.sessions.track(streamResume(deps, runId, answer));
+    return yield* this.sessions.track(streamResume(deps, runId, typeof answer === 'string' ? { text: answer } : answer));
   }
 
-  resume(runId: string, answer: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+  resume(runId: string, answer: string | Answer, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
     return collect(this.streamResume(runId, answer, o), onEvent);
   }
 
-  /** A3: answers an approval (the one function every surface uses), then continues its run. */
+  /**
+   * A3: answers an approval (the one function every surface uses), then continues its run. For a
+   * plan or goal card, `consentWrites` also lets its confirm-once writes run without asking (R16).
+   */
   async respondToApproval(
     id: string,
     decision: ApprovalDecision,
     actor: string,
     reason: string | null = null,
     onEvent?: (e: LoopEvent) => void,
+    options: { consentWrites?: boolean } = {},
   ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
-    const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason);
+    const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason, new Date(), options);
     try {
       const result = await this.continueApproval(approval, onEvent);
       return { approval, result };
@@ -297,7 +313,7 @@ export class Keel {
     let pauses = 0;
     while (result.status === 'paused') {
       if (result.question !== undefined) {
-        const answer = await responder.answer(result.question);
+        const answer = await responder.answer(result.question, result.confirm);
         if (answer === undefined) break;
         pauses++;
         result = await this.resume(result.run_id, answer, {}, onEvent);
@@ -305,7 +321,11 @@ export class Keel {
         const d = await responder.decide(result.approval);
         if (!d) break;
         pauses++;
-        result = (await this.respondToApproval(result.approval.id, d.decision, d.actor, d.reason ?? null, onEvent)).result;
+        result = (
+          await this.respondToApproval(result.approval.id, d.decision, d.actor, d.reason ?? null, onEvent, {
+            consentWrites: d.consentWrites,
+          })
+        ).result;
       } else break;
     }
     return { result, pauses };

@@ -7,10 +7,12 @@ import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import type { Menu, Shortlist } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type {
+  Answer,
   ApprovalItem,
   ApprovalRecord,
   ApprovalStore,
   CallRecord,
+  Confirmation,
   EndReason,
   LoopEvent,
   Mode,
@@ -136,12 +138,19 @@ export class RunLeg {
     return yield* this.drive();
   }
 
-  /** R17: the answer becomes the ask_user call's result (same call id) and the run goes on. */
-  async *continueAfterAnswer(pause: QuestionPause, answer: string): AsyncGenerator<LoopEvent, RunResult> {
+  /**
+   * R17: the answer becomes the ask_user call's result (same call id) and the run goes on. For a
+   * confirmation (R16) the result says yes or no in the core's words, and the record keeps the decision.
+   */
+  async *continueAfterAnswer(pause: QuestionPause, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
     this.run.resume();
     yield this.begin(true);
-    const records = pause.calls.map((c) => (c.call_id === pause.call_id ? { ...c, result: answer } : c));
-    const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content: answer } : r));
+    const decision: CallRecord['decision'] = pause.confirm ? (answer.confirm ? 'yes' : 'no') : undefined;
+    const content = pause.confirm ? (answer.confirm ? SAY.confirmed : SAY.declined)(pause.confirm.tools, answer.text) : answer.text;
+    const records = pause.calls.map((c) =>
+      c.call_id === pause.call_id ? { ...c, result: content, ...(decision ? { decision } : {}) } : c,
+    );
+    const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content } : r));
     for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
     return yield* this.continueStep(records, results);
   }
@@ -170,6 +179,8 @@ export class RunLeg {
       const res = results.find((r) => r.call_id === item.call_id);
       if (!rec || !res) continue;
       Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
+      // R16: the approver let the plan's (or goal's) confirm-once writes run: the trace keeps it, so the gate does.
+      if (approval.consent_writes && ex.outcome === 'ran') rec.consent_writes = true;
       Object.assign(res, { content: ex.content, is_error: ex.is_error });
       if (ex.unknown_outcome) {
         this.run.note(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
@@ -282,7 +293,7 @@ export class RunLeg {
     const records: CallRecord[] = [];
     const results: PendingResult[] = [];
     const approvals: ApprovalItem[] = [];
-    let question: { call_id: string; question: string } | undefined;
+    let question: { call_id: string; question: string; confirm?: Confirmation } | undefined;
     let endOn: EndOn | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
     const ctx = this.executeContext();
@@ -324,7 +335,8 @@ export class RunLeg {
           break;
         }
         case 'ask_user':
-          question = { call_id: call.id, question: prepared.question };
+          // R16: asked while writes are held (earlier in the run, or earlier in this reply), it is a confirmation.
+          question = { call_id: call.id, question: prepared.question, confirm: this.heldConfirmation(records) };
           record = rec('ran', '', false, false);
           pending = true;
           break;
@@ -366,6 +378,7 @@ export class RunLeg {
         answered_at: null,
         answered_by: null,
         reason: null,
+        consent_writes: false,
       });
       return yield* this.pause({ kind: 'approval', seq, approval_id: id, card, step, items: approvals, results, calls: records });
     }
@@ -376,6 +389,7 @@ export class RunLeg {
         seq: this.run.nextPauseSeq(),
         call_id: q.call_id,
         question: q.question,
+        ...(q.confirm ? { confirm: q.confirm } : {}),
         step,
         results,
         calls: records,
@@ -433,6 +447,23 @@ export class RunLeg {
         : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) },
     );
     await this.deps.onModeChange?.(this.run.state);
+  }
+
+  /**
+   * R16: the writes held since the user last answered (the gate's state as of this call, so a write
+   * later in the same reply does not count), if any: a question asked now is a confirmation of them.
+   */
+  private heldConfirmation(earlierInReply: readonly CallRecord[]): Confirmation | undefined {
+    const held = this.gate.heldAwaitingAnswer;
+    if (!held.size) return undefined;
+    const all = [...this.run.state.steps, ...earlierInReply];
+    const items: Confirmation['items'] = [];
+    for (let i = all.length - 1; i >= 0; i--) {
+      const r = all[i];
+      if (r.tool === 'ask_user' && r.outcome === 'ran') break;
+      if (r.outcome === 'held_for_confirmation' && held.has(r.tool)) items.unshift({ call_id: r.call_id, tool: r.tool, args: r.args });
+    }
+    return { tools: [...held], items };
   }
 
   private lastUsable(current: CallRecord[]): string | undefined {

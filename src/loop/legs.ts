@@ -3,7 +3,7 @@
  * its card. Each takes the run through the run module (start or claim) and drives it with the one
  * engine; each ends with `run_finished`.
  */
-import type { ApprovalRecord, LoopEvent, Mode, RunResult } from '../types/index.js';
+import type { Answer, ApprovalRecord, LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { type EngineDeps, RunLeg } from './engine.js';
 import { type NewRun, RunWriter } from './run.js';
@@ -51,8 +51,8 @@ function storeOf(deps: EngineDeps): NonNullable<EngineDeps['store']> {
 }
 
 /** R17/R18: the answer becomes the ask_user call's result (same call id); the run continues. */
-export async function* streamResume(deps: EngineDeps, runId: string, answer: string): AsyncGenerator<LoopEvent, RunResult> {
-  const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, deps.now);
+export async function* streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
+  const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, answer, deps.now);
   return yield* new RunLeg(deps, run).continueAfterAnswer(pause, answer);
 }
 

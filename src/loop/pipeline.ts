@@ -87,7 +87,7 @@ export function prepareCall(x: PrepareInput): Prepared {
         result: SAY.repeat(call.name, decision.earlier.call_id, decision.earlier.content),
       };
     case 'hold_for_confirmation':
-      return answered('held_for_confirmation', SAY.heldForConfirmation(call.name));
+      return answered('held_for_confirmation', decision.declined ? SAY.declinedEarlier(call.name) : SAY.heldForConfirmation(call.name));
     case 'refuse_approval':
       return answered('error', SAY.approvalUnavailable(call.name));
     case 'needs_approval':

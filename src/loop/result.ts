@@ -85,7 +85,10 @@ export function toResult(s: RunView): RunResult {
     notes: [...s.notes],
     warnings: [...s.warnings],
   };
-  if (s.pause?.kind === 'ask_user') out.question = s.pause.question;
+  if (s.pause?.kind === 'ask_user') {
+    out.question = s.pause.question;
+    if (s.pause.confirm) out.confirm = s.pause.confirm;
+  }
   if (s.pause?.kind === 'approval') out.approval = { id: s.pause.approval_id, card: s.pause.card };
   return out;
 }

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type {
+  Answer,
   ApprovalRecord,
   CallRecord,
   Contract,
@@ -114,7 +115,12 @@ export class RunWriter {
    * R17/R18: takes a run out of its question, for the answer. Refused when the run does not wait
    * for an answer, or was already resumed from this question (here or in another process).
    */
-  static async claimForAnswer(store: RunStore, runId: string, clock?: () => Date): Promise<{ run: RunWriter; pause: QuestionPause }> {
+  static async claimForAnswer(
+    store: RunStore,
+    runId: string,
+    answer: Answer,
+    clock?: () => Date,
+  ): Promise<{ run: RunWriter; pause: QuestionPause }> {
     const s = await loadOrThrow(store, runId);
     const pause = s.pause;
     if (s.status !== 'paused' || !pause) {
@@ -125,6 +131,16 @@ export class RunWriter {
         'not_paused',
         `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
       );
+    }
+    // R16: a confirmation is a decision, not free text. Refused before the claim: the pause stays open.
+    if (pause.confirm && answer.confirm === undefined) {
+      throw new KeelError(
+        'bad_input',
+        `run ${runId} asks the user to confirm ${pause.confirm.tools.join(', ')}: answer with --yes or --no (and --answer TEXT if you like)`,
+      );
+    }
+    if (!pause.confirm && !answer.text.trim()) {
+      throw new KeelError('bad_input', `run ${runId} asks a question (${pause.question}): answer it with --answer TEXT`);
     }
     if (!(await store.claimPause(runId, pause.seq, processOwner()))) {
       throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);

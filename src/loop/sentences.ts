@@ -19,6 +19,14 @@ export const SAY = {
   /** R15: the first call of a confirm-once write. */
   heldForConfirmation: (name: string) =>
     `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
+  /** R16: the user said no to a tool earlier in this run; the call is held again. */
+  declinedEarlier: (name: string) =>
+    `Not run: the user declined ${name} earlier in this run. Do not call it again unless the user asks for it; if they may have changed their mind, ask once with ask_user.`,
+  /** R16: the answer to a confirmation, as the ask_user call's result. */
+  confirmed: (tools: readonly string[], text: string) =>
+    `The user confirmed: go ahead with ${tools.join(', ')}.${text.trim() ? ` They said: ${text.trim()}` : ''}`,
+  declined: (tools: readonly string[], text: string) =>
+    `The user declined: do not run ${tools.join(', ')}; nothing was written.${text.trim() ? ` They said: ${text.trim()}` : ''} Tell the user nothing was changed, or ask what they want instead.`,
   /** A warning in the run's result: the run ended while a write it held was never asked about. */
   heldNeverAsked: (name: string) =>
     `${name} was held for the user's confirmation, but the run ended without asking: nothing was written by it.`,

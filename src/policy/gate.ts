@@ -9,7 +9,8 @@ import { callKey } from '../util/json.js';
 export type Decision =
   | { kind: 'run' }
   | { kind: 'ask_user' }
-  | { kind: 'hold_for_confirmation' }
+  /** R15: held; `declined` when the user already said no to this tool in this run (R16). */
+  | { kind: 'hold_for_confirmation'; declined: boolean }
   | { kind: 'needs_approval' }
   | { kind: 'refuse_approval' }
   | { kind: 'deny'; mode: Mode }
@@ -37,6 +38,10 @@ export interface GateState {
   consented: Set<string>;
   /** Confirm-once tools held and not yet followed by an answered ask_user. */
   heldAwaitingAnswer: Set<string>;
+  /** Confirm-once tools the user said no to in this run (R16): held again, with a sentence that says so. */
+  declined: Set<string>;
+  /** R16: an approved plan or goal whose approver let its confirm-once writes run unasked. */
+  consentAll: boolean;
   /** False when the run has no store to pause in (A5). */
   canPause: boolean;
 }
@@ -77,7 +82,8 @@ export function decide(input: GateInput): Decision {
     case 'none':
       return { kind: 'run' };
     case 'confirm_once':
-      return state.consented.has(tool.name) ? { kind: 'run' } : { kind: 'hold_for_confirmation' };
+      if (state.consentAll || state.consented.has(tool.name)) return { kind: 'run' };
+      return { kind: 'hold_for_confirmation', declined: state.declined.has(tool.name) };
     case 'approval':
       return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
   }
@@ -96,11 +102,20 @@ export function recordCall(state: GateState, r: CallRecord): void {
   }
   if (r.outcome !== 'ran' && !(r.outcome === 'error' && !r.by_core)) return;
   if (r.tool === 'ask_user') {
-    // R16: an answered question after a held call is consent to that tool (and only that tool).
-    for (const t of state.heldAwaitingAnswer) state.consented.add(t);
+    // R16: an explicit yes to a question asked while a tool was held is consent to that tool (and
+    // only that tool); a no leaves it unconsented. (A run stored before confirmations carried a
+    // decision has none: its answer counts as consent, as it did then.)
+    for (const t of state.heldAwaitingAnswer) {
+      if (r.decision === 'no') state.declined.add(t);
+      else {
+        state.consented.add(t);
+        state.declined.delete(t);
+      }
+    }
     state.heldAwaitingAnswer.clear();
     return;
   }
+  if (r.consent_writes && (r.tool === SUBMIT_TOOL.plan || r.tool === SUBMIT_TOOL.goal)) state.consentAll = true;
   const read = r.effect === undefined || r.effect === 'read';
   if (!read) {
     // R13: a write anywhere invalidates cached reads.
@@ -117,7 +132,14 @@ export function recordCall(state: GateState, r: CallRecord): void {
 }
 
 export function deriveGateState(records: readonly CallRecord[], canPause: boolean): GateState {
-  const state: GateState = { executed: new Map(), consented: new Set(), heldAwaitingAnswer: new Set(), canPause };
+  const state: GateState = {
+    executed: new Map(),
+    consented: new Set(),
+    heldAwaitingAnswer: new Set(),
+    declined: new Set(),
+    consentAll: false,
+    canPause,
+  };
   for (const r of records) recordCall(state, r);
   return state;
 }

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (
   id TEXT PRIMARY KEY, run_id TEXT NOT NULL, pause_seq INTEGER NOT NULL, items TEXT NOT NULL, card TEXT NOT NULL,
   status TEXT NOT NULL, requested_at TEXT NOT NULL, expires_at TEXT NOT NULL,
-  answered_at TEXT, answered_by TEXT, reason TEXT
+  answered_at TEXT, answered_by TEXT, reason TEXT, consent_writes INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS approvals_status ON approvals(status);
 CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL, subject TEXT NOT NULL, detail TEXT NOT NULL);
@@ -118,11 +118,11 @@ export class SqliteStore implements Store {
       claim: p("UPDATE runs SET status = 'running', owner = ?, updated_at = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?"),
       takeOver: p("UPDATE runs SET owner = ?, updated_at = ? WHERE id = ? AND status = 'running' AND pause_seq = ? AND owner IS ?"),
       insertApproval:
-        p(`INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason)
-        VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason)`),
+        p(`INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason,consent_writes)
+        VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason,@consent_writes)`),
       getApproval: p('SELECT * FROM approvals WHERE id = ?'),
       answerApproval: p(
-        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ? WHERE id = ? AND status = 'pending'",
+        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ?, consent_writes = ? WHERE id = ? AND status = 'pending'",
       ),
       audit: p('INSERT INTO audit (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)'),
       ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
@@ -175,7 +175,10 @@ export class SqliteStore implements Store {
 
   /** Columns added since the first schema: a file made by an older Keel gains them (with their defaults). */
   private migrate(): void {
-    const added: [table: string, column: string, definition: string][] = [['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"]];
+    const added: [table: string, column: string, definition: string][] = [
+      ['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"],
+      ['approvals', 'consent_writes', 'INTEGER NOT NULL DEFAULT 0'],
+    ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
       if (!columns.includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
@@ -308,11 +311,21 @@ export class SqliteStore implements Store {
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
-    this.stmt.insertApproval.run({ ...a, items: JSON.stringify(a.items), card: JSON.stringify(a.card) });
+    this.stmt.insertApproval.run({
+      ...a,
+      items: JSON.stringify(a.items),
+      card: JSON.stringify(a.card),
+      consent_writes: a.consent_writes ? 1 : 0,
+    });
   }
 
   private approvalFromRow(r: Row): ApprovalRecord {
-    return { ...(r as unknown as ApprovalRecord), items: JSON.parse(r.items as string), card: JSON.parse(r.card as string) };
+    return {
+      ...(r as unknown as ApprovalRecord),
+      items: JSON.parse(r.items as string),
+      card: JSON.parse(r.card as string),
+      consent_writes: r.consent_writes === 1,
+    };
   }
 
   async getApproval(id: string): Promise<ApprovalRecord | undefined> {
@@ -341,8 +354,9 @@ export class SqliteStore implements Store {
     actor: string,
     reason: string | null,
     at: string,
+    consentWrites = false,
   ): Promise<boolean> {
-    return this.stmt.answerApproval.run(status, actor, reason, at, id).changes === 1;
+    return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, id).changes === 1;
   }
 
   async audit(row: AuditRecord): Promise<void> {

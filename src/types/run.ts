@@ -54,6 +54,10 @@ export interface CallRecord {
   effect?: Effect;
   /** True when the core produced the result instead of running the tool (R12 "unusable"). */
   by_core: boolean;
+  /** R16: on an ask_user call that was a confirmation, the user's explicit yes or no. */
+  decision?: 'yes' | 'no';
+  /** R16: on an approved submit_plan/submit_goal, the approver let its confirm-once writes run unasked. */
+  consent_writes?: true;
 }
 
 /** R29: a non-read call that started, recorded before it ran. */
@@ -101,6 +105,26 @@ export interface ApprovalCard {
   title: string;
   items: { tool: string; title: string; lines: string[]; undo: string; call: string }[];
   request: string;
+  /**
+   * R16: a plan or goal card: the approver may also let the confirm-once writes made while carrying
+   * it out run without asking (destructive calls and pinned writes keep their cards).
+   */
+  offers_write_consent?: true;
+}
+
+/**
+ * R16: a question asked while writes are held is a confirmation: it names the held tools and the
+ * calls waiting on them, and its answer carries an explicit yes or no.
+ */
+export interface Confirmation {
+  tools: string[];
+  items: { call_id: string; tool: string; args: Record<string, unknown> | null }[];
+}
+
+/** What the user says to a paused question: text, and for a confirmation an explicit yes or no. */
+export interface Answer {
+  text: string;
+  confirm?: boolean;
 }
 
 /** An approved proposal from a contract mode (C1). */
@@ -110,7 +134,17 @@ export type Contract =
 
 /** Why and where a run waits. `seq` makes each pause resumable at most once (R18). */
 export type Pause =
-  | { kind: 'ask_user'; seq: number; call_id: string; question: string; step: number; results: PendingResult[]; calls: CallRecord[] }
+  | {
+      kind: 'ask_user';
+      seq: number;
+      call_id: string;
+      question: string;
+      /** Set when writes are held: the answer must say yes or no (R16). */
+      confirm?: Confirmation;
+      step: number;
+      results: PendingResult[];
+      calls: CallRecord[];
+    }
   | {
       kind: 'approval';
       seq: number;
@@ -164,6 +198,8 @@ export interface RunResult {
   reason: EndReason | null;
   answer: string | null;
   question?: string;
+  /** The question is a confirmation of these held writes: answer yes or no (R16). */
+  confirm?: Confirmation;
   approval?: { id: string; card: ApprovalCard };
   mode: Mode;
   model_calls: number;

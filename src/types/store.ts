@@ -37,6 +37,8 @@ export interface ApprovalRecord {
   answered_at: string | null;
   answered_by: string | null;
   reason: string | null;
+  /** R16: a plan or goal approved with its confirm-once writes let run unasked. */
+  consent_writes: boolean;
 }
 
 export interface AuditRecord {
@@ -106,6 +108,7 @@ export interface ApprovalStore {
     actor: string,
     reason: string | null,
     at: string,
+    consentWrites?: boolean,
   ): Promise<boolean>;
   audit(row: AuditRecord): Promise<void>;
   listAudit(subject?: string): Promise<AuditRecord[]>;

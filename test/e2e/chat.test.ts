@@ -67,7 +67,13 @@ test('keel chat under tmux: a question answered inline, an approval card answere
   };
   await waitFor(session, /you> $/m);
   type('remind me of the water bill');
-  await waitFor(session, /\? Create 'Pay water' on Sep 23\?\s*\nanswer> /);
+  // R16: a question asked while a write is held is a confirmation: a yes/no choice, not free text.
+  await waitFor(
+    session,
+    /\? Create 'Pay water' on Sep 23\?\s*\n\s+\(nothing is written until you confirm: create_reminder\)\s*\nconfirm\? \[y\/n\] /,
+  );
+  type('maybe');
+  await waitFor(session, /please answer y or n: /);
   type('yes');
   await waitFor(session, /Reminder set\.\n\(done: final_answer, 5 model calls\)/);
   assert.equal(calls(home, 'reminders.jsonl').length, 0, 'the reference calendar keeps reminders in its own database');

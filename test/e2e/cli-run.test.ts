@@ -33,7 +33,7 @@ test('S1/R17/R18: keel run --json pauses; keel resume in a new process finishes;
   );
   assert.equal(calls(home, 'reminders.jsonl').length, 0);
 
-  const resumed = await keel(['resume', r1.run_id, '--answer', 'yes', '--json'], env);
+  const resumed = await keel(['resume', r1.run_id, '--yes', '--json'], env);
   assert.equal(resumed.code, 0, resumed.stderr);
   const r2 = json<{ status: string; model_calls: number; answer: string; effects: { call_id: string }[] }>(resumed);
   assert.equal(r2.status, 'done');
@@ -48,7 +48,7 @@ test('S1/R17/R18: keel run --json pauses; keel resume in a new process finishes;
     [R1, R2],
   );
 
-  const again = await keel(['resume', r1.run_id, '--answer', 'yes'], env);
+  const again = await keel(['resume', r1.run_id, '--yes'], env);
   assert.equal(again.code, 2);
   assert.match(again.stderr, /not waiting for an answer/);
   assert.equal(calls(home, 'reminders.jsonl').length, 2, 'nothing lost or redone');
@@ -70,7 +70,8 @@ test('S1: without --json the CLI prints a readable transcript, the question, the
   assert.match(r.stdout, /upcoming_dues\(\{"within_days":15\}\)\s+✓/);
   assert.match(r.stdout, /create_reminder\(.*\)\s+⏸ held/);
   assert.match(r.stdout, /\? Create reminders for Wingtip Bank and Contoso Energy\?/);
-  assert.match(r.stdout, /keel resume run_\w+ --answer/);
+  assert.match(r.stdout, /Held until you confirm \(create_reminder\)/);
+  assert.match(r.stdout, /keel resume run_\w+ --yes {4}or {4}keel resume run_\w+ --no/);
 });
 
 test('R18: two processes resuming the same pause at once: exactly one continues', async () => {
@@ -79,8 +80,8 @@ test('R18: two processes resuming the same pause at once: exactly one continues'
   const model = script(home, DUES_SCRIPT);
   const r1 = json<{ run_id: string }>(await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'dues and reminders'], env));
   const both = await Promise.all([
-    keel(['resume', r1.run_id, '--answer', 'yes', '--json'], env),
-    keel(['resume', r1.run_id, '--answer', 'yes', '--json'], env),
+    keel(['resume', r1.run_id, '--yes', '--json'], env),
+    keel(['resume', r1.run_id, '--yes', '--json'], env),
   ]);
   const codes = both.map((b) => b.code).sort();
   assert.deepEqual(codes, [0, 2], both.map((b) => b.stderr).join('\n'));

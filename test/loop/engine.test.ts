@@ -36,7 +36,8 @@ test('R15/R16/R17/R18: dues then a reminder for each — held, asked once, resum
   assert.deepEqual(first.effects, [], 'nothing written before consent');
   assert.equal(calls(h.home, 'reminders.jsonl').length, 0);
 
-  const second = await h.resume(first.run_id, 'yes');
+  assert.deepEqual(first.confirm, { tools: ['create_reminder'], items: [{ call_id: 'c2', tool: 'create_reminder', args: R1 }] });
+  const second = await h.resume(first.run_id, { text: '', confirm: true });
   assert.equal(second.status, 'done');
   assert.equal(second.reason, 'final_answer');
   assert.equal(second.answer, 'Both reminders are set.');
@@ -49,7 +50,7 @@ test('R15/R16/R17/R18: dues then a reminder for each — held, asked once, resum
     'the held call c2 never executed',
   );
   const c3 = second.steps.find((s) => s.call_id === 'c3');
-  assert.equal(c3?.result, 'yes', 'the answer is the ask_user result under its own id');
+  assert.equal(c3?.result, 'The user confirmed: go ahead with create_reminder.', 'the answer is the ask_user result under its own id');
   const run = await h.keel.getRun(first.run_id);
   assertPaired(run.messages);
 });
@@ -90,7 +91,8 @@ test('R16: consent covers the fan-out and survives pause/resume, but a question 
   assert.equal(p1.steps.find((s) => s.call_id === 'w1')?.outcome, 'held_for_confirmation');
   const p2 = await h.resume(p1.run_id, 'no, that is all');
   assert.equal(p2.status, 'paused');
-  const end = await h.resume(p2.run_id, 'yes');
+  assert.deepEqual(p2.confirm?.tools, ['create_reminder'], 'the second question is the confirmation');
+  const end = await h.resume(p2.run_id, { text: 'yes', confirm: true });
   assert.equal(end.status, 'done');
   assert.deepEqual(
     end.steps.filter((s) => s.tool === 'create_reminder').map((s) => s.outcome),

@@ -55,7 +55,7 @@ for (const route of ROUTES) {
 
         // A new Keel over the same home: the run resumes from the store, as in a new process.
         const events: LoopEvent[] = [];
-        const second = await w.keel().resume(first.run_id, 'yes', {}, (e) => events.push(e));
+        const second = await w.keel().resume(first.run_id, { text: 'yes', confirm: true }, {}, (e) => events.push(e));
         assert.equal(second.status, 'done', second.answer ?? '');
         assert.equal(second.reason, 'final_answer');
         assert.equal(second.answer, 'Done: two reminders are set, for Wingtip Bank and Contoso Energy.');
@@ -63,7 +63,11 @@ for (const route of ROUTES) {
         assert.equal(streamed, second.answer, 'the final answer streamed as text deltas');
 
         assert.equal(w.gateway.requests.length, 5);
-        assert.equal(resultFor(w.gateway, 3, id('ask')).content, 'yes', 'the answer is the ask_user result, same id');
+        assert.equal(
+          resultFor(w.gateway, 3, id('ask')).content,
+          'The user confirmed: go ahead with create_reminder. They said: yes',
+          'the answer is the ask_user result, same id',
+        );
         assert.match(resultFor(w.gateway, 4, id('rem2')).content, /Reminder "Pay Wingtip Bank" created/);
         assert.match(resultFor(w.gateway, 4, id('rem3')).content, /Reminder "Pay Contoso Energy" created/);
         assert.equal(w.lines('reminders.jsonl').length, 2);

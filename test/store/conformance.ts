@@ -248,6 +248,7 @@ function approval(id: string, run_id: string, minutes: number, over: Partial<App
     answered_at: null,
     answered_by: null,
     reason: null,
+    consent_writes: false,
     ...over,
   };
 }
@@ -610,6 +611,11 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
 
     assert.equal(await store.answerApproval('ap-3', 'rejected', 'bob', 'keep them', at(7)), true, 'pending → rejected');
     assert.equal((await store.getApproval('ap-3'))?.reason, 'keep them');
+
+    // R16: a plan approved with its writes keeps that choice.
+    await store.createApproval(approval('ap-4', 'run-1', 3));
+    assert.equal(await store.answerApproval('ap-4', 'approved', 'ana', null, at(9), true), true);
+    assert.equal((await store.getApproval('ap-4'))?.consent_writes, true);
     assert.equal(await store.answerApproval('no-such-approval', 'approved', 'ana', null, at(8)), false, 'unknown id');
     assert.deepEqual(
       (await store.listApprovals({ status: 'pending' })).map((a) => a.id),

@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { Keel, type KeelOptions } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
-import type { LoopEvent, Mode, RunResult } from '../../src/types/index.js';
+import type { Answer, LoopEvent, Mode, RunResult } from '../../src/types/index.js';
 import { FIXTURES, script, tempHome } from './helpers.js';
 
 /** A Keel on a fresh temp home with the fixture plugins, driven by a scripted model. */
@@ -24,7 +24,7 @@ export class Harness {
   }
 
   /** Resumes as a new process would: a new Keel over the same home. */
-  async resume(runId: string, answer: string): Promise<RunResult> {
+  async resume(runId: string, answer: string | Answer): Promise<RunResult> {
     await this.keel.close();
     this.keel = new Keel({ home: this.home, ...this.opts });
     return this.keel.resume(runId, answer, {}, (e) => this.events.push(e));
