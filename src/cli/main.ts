@@ -100,6 +100,18 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs
+    .command('cancel')
+    .description('end a paused or stalled run for good (its pending card is rejected); audited')
+    .argument('<run_id>')
+    .option('-r, --reason <text>', 'why (kept in the run and the audit)')
+    .option('--as <actor>', 'who cancels (default: the OS user)')
+    .option('--json', 'print the ended run as one JSON object')
+    .action(async (runId: string, o: { reason?: string; as?: string; json?: boolean }) => {
+      const r = await getKeel().cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json));
+      finish(r, !!o.json);
+      code = 0;
+    });
+  runs
     .command('show')
     .argument('<run_id>')
     .option('--json', 'print the whole run state as JSON')
@@ -211,14 +223,27 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
       code = rows.some((r) => r.status === 'failed') ? 1 : 0;
     });
 
+  // Ctrl-C / SIGTERM: a run stops at its next safe point and stays resumable (keel resume RUN);
+  // a second signal, or one while no run is working, exits at once.
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals) => {
+    const exitCode = sig === 'SIGINT' ? 130 : 143;
+    if (signalled || !keel?.interrupt(`interrupted by ${sig}`)) process.exit(exitCode);
+    signalled = sig;
+    io.err(`\nkeel: ${sig}: stopping the run at its next safe point (${sig === 'SIGINT' ? 'Ctrl-C' : sig} again to quit at once)\n`);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     await program.parseAsync(argv);
   } catch (err) {
     code = reportError(err, io);
   } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
     await keel?.close();
   }
-  return code;
+  return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
 }
 
 function collectList(v: string, prev: string[]): string[] {

@@ -59,6 +59,8 @@ export function renderEnd(r: RunResult): string {
     );
   } else if (r.status === 'paused' && r.question !== undefined) {
     out.push(`? ${r.question}`, '', `Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
+  } else if (r.status === 'paused' && r.reason === 'interrupted') {
+    out.push(`Run ${r.run_id} was interrupted at a safe point; nothing is half done. Continue it with:`, `  keel resume ${r.run_id}`);
   } else if (r.status === 'paused' && r.approval) {
     out.push(
       renderCard(r.approval.card, r.approval.id),
@@ -93,7 +95,7 @@ export function renderRunShow(run: RunState): string {
     `  created: ${run.created_at}   updated: ${run.updated_at}`,
   ];
   let step = 0;
-  const records = [...run.steps, ...(run.pause?.calls ?? [])];
+  const records = [...run.steps, ...(run.pause && run.pause.kind !== 'interrupted' ? run.pause.calls : [])];
   for (const req of run.requests) {
     step = req.step;
     const avail = req.tools.filter((t) => t.available).length;

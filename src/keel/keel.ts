@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { type ApprovalDecision, expireApprovals, respondToApproval } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
-import { collect, streamApprovalContinuation, streamResume, streamRun } from '../loop/legs.js';
+import { collect, streamApprovalContinuation, streamCancel, streamContinue, streamResume, streamRun } from '../loop/legs.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -117,6 +117,9 @@ export class Keel {
   private readonly sessions: Sessions;
   private readonly registries: Registries;
   private config: KeelConfig | undefined;
+  /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
+  private interruption = new AbortController();
+  private running = 0;
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -191,6 +194,7 @@ export class Keel {
       countTokens: this.env.KEEL_COUNT_TOKENS !== '0',
       currentMode: (run) => this.sessions.currentMode(run),
       onModeChange: (run) => this.sessions.changed(run),
+      signal: this.interruption.signal,
     };
   }
 
@@ -199,7 +203,7 @@ export class Keel {
     const deps = await this.deps(o.model, dirs);
     const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
     const input = { message, mode: o.mode ?? session?.mode, pluginDirs: dirs, session, notes: deps.notes };
-    return yield* this.sessions.track(streamRun(deps, input));
+    return yield* this.sessions.track(this.active(streamRun(deps, input)));
   }
 
   run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -244,7 +248,7 @@ export class Keel {
   async *streamResume(runId: string, answer: string | Answer, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
     const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
-    return yield* this.sessions.track(streamResume(deps, runId, typeof answer === 'string' ? { text: answer } : answer));
+    return yield* this.sessions.track(this.active(streamResume(deps, runId, typeof answer === 'string' ? { text: answer } : answer)));
   }
 
   resume(runId: string, answer: string | Answer, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -281,23 +285,88 @@ export class Keel {
   async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     const run = await this.getRun(approval.run_id);
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
-    return collect(this.sessions.track(streamApprovalContinuation(deps, approval)), onEvent);
+    return collect(this.sessions.track(this.active(streamApprovalContinuation(deps, approval))), onEvent);
   }
 
-  /** `keel resume RUN` without an answer: continue a run whose approval was answered (or recover one). */
+  /**
+   * `keel resume RUN` without an answer: continue a run whose approval was answered, one that was
+   * interrupted (Ctrl-C, SIGTERM), or one whose process died (taken over: calls it had in flight are
+   * reported, never run again).
+   */
   async continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     const run = await this.getRun(runId);
-    if (run.pause?.kind !== 'approval') {
-      throw new KeelError('bad_input', `run ${runId} is ${run.status}${run.pause ? ', waiting for an answer: pass --answer TEXT' : ''}`);
+    const pause = run.pause;
+    if (run.status === 'done' || run.status === 'failed') {
+      throw new KeelError('not_paused', `run ${runId} is ${run.status} (${run.reason}) already: there is nothing to continue`);
     }
+    if (pause?.kind === 'approval') {
+      const store = this.requireStore();
+      await expireApprovals(store);
+      const approval = await store.getApproval(pause.approval_id);
+      if (!approval) throw new KeelError('not_found', `run ${runId} waits for approval ${pause.approval_id}, which is not in the store`);
+      if (approval.status === 'pending') {
+        throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
+      }
+      return this.continueApproval(approval, onEvent, o);
+    }
+    if (run.status === 'paused' && pause?.kind === 'ask_user') {
+      throw new KeelError(
+        'bad_input',
+        pause.confirm
+          ? `run ${runId} asks the user to confirm ${pause.confirm.tools.join(', ')}: keel resume ${runId} --yes or --no`
+          : `run ${runId} waits for an answer: keel resume ${runId} --answer TEXT`,
+      );
+    }
+    const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
+    return collect(this.sessions.track(this.active(streamContinue(deps, runId))), onEvent);
+  }
+
+  /**
+   * `keel runs cancel`: ends a paused or stalled run for good, with a reason, audited. Its pending
+   * card is answered as rejected; calls it had in flight are reported, never run again. A run a live
+   * process is driving is refused (stop that process first).
+   */
+  async cancelRun(runId: string, actor: string, reason: string | null = null, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
     const store = this.requireStore();
-    await expireApprovals(store);
-    const approval = await store.getApproval(run.pause.approval_id);
-    if (!approval) throw new KeelError('not_found', `run ${runId} waits for approval ${run.pause.approval_id}, which is not in the store`);
-    if (approval.status === 'pending') {
-      throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
+    const run = await this.getRun(runId);
+    const why = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
+    // No model is called to end a run: one whose model can no longer be reached can still be cancelled.
+    const model: ModelClient = {
+      spec: run.model,
+      stream: () => {
+        throw new ModelError('a cancelled run calls no model');
+      },
+    };
+    const { registry } = await this.registries.forRun(run.plugin_dirs);
+    const deps: EngineDeps = { registry, model, store, limits: this.limits() };
+    const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), onEvent);
+    const at = new Date().toISOString();
+    for (const a of await store.listApprovals({ run_id: runId, status: 'pending' })) {
+      await store.answerApproval(a.id, 'rejected', actor, 'the run was cancelled', at);
     }
-    return this.continueApproval(approval, onEvent, o);
+    await store.audit({ at, actor, action: 'cancel_run', subject: runId, detail: JSON.stringify({ reason }) });
+    return result;
+  }
+
+  /**
+   * Interrupts every leg this Keel is driving (Ctrl-C, SIGTERM): each pauses at its next safe point,
+   * to be continued with `keel resume RUN`. Returns how many legs were running.
+   */
+  interrupt(why = 'interrupted'): number {
+    const n = this.running;
+    this.interruption.abort(why);
+    this.interruption = new AbortController();
+    return n;
+  }
+
+  /** Counts a leg as running while it streams (interrupt() reports how many it stopped). */
+  private async *active(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    this.running++;
+    try {
+      return yield* gen;
+    } finally {
+      this.running--;
+    }
   }
 
   /**

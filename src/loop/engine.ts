@@ -62,6 +62,8 @@ export interface EngineDeps {
   currentMode?: (run: RunView) => Mode;
   /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
   onModeChange?: (run: RunView) => void | Promise<void>;
+  /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */
+  signal?: AbortSignal;
   now?: () => Date;
 }
 
@@ -83,8 +85,11 @@ export class RunLeg {
   private readonly started = Date.now();
   private readonly abort = new AbortController();
   private stopped: string | undefined;
+  /** Set by Ctrl-C/SIGTERM (the deps' signal): the leg pauses at the next safe point, resumable. */
+  private interrupted: string | undefined;
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
+  private readonly onInterrupt = () => this.interrupt(String(this.deps.signal?.reason ?? 'interrupted'));
 
   constructor(deps: EngineDeps, run: RunWriter) {
     this.deps = deps;
@@ -93,6 +98,7 @@ export class RunLeg {
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
     this.gate = deriveGateState(run.state.steps, deps.store !== null);
     for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
+    deps.signal?.addEventListener('abort', this.onInterrupt, { once: true });
   }
 
   get state(): RunView {
@@ -107,6 +113,17 @@ export class RunLeg {
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
   stop(why: string): void {
     this.stopped = why;
+    this.abort.abort(new Error(why));
+  }
+
+  /**
+   * Stops the leg at its next safe point — the model call in flight is aborted, a tool in flight
+   * finishes — and leaves the run paused, to be continued with `keel resume RUN`. Only a run that
+   * can pause (a store) is interrupted; one that cannot is halted.
+   */
+  interrupt(why: string): void {
+    if (!this.deps.store) return this.stop(why);
+    this.interrupted = why;
     this.abort.abort(new Error(why));
   }
 
@@ -195,6 +212,101 @@ export class RunLeg {
     return yield* this.continueStep(records, results);
   }
 
+  /** A run interrupted between steps goes on from where it stopped. */
+  async *continueAfterInterruption(): AsyncGenerator<LoopEvent, RunResult> {
+    this.run.resume();
+    this.run.clearPause();
+    yield this.begin(true);
+    return yield* this.drive();
+  }
+
+  /**
+   * A run whose process died mid-leg, taken over: every call of the last reply that has no result
+   * gets one in the core's words — of unknown outcome when its effect was recorded as started, else
+   * interrupted — and none is run again. Then the run goes on.
+   */
+  async *recover(): AsyncGenerator<LoopEvent, RunResult> {
+    this.run.resume();
+    this.run.note('taken over from a process that stopped');
+    yield this.begin(true);
+    yield* this.closeInFlight();
+    return yield* this.drive();
+  }
+
+  /** The answer to the run's question died with its process: the question is open again. */
+  async *reopenQuestion(): AsyncGenerator<LoopEvent, RunResult> {
+    yield this.begin(true);
+    this.release();
+    await this.run.reopenQuestion();
+    const pause = this.run.state.pause;
+    if (pause) yield { type: 'paused', pause };
+    const result = toResult(this.run.state);
+    yield { type: 'run_finished', result };
+    return result;
+  }
+
+  /** Ends an unfinished run for good (`keel runs cancel`), answering any call left without a result. */
+  async *cancel(why: string): AsyncGenerator<LoopEvent, RunResult> {
+    this.run.resume();
+    yield this.begin(true);
+    yield* this.closeInFlight();
+    return yield* this.end('failed', 'cancelled', why);
+  }
+
+  /** R19: the calls of the last reply that have no result yet get one, so the transcript stays paired. */
+  private async *closeInFlight(): AsyncGenerator<LoopEvent, void> {
+    const s = this.run.state;
+    const pause = s.pause;
+    let lastAssistant = s.messages.length - 1;
+    while (lastAssistant >= 0 && s.messages[lastAssistant].role !== 'assistant') lastAssistant--;
+    const reply = s.messages[lastAssistant];
+    if (reply?.role !== 'assistant' || !reply.tool_calls.length) {
+      this.run.clearPause();
+      return;
+    }
+    const answered = new Set(s.messages.slice(lastAssistant + 1).flatMap((m) => (m.role === 'tool' ? [m.call_id] : [])));
+    const open = reply.tool_calls.filter((c) => !answered.has(c.id));
+    if (!open.length) {
+      this.run.clearPause();
+      return;
+    }
+    const step = s.model_calls;
+    const known = pause && pause.kind !== 'interrupted' ? pause.calls : [];
+    const records: CallRecord[] = [];
+    const results: PendingResult[] = [];
+    for (const call of open) {
+      const before = known.find((c) => c.call_id === call.id);
+      const started = s.effects.some((e) => e.call_id === call.id);
+      const waiting = before?.outcome === 'awaiting_approval' || (before?.tool === 'ask_user' && before.result === '');
+      const result = started
+        ? SAY.unknownOutcome(call.name)
+        : before?.outcome === 'awaiting_approval'
+          ? SAY.stoppedBeforeApproval(call.name)
+          : before?.tool === 'ask_user'
+            ? SAY.questionUnanswered
+            : SAY.interruptedCall(call.name);
+      const settled = before && !waiting ? before : undefined;
+      const rec: CallRecord = settled ?? {
+        step,
+        call_id: call.id,
+        tool: call.name,
+        args: call.args ?? null,
+        outcome: 'error',
+        result,
+        is_error: true,
+        effect: this.deps.registry.byName.get(call.name)?.declaration.effect,
+        by_core: true,
+      };
+      if (!settled && started) this.run.note(`unknown outcome: ${call.name} (${call.id})`);
+      records.push(rec);
+      results.push({ call_id: call.id, name: call.name, content: rec.result, is_error: rec.is_error });
+      yield { type: 'tool_result', step, record: rec };
+    }
+    this.run.completeStep(records, results);
+    this.gate = deriveGateState(s.steps, this.deps.store !== null);
+    await this.run.save();
+  }
+
   /** Completes the step a pause interrupted, then drives on. */
   private async *continueStep(records: CallRecord[], results: PendingResult[]): AsyncGenerator<LoopEvent, RunResult> {
     const priorToolCalls = this.run.state.steps.some((r) => r.tool !== 'ask_user');
@@ -213,6 +325,7 @@ export class RunLeg {
   private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.run.state;
     while (true) {
+      if (this.interrupted) return yield* this.pauseInterrupted(s.model_calls + 1);
       if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
       if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
       if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
@@ -242,6 +355,7 @@ export class RunLeg {
         if (!reply) throw new ModelError('the model stream ended without a reply');
       } catch (err) {
         this.run.countModelCall(trace, await tokens, undefined);
+        if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
         const msg = err instanceof Error ? err.message : String(err);
@@ -475,17 +589,30 @@ export class RunLeg {
     return undefined;
   }
 
+  private async *pauseInterrupted(step: number): AsyncGenerator<LoopEvent, RunResult> {
+    const why = this.interrupted ?? 'interrupted';
+    this.run.note(`interrupted: ${why}`);
+    return yield* this.pause({ kind: 'interrupted', seq: this.run.nextPauseSeq(), step, why });
+  }
+
   private async *pause(pause: Parameters<RunWriter['pause']>[0]): AsyncGenerator<LoopEvent, RunResult> {
-    clearTimeout(this.timer);
-    await this.run.pause(pause, pause.kind === 'approval' ? 'awaiting_approval' : 'awaiting_user_input');
+    this.release();
+    const reason = pause.kind === 'approval' ? 'awaiting_approval' : pause.kind === 'interrupted' ? 'interrupted' : 'awaiting_user_input';
+    await this.run.pause(pause, reason);
     yield { type: 'paused', pause };
     const result = toResult(this.run.state);
     yield { type: 'run_finished', result };
     return result;
   }
 
-  private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
+  /** The leg is over: its timer and its interruption listener go. */
+  private release(): void {
     clearTimeout(this.timer);
+    this.deps.signal?.removeEventListener('abort', this.onInterrupt);
+  }
+
+  private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
+    this.release();
     for (const tool of this.gate.heldAwaitingAnswer) this.run.warn(SAY.heldNeverAsked(tool));
     await this.run.end(status, reason, answer ?? interruption(this.run.state, reason, why, this.limits));
     const result = toResult(this.run.state);

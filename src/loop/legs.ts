@@ -64,3 +64,29 @@ export async function* streamApprovalContinuation(deps: EngineDeps, approval: Ap
   const { run, pause } = await RunWriter.claimForApproval(storeOf(deps), approval, deps.now);
   return yield* new RunLeg(deps, run).continueAfterApproval(pause, approval);
 }
+
+/**
+ * Carries on a run that waits for no one: one interrupted between steps (Ctrl-C, SIGTERM), or one
+ * whose process died mid-leg (taken over; its calls in flight are answered, never re-run). A run
+ * whose process died after its question was answered asks the question again.
+ */
+export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
+  const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
+  const leg = new RunLeg(deps, run);
+  const pause = run.state.pause;
+  if (run.state.status === 'paused' && pause?.kind === 'interrupted') return yield* leg.continueAfterInterruption();
+  if (pause?.kind === 'ask_user') return yield* leg.reopenQuestion();
+  if (pause?.kind === 'approval') {
+    throw new KeelError(
+      'not_paused',
+      `run ${runId} waits for approval ${pause.approval_id}: keel approvals approve|reject ${pause.approval_id}`,
+    );
+  }
+  return yield* leg.recover();
+}
+
+/** `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused. */
+export async function* streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
+  const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
+  return yield* new RunLeg(deps, run).cancel(why);
+}

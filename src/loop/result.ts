@@ -7,6 +7,7 @@ const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }
   stalled: () => 'the model kept repeating the same call',
   halted: () => 'the core halted it',
   model_error: () => 'the model failed',
+  cancelled: () => 'it was cancelled',
 };
 
 const HOW: Partial<Record<EndReason, string>> = {
@@ -15,6 +16,7 @@ const HOW: Partial<Record<EndReason, string>> = {
   stalled: 'Rephrase the request, or ask for the part that is still missing.',
   halted: 'Deal with the cause above (keel plugins check shows failing plugins), then ask again.',
   model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
+  cancelled: 'Ask again if you still want it done.',
 };
 
 /**
@@ -95,7 +97,7 @@ export function toResult(s: RunView): RunResult {
 
 /** The paused step's calls that have a result already (the question itself is still open). */
 function pendingCalls(s: RunView) {
-  if (!s.pause) return [];
+  if (!s.pause || s.pause.kind === 'interrupted') return [];
   const open = new Set(s.pause.results.filter((r) => r.content === undefined).map((r) => r.call_id));
   return s.pause.calls.filter((c) => !(open.has(c.call_id) && c.tool === 'ask_user'));
 }

@@ -126,11 +126,14 @@ export class RunWriter {
     if (s.status !== 'paused' || !pause) {
       throw new KeelError('not_paused', `run ${runId} is not waiting for an answer (status ${s.status}${s.reason ? `, ${s.reason}` : ''})`);
     }
-    if (pause.kind !== 'ask_user') {
+    if (pause.kind === 'approval') {
       throw new KeelError(
         'not_paused',
         `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
       );
+    }
+    if (pause.kind !== 'ask_user') {
+      throw new KeelError('not_paused', `run ${runId} was ${pause.why}, not asked a question: continue it with keel resume ${runId}`);
     }
     // R16: a confirmation is a decision, not free text. Refused before the claim: the pause stays open.
     if (pause.confirm && answer.confirm === undefined) {
@@ -179,6 +182,34 @@ export class RunWriter {
   }
 
   /**
+   * Takes a run to carry it on or end it without an answer: a paused run (its pause claimed, as
+   * once-only as an answer), or a run whose process died mid-leg (taken over from the dead owner).
+   * A run still driven by a live process, or already finished, is refused.
+   */
+  static async claimStalled(store: RunStore, runId: string, clock?: () => Date): Promise<RunWriter> {
+    const s = await loadOrThrow(store, runId);
+    if (s.status === 'done' || s.status === 'failed') {
+      throw new KeelError(
+        'not_paused',
+        `run ${runId} is ${s.status}${s.reason ? ` (${s.reason})` : ''} already: there is nothing to continue or cancel`,
+      );
+    }
+    if (s.status === 'running' && ownerAlive(s.owner, s.updated_at)) {
+      throw new KeelError(
+        'conflict',
+        `run ${runId} is running in process ${s.owner}: wait for it, or stop that process (Ctrl-C), then try again`,
+      );
+    }
+    const claimed =
+      s.status === 'paused'
+        ? await store.claimPause(runId, s.pause_seq, processOwner())
+        : await store.takeOver(runId, s.pause_seq, s.owner, processOwner());
+    if (!claimed) throw new KeelError('conflict', `run ${runId} was just taken by another process`);
+    s.owner = processOwner();
+    return new RunWriter(s, store, clock ?? (() => new Date()));
+  }
+
+  /**
    * C1: a session's mode changed while its run was paused: the run records it and continues in the
    * new mode. The pause is claimed around the change, so a resume racing it is never overwritten;
    * a run already being continued picks the mode up from its session instead.
@@ -204,6 +235,22 @@ export class RunWriter {
   resume(): void {
     this.s.status = 'running';
     this.s.reason = null;
+  }
+
+  /** An interrupted run goes on: its pause (which holds no calls) is over. */
+  clearPause(): void {
+    this.s.pause = null;
+  }
+
+  /**
+   * A question whose answer died with its process (taken over mid-leg): the run waits for it again,
+   * at the same pause, which stays answerable once.
+   */
+  async reopenQuestion(): Promise<void> {
+    this.s.status = 'paused';
+    this.s.reason = 'awaiting_user_input';
+    this.s.notes.push('Keel stopped while continuing after the answer: the question is open again');
+    await this.save();
   }
 
   note(text: string): void {
@@ -271,7 +318,7 @@ export class RunWriter {
   }
 
   /** The run stops here, waiting for an answer or an approval. */
-  async pause(pause: Pause, reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval'>): Promise<void> {
+  async pause(pause: Pause, reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>): Promise<void> {
     this.s.pause_seq = pause.seq;
     this.s.pause = pause;
     this.s.status = 'paused';

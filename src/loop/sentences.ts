@@ -56,6 +56,12 @@ export const SAY = {
   /** A2: a call whose intent is in the ledger but whose outcome is not: never run again. */
   unknownOutcome: (name: string) =>
     `The outcome of ${name} is unknown: Keel stopped while it was running, so it was not run again. Check its effect before trying again.`,
+  /** A call in flight when Keel's process died (no effect recorded): not run again; the model decides. */
+  interruptedCall: (name: string) =>
+    `${name} was interrupted when Keel stopped: it may not have finished, and it was not run again. Call it again only if you still need its result.`,
+  stoppedBeforeApproval: (name: string) =>
+    `Not run: the run was stopped before the owner answered the card for this ${name} call. Nothing changed.`,
+  questionUnanswered: 'The question was not answered: the run was stopped.',
   /** A2: the approved tool is gone from the pool (its plugin did not mount this time). */
   noLongerAvailable: (name: string) => `${name} is no longer available (its plugin did not mount); nothing was run.`,
 } as const;

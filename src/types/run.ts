@@ -37,7 +37,11 @@ export type EndReason =
   | 'model_error'
   | 'halted'
   | 'approval_expired'
-  | 'approval_rejected';
+  | 'approval_rejected'
+  /** Paused: Ctrl-C or SIGTERM stopped the leg at a safe point; `keel resume RUN` continues it. */
+  | 'interrupted'
+  /** Ended by `keel runs cancel` (audited). */
+  | 'cancelled';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
@@ -154,7 +158,9 @@ export type Pause =
       items: ApprovalItem[];
       results: PendingResult[];
       calls: CallRecord[];
-    };
+    }
+  /** The leg was interrupted between steps (Ctrl-C, SIGTERM): nothing is half done; resuming goes on. */
+  | { kind: 'interrupted'; seq: number; step: number; why: string };
 
 /** A run's whole state: what the store keeps and a new process resumes from. */
 export interface RunState {
