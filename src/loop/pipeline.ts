@@ -16,6 +16,7 @@ import { decide, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
+import { crashPoint } from '../util/crash.js';
 import { callKey } from '../util/json.js';
 import { closestNames, truncate } from '../util/text.js';
 import { SAY } from './sentences.js';
@@ -210,7 +211,10 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     }
   }
   if (result.outcome !== 'denied_by_mode' && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
-  if (ledger) await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
+  if (ledger) {
+    await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
+    crashPoint('after-approved-call');
+  }
   return result;
 }
 

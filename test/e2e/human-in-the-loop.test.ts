@@ -245,6 +245,27 @@ test('no run is wedged: kill -9 inside a write — keel resume reports it as of 
   );
 });
 
+test('no run is wedged: kill -9 after the approved call ran — keel resume takes over, reports its result, never runs it twice', async () => {
+  const home = tempHome();
+  const env = { KEEL_HOME: home };
+  const model = script(home, [
+    { tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] },
+    { text: 'Trashed it.' },
+  ] as never);
+  const r = json<Out>(await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash the deal'], env));
+  const dead = await keel(['approvals', 'approve', r.approval?.id ?? ''], { ...env, KEEL_TEST_CRASH_AT: 'after-approved-call' });
+  assert.notEqual(dead.code, 0, 'killed');
+  const trashed = () => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length;
+  assert.equal(trashed(), 1);
+  const recovered = await keel(['resume', r.run_id, '--json'], env);
+  assert.equal(recovered.code, 0, recovered.stderr);
+  const out = json<Out>(recovered);
+  assert.equal(out.status, 'done');
+  assert.equal(step(out, 't1')?.outcome, 'ran', 'the result the ledger kept');
+  assert.match(step(out, 't1')?.result ?? '', /Moved 1 email\(s\) to Trash/);
+  assert.equal(trashed(), 1, 'never twice');
+});
+
 test('keel runs cancel ends a paused run for good: reason kept, its card rejected, audited; a finished run is refused', async () => {
   const home = tempHome();
   const env = { KEEL_HOME: home };
