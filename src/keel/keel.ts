@@ -99,6 +99,8 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
   const steps = n('KEEL_MAX_STEPS');
   const timeout = n('KEEL_TIMEOUT_MS');
   const ttl = n('KEEL_APPROVAL_TTL_MINUTES');
+  const maxResult = n('KEEL_MAX_RESULT_CHARS');
+  if (maxResult) out.maxResultChars = maxResult;
   if (steps) out.maxSteps = steps;
   if (timeout) out.timeoutMs = timeout;
   if (ttl) out.approvalTtlMs = ttl * 60_000;

@@ -24,7 +24,16 @@ import type {
 } from '../types/index.js';
 import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
-import { coreResult, type ExecuteContext, type Executed, executeCall, prepareApproval, prepareCall, type Ready } from './pipeline.js';
+import {
+  admitReply,
+  coreResult,
+  type ExecuteContext,
+  type Executed,
+  executeCall,
+  prepareApproval,
+  prepareCall,
+  type Ready,
+} from './pipeline.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
 import { SAY } from './sentences.js';
@@ -38,6 +47,8 @@ export interface Limits {
   timeoutMs: number;
   /** A4: how long an approval stays answerable. */
   approvalTtlMs: number;
+  /** How much of one tool result is kept and shown to the model (the rest is cut, with a note). */
+  maxResultChars: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -45,6 +56,7 @@ export const DEFAULT_LIMITS: Limits = {
   maxConsecutiveFailures: 4,
   timeoutMs: 10 * 60_000,
   approvalTtlMs: 60 * 60_000,
+  maxResultChars: 100_000,
 };
 
 export interface EngineDeps {
@@ -83,7 +95,11 @@ export class RunLeg {
   private readonly called = new Set<string>();
   private readonly menus: MenuSource;
   private readonly started = Date.now();
+  /** Aborted by the time limit or a stop: the model call and the tools in flight. */
   private readonly abort = new AbortController();
+  /** Aborted by an interruption too: only the model call (a tool in flight finishes). */
+  private readonly interruption = new AbortController();
+  private readonly modelSignal = AbortSignal.any([this.abort.signal, this.interruption.signal]);
   private stopped: string | undefined;
   /** Set by Ctrl-C/SIGTERM (the deps' signal): the leg pauses at the next safe point, resumable. */
   private interrupted: string | undefined;
@@ -124,7 +140,7 @@ export class RunLeg {
   interrupt(why: string): void {
     if (!this.deps.store) return this.stop(why);
     this.interrupted = why;
-    this.abort.abort(new Error(why));
+    this.interruption.abort(new Error(why));
   }
 
   /** R20: the time limit also cuts a model call or a tool that is still running. */
@@ -347,7 +363,7 @@ export class RunLeg {
           messages: s.messages,
           tools: menu.declared,
           seq: s.seq_base + s.model_calls,
-          signal: this.abort.signal,
+          signal: this.modelSignal,
         })) {
           if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
           else if (ev.type === 'done') reply = ev.reply;
@@ -363,10 +379,17 @@ export class RunLeg {
         return yield* this.end('failed', 'model_error', msg);
       }
       this.run.countModelCall(trace, await tokens, reply.usage);
-      this.run.addAssistant(reply.text, reply.tool_calls);
-      for (const c of reply.tool_calls) this.called.add(c.name);
-      yield { type: 'assistant', step, text: reply.text, tool_calls: reply.tool_calls };
-      if (reply.tool_calls.length === 0) {
+      const admitted = admitReply(reply.tool_calls);
+      if ('problem' in admitted) {
+        // Nothing of a reply whose calls cannot be told apart runs or joins the transcript (R19, R21).
+        this.run.note(`model reply refused: ${admitted.problem}`);
+        return yield* this.end('failed', 'model_error', admitted.problem);
+      }
+      const calls = admitted.calls;
+      this.run.addAssistant(reply.text, calls);
+      for (const c of calls) this.called.add(c.name);
+      yield { type: 'assistant', step, text: reply.text, tool_calls: calls };
+      if (calls.length === 0) {
         if (!reply.text.trim()) return yield* this.end('failed', 'model_error', 'the model returned an empty reply');
         // C1: a goal runs until every criterion is reported verified (or a boundary stops it).
         const goal = goalProgress(s);
@@ -382,7 +405,7 @@ export class RunLeg {
         }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
       }
-      const outcome = yield* this.runCalls(step, reply.tool_calls, menu);
+      const outcome = yield* this.runCalls(step, calls, menu);
       if (outcome) return outcome;
     }
   }
@@ -397,6 +420,7 @@ export class RunLeg {
       signal: this.abort.signal,
       recordEffect: (e) => this.run.addEffect(e),
       ledger,
+      maxResultChars: this.limits.maxResultChars,
     };
   }
 

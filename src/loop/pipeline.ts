@@ -16,10 +16,35 @@ import { decide, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
+import { capText, depthOf, frozenCopy, MAX_ARGS_CHARS, MAX_ARGS_DEPTH, outputText } from '../util/bounds.js';
 import { crashPoint } from '../util/crash.js';
 import { callKey } from '../util/json.js';
 import { closestNames, truncate } from '../util/text.js';
 import { SAY } from './sentences.js';
+
+/**
+ * Intake: a reply the core can carry out call by call. Refused (the whole reply, before anything of
+ * it runs or is kept) when a call has no id or two calls share one: results could not be told apart
+ * (R19). Arguments nested too deep or too large to keep are replaced by a note, and the call is then
+ * answered as invalid (R21).
+ */
+export function admitReply(calls: readonly ToolCall[]): { problem: string } | { calls: ToolCall[] } {
+  const seen = new Set<string>();
+  for (const c of calls) {
+    if (typeof c.id !== 'string' || c.id === '') return { problem: `the model's reply has a tool call (${String(c.name)}) without an id` };
+    if (seen.has(c.id)) return { problem: `the model's reply uses the call id ${c.id} twice, so its results could not be told apart` };
+    seen.add(c.id);
+  }
+  return {
+    calls: calls.map((c) => {
+      if (c.args === undefined || c.args === null || typeof c.args !== 'object') return c;
+      if (depthOf(c.args) > MAX_ARGS_DEPTH) return { id: c.id, name: c.name, raw_args: SAY.argumentsTooDeep(MAX_ARGS_DEPTH) };
+      const size = JSON.stringify(c.args).length;
+      if (size > MAX_ARGS_CHARS) return { id: c.id, name: c.name, raw_args: SAY.argumentsTooLarge(size, MAX_ARGS_CHARS) };
+      return c;
+    }),
+  };
+}
 
 /** What prepare decided for one call. */
 export type Prepared =
@@ -47,7 +72,7 @@ export interface PrepareInput {
 }
 
 function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | undefined {
-  if (call.args === undefined) return SAY.argumentsNotJson(truncate(call.raw_args ?? '', 120));
+  if (call.args === undefined) return SAY.argumentsNotJson(truncate(String(call.raw_args ?? ''), 120));
   if (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)) return SAY.argumentsNotObject;
   return tool?.checkArgs(call.args);
 }
@@ -57,12 +82,14 @@ export function prepareCall(x: PrepareInput): Prepared {
   const { call, pool } = x;
   const tool = pool.get(call.name);
   const args = call.args ?? {};
+  const argsProblem = argumentsProblem(call, tool);
   const decision = decide({
     name: call.name,
     tool,
     admissible: x.menu.admissible(call.name),
-    argsProblem: argumentsProblem(call, tool),
-    key: callKey(call.name, args),
+    argsProblem,
+    // The repeat key is only looked at for valid arguments.
+    key: argsProblem ? '' : callKey(call.name, args),
     mode: x.mode,
     state: x.gate,
   });
@@ -130,6 +157,8 @@ export interface ExecuteContext {
   recordEffect: (e: EffectRecord) => Promise<void>;
   /** A2: the side-effect ledger, when the call runs under an approval: it runs at most once. */
   ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet'>; approval_id: string };
+  /** How much of a result is kept and shown to the model (the rest is cut, with a note). */
+  maxResultChars: number;
 }
 
 export interface Executed {
@@ -141,12 +170,18 @@ export interface Executed {
   unknown_outcome?: true;
 }
 
-function normalizeOutput(out: ToolOutput): { content: string; is_error: boolean } {
+/** Whatever a handler returned, as text (never throws, R21-like for tools) and an error flag. */
+function normalizeOutput(out: ToolOutput | unknown): { content: string; is_error: boolean } {
   if (typeof out === 'string') return { content: out, is_error: false };
-  if (out && typeof out === 'object' && typeof out.content === 'string') {
-    return { content: out.content, is_error: Boolean(out.is_error) };
+  try {
+    if (out && typeof out === 'object' && typeof (out as { content?: unknown }).content === 'string') {
+      const o = out as { content: string; is_error?: unknown };
+      return { content: o.content, is_error: Boolean(o.is_error) };
+    }
+  } catch {
+    // A throwing getter: described as text below.
   }
-  return { content: out === undefined ? '' : JSON.stringify(out), is_error: false };
+  return { content: outputText(out), is_error: false };
 }
 
 function errorMessage(err: unknown): string {
@@ -167,7 +202,9 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
   let mode = ctx.currentMode();
   if (!executableInMode(tool, mode)) return denied(tool, mode);
-  const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args, mode };
+  // Hooks see a frozen copy: they may block a call, never change what it does (an approved call runs
+  // with exactly its pinned arguments).
+  const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args: frozenCopy(args), mode };
   for (const hook of ctx.registry.hooks.onToolCall) {
     try {
       const verdict = await hook(event);
@@ -200,7 +237,16 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
 
   let result: Executed;
   try {
-    const out = await tool.execute(args, { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal });
+    const handler = Promise.resolve().then(() =>
+      tool.execute(structuredClone(args), { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal }),
+    );
+    // R20: the run's time limit holds whether or not the tool listens to its signal.
+    const out = await untilAborted(handler, ctx.signal);
+    if (out === ABORTED) {
+      handler.catch(() => {}); // its late end, if any, changes nothing any more
+      const late = coreResult(SAY.toolLate(tool.name));
+      return tool.declaration.effect === 'read' ? late : { ...late, unknown_outcome: true };
+    }
     result = { outcome: 'ran', ...normalizeOutput(out) };
   } catch (err) {
     if (err instanceof ModeDenied) {
@@ -211,11 +257,33 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     }
   }
   if (result.outcome !== 'denied_by_mode' && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
+  result = { ...result, content: capText(result.content, ctx.maxResultChars) };
   if (ledger) {
     await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
     crashPoint('after-approved-call');
   }
   return result;
+}
+
+const ABORTED = Symbol('aborted');
+
+/** The promise's value, or ABORTED as soon as the signal aborts (the promise is left to settle alone). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+  if (signal.aborted) return Promise.resolve(ABORTED);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => resolve(ABORTED);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
 }
 
 /** Result hooks may rewrite what the model sees; a failing hook leaves the result as it was. */
@@ -228,7 +296,7 @@ async function finalizeCall(
   for (const hook of ctx.registry.hooks.onToolResult) {
     try {
       const rewritten = await hook({ ...event, content: out.content, is_error: out.is_error });
-      if (rewritten && typeof rewritten.content === 'string') {
+      if (rewritten && typeof rewritten === 'object' && typeof rewritten.content === 'string') {
         out = { ...out, content: rewritten.content, is_error: rewritten.is_error ?? out.is_error };
       }
     } catch {

@@ -13,6 +13,11 @@ export const SAY = {
   invalidArguments: (name: string, problem: string) => `Invalid arguments for ${name}: ${problem}. Fix them and call it again.`,
   argumentsNotJson: (raw: string) => `the arguments are not valid JSON (${raw})`,
   argumentsNotObject: 'the arguments must be a JSON object',
+  argumentsTooDeep: (max: number) => `<arguments not kept by Keel: nested deeper than ${max} levels>`,
+  argumentsTooLarge: (size: number, max: number) => `<arguments not kept by Keel: ${size} characters, over the limit of ${max}>`,
+  /** R20: the run's time limit passed while the tool was still running; it may still finish on its own. */
+  toolLate: (name: string) =>
+    `${name} did not finish within the run's time limit: its outcome is unknown, and anything it returns later is ignored.`,
   /** C2/C4/C5: the mode's allowlist refused the call, before hooks and handler. */
   deniedByMode: (name: string, mode: Mode, submitTool: string | undefined) =>
     `${name} is unavailable in ${mode} mode: it was not run. In ${mode} mode only read tools, ask_user${submitTool ? ` and ${submitTool}` : ''} can run; put this action in your ${mode === 'goal' ? 'goal' : 'plan'} instead.`,
