@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument } from 'yaml';
+import { readFileSync, statSync } from 'node:fs';
+import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import type { z } from 'zod';
 import type { ManifestCache } from './cache.js';
 import { type Declaration, EFFECTS, effectiveGate, type Manifest, ManifestSchema, normalizeDeclaration, TOOL_NAME } from './schema.js';
@@ -34,6 +34,23 @@ export async function loadManifestFile(file: string, fallbackName: string, cache
   try {
     // Synchronous on purpose: plugins mount one after another, and for a 2 KB file the thread-pool
     // round trips of fs/promises cost more than the read (bench/mount.ts).
+    const st = statSync(file);
+    // A FIFO or a device would block the read, or never end.
+    if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: st.isDirectory() ? 'EISDIR' : 'not a regular file' });
+    if (st.size > MAX_MANIFEST_CHARS * 4) {
+      return {
+        ok: false,
+        issues: [
+          {
+            plugin: fallbackName,
+            message: `the manifest is ${st.size} bytes, over the limit of ${MAX_MANIFEST_CHARS} characters`,
+            file,
+            line: 1,
+            col: 1,
+          },
+        ],
+      };
+    }
     text = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
@@ -58,10 +75,36 @@ function declarationsOf(manifest: Manifest): Map<string, Declaration> {
 
 type Path = readonly (string | number)[];
 
-/** Parses and validates manifest text. `file` is only used in messages. */
+/** A manifest longer than this is refused unread (a plugin declares tools, not data). */
+export const MAX_MANIFEST_CHARS = 1_000_000;
+/** At most this many tools in one manifest. */
+export const MAX_MANIFEST_TOOLS = 2_000;
+/** Aliases a manifest may expand (an alias bomb is refused, not expanded). */
+const MAX_ALIAS_COUNT = 100;
+
+/**
+ * Parses and validates manifest text. `file` is only used in messages. Never throws: anything wrong
+ * with the text is an issue of this manifest, with its position, and other plugins still mount.
+ */
 export function parseManifest(text: string, file: string, fallbackName: string): ManifestResult {
+  const fail = (message: string, line = 1, col = 1): ManifestResult => ({
+    ok: false,
+    issues: [{ plugin: fallbackName, message, file, line, col }],
+  });
+  if (text.length > MAX_MANIFEST_CHARS) {
+    return fail(`the manifest is ${text.length} characters long, over the limit of ${MAX_MANIFEST_CHARS}`);
+  }
+  try {
+    return parseManifestText(text, file, fallbackName);
+  } catch (err) {
+    return fail(`the manifest cannot be read as YAML: ${(err as Error)?.message?.split('\n')[0] ?? String(err)}`);
+  }
+}
+
+function parseManifestText(text: string, file: string, fallbackName: string): ManifestResult {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  // Duplicate keys are found below in one pass: the YAML library's own check is quadratic.
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false });
   const pos = (offset: number) => {
     const p = lineCounter.linePos(offset);
     return { line: p.line, col: p.col };
@@ -99,7 +142,23 @@ export function parseManifest(text: string, file: string, fallbackName: string):
     };
   };
 
-  const raw = doc.toJS() as Record<string, unknown>;
+  const keyIssues = checkKeys(doc, pos, plugin, file);
+  if (keyIssues.length) return { ok: false, issues: keyIssues };
+  const tools = doc.get('tools', true);
+  if (isMap(tools) && tools.items.length > MAX_MANIFEST_TOOLS) {
+    return {
+      ok: false,
+      issues: [issue(['tools'], `${tools.items.length} tools in one manifest, over the limit of ${MAX_MANIFEST_TOOLS}`, true)],
+    };
+  }
+  let raw: Record<string, unknown>;
+  try {
+    raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) as Record<string, unknown>;
+  } catch (err) {
+    const message = (err as Error).message.split('\n')[0];
+    const at = /resource exhaustion/.test(message) ? 'too many aliases (an alias bomb?)' : message;
+    return { ok: false, issues: [{ plugin, message: `YAML aliases cannot be expanded: ${at}`, file, ...firstAlias(doc, pos) }] };
+  }
   const parsed = ManifestSchema.safeParse(raw);
   if (!parsed.success) {
     return { ok: false, issues: parsed.error.issues.flatMap((i) => shapeIssues(i, issue, raw)) };
@@ -195,12 +254,54 @@ function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
 }
 
 /** Source offset of the node at `path` (or of its key), falling back to the nearest ancestor. */
+/** A key as the parsed data names it (a null key, `~`, becomes ''). */
+const keyName = (value: unknown): string => (value === null || value === undefined ? '' : String(value));
+
+/**
+ * Keys checked in one pass over every mapping: a key given twice, and `__proto__` (which a JavaScript
+ * object would silently drop), are issues at their own position.
+ */
+function checkKeys(doc: Document, pos: (offset: number) => { line: number; col: number }, plugin: string, file: string): ManifestIssue[] {
+  const out: ManifestIssue[] = [];
+  const stack: unknown[] = [doc.contents];
+  while (stack.length) {
+    const node = stack.pop();
+    if (isMap(node)) {
+      const seen = new Set<string>();
+      for (const it of node.items) {
+        const k = isScalar(it.key) ? keyName(it.key.value) : undefined;
+        const at = (it.key as Node | null)?.range ? pos((it.key as Node).range?.[0] ?? 0) : { line: 1, col: 1 };
+        if (k === '__proto__') out.push({ plugin, message: "'__proto__' cannot be used as a name", file, ...at });
+        else if (k !== undefined && seen.has(k))
+          out.push({ plugin, message: `YAML does not parse: Map keys must be unique ('${k}' appears twice in one mapping)`, file, ...at });
+        if (k !== undefined) seen.add(k);
+        stack.push(it.value);
+      }
+    } else if (node && typeof node === 'object' && 'items' in node && Array.isArray((node as { items: unknown[] }).items)) {
+      stack.push(...(node as { items: unknown[] }).items);
+    }
+  }
+  return out.sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+/** Where the first alias is, for an issue about aliases. */
+function firstAlias(doc: Document, pos: (offset: number) => { line: number; col: number }): { line: number; col: number } {
+  let at: { line: number; col: number } = { line: 1, col: 1 };
+  visit(doc, {
+    Alias(_, node) {
+      if (node.range) at = pos(node.range[0]);
+      return visit.BREAK;
+    },
+  });
+  return at;
+}
+
 function offsetOf(doc: Document, path: Path, key: boolean): number {
   let node: unknown = doc.contents;
   let best = 0;
   for (let i = 0; i < path.length; i++) {
     if (!isMap(node)) break;
-    const pair = node.items.find((it) => isPair(it) && isScalar(it.key) && String(it.key.value) === String(path[i]));
+    const pair = node.items.find((it) => isPair(it) && isScalar(it.key) && keyName(it.key.value) === String(path[i]));
     if (!pair) break;
     const isLast = i === path.length - 1;
     const k = pair.key as Node | null;
