@@ -15,6 +15,8 @@ export interface ChatOptions {
   out: (s: string) => void;
   /** Warnings (a plugin that failed to mount, a held write never asked about). */
   err: (s: string) => void;
+  /** Where the spinner draws (it moves the cursor); default `out`. */
+  spinnerOut?: (s: string) => void;
   /** A TTY gets a spinner while the model works. */
   tty: boolean;
 }
@@ -70,7 +72,7 @@ function lineReader(rl: Interface) {
 export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
   const rl = createInterface({ input: o.input, terminal: false });
   const next = lineReader(rl);
-  const spin = spinner(o.out, o.tty);
+  const spin = spinner(o.spinnerOut ?? o.out, o.tty);
   const print = eventPrinter(o.out);
   const onEvent = (e: LoopEvent) => {
     if (e.type === 'model_request') spin.start();

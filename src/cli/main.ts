@@ -5,6 +5,8 @@ import { ModelError } from '../models/types.js';
 import { registryHealthy } from '../plugin-host/host.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { redact } from '../util/redact.js';
+import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
 import { registerPluginsInit } from './plugins-init.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
@@ -22,7 +24,12 @@ const defaultIo: Io = {
 };
 
 /** Exit codes: 0 done or paused, 1 a run that failed, 2 bad input (flags, ids, files, config). */
-export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+export async function main(argv: string[], raw: Io = defaultIo): Promise<number> {
+  // Everything printed passes through forTerminal: what a model, a tool or a plugin wrote cannot
+  // rewrite the screen (JSON output escapes control characters itself).
+  const io: Io = { ...raw, out: (s) => raw.out(forTerminal(s)), err: (s) => raw.err(forTerminal(s)) };
+  // Keel's data is the user's alone: folders 0700 and files 0600, plugin data included.
+  const umask = process.umask(0o077);
   let code = 0;
   let keel: Keel | undefined;
   /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
@@ -196,6 +203,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
         input: process.stdin,
         out: io.out,
         err: io.err,
+        // The spinner's own cursor moves only: never text from a run.
+        spinnerOut: raw.out,
         tty: Boolean(process.stdout.isTTY),
       });
     });
@@ -242,6 +251,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await keel?.close();
+    process.umask(umask);
   }
   return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
 }
@@ -277,11 +287,11 @@ function reportError(err: unknown, io: Io): number {
     return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
   }
   if (err instanceof KeelError || err instanceof ModelError) {
-    io.err(`keel: ${err.message}\n`);
+    io.err(`keel: ${redact(err.message)}\n`);
     return 2;
   }
   const e = err as Error;
-  io.err(`keel: unexpected error: ${e?.stack ?? String(err)}\n`);
+  io.err(`keel: unexpected error: ${redact(e?.stack ?? String(err))}\n`);
   return 1;
 }
 

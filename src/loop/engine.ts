@@ -22,6 +22,7 @@ import type {
   RunStore,
   ToolCall,
 } from '../types/index.js';
+import { redact } from '../util/redact.js';
 import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
 import {
@@ -138,7 +139,10 @@ export class RunLeg {
    * can pause (a store) is interrupted; one that cannot is halted.
    */
   interrupt(why: string): void {
-    if (!this.deps.store) return this.stop(why);
+    if (!this.deps.store) {
+      this.stop(why);
+      return;
+    }
     this.interrupted = why;
     this.interruption.abort(new Error(why));
   }
@@ -374,7 +378,8 @@ export class RunLeg {
         if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
-        const msg = err instanceof Error ? err.message : String(err);
+        // A provider's error may echo a header or a key: it is stored and shown without them.
+        const msg = redact(err instanceof Error ? err.message : String(err));
         this.run.note(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }

@@ -23,6 +23,7 @@ import type {
   ToolCall,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { redact } from '../util/redact.js';
 
 /** A run as everyone but its writer sees it: read-only. */
 export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };
@@ -91,7 +92,8 @@ export class RunWriter {
       reason: null,
       request,
       mode: input.mode,
-      model: input.model,
+      // Credentials in a model URL are not stored: a resumed run takes them from the environment or --model.
+      model: redact(input.model),
       plugin_dirs: input.plugin_dirs,
       answer: null,
       pause: null,

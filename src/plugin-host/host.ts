@@ -86,6 +86,18 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   const pool: ToolSpec[] = [];
   const byName = new Map<string, ToolSpec>();
   const owner = new Map<string, PluginReport>();
+  /** Names two plugins registered: refused to both (and to any later one). */
+  const contested = new Map<string, string[]>();
+  /** Takes a registered tool back out of the pool; its plugin is degraded with a row saying why. */
+  const withdraw = (report: PluginReport, name: string, message: string) => {
+    const at = pool.findIndex((t) => t.name === name);
+    if (at >= 0) pool.splice(at, 1);
+    byName.delete(name);
+    owner.delete(name);
+    report.tools = report.tools.filter((t) => t.name !== name);
+    report.degraded.push({ kind: 'duplicate_tool', tool: name, message });
+    if (report.status === 'loaded') report.status = 'degraded';
+  };
   const hooks: Registry['hooks'] = { onToolCall: [], onToolResult: [] };
   const closers: (() => void | Promise<void>)[] = [];
   const plugins: PluginReport[] = [];
@@ -148,10 +160,34 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
           `tool ${def.name} is registered by plugin ${report.name} but not declared in its manifest (plugin.yaml tools:)`,
         );
       }
-      if (via === 'registerTool' && (byName.has(def.name) || registeredNames.has(def.name) || reserved.has(def.name))) {
+      if (
+        via === 'registerTool' &&
+        (byName.has(def.name) || registeredNames.has(def.name) || reserved.has(def.name) || contested.has(def.name))
+      ) {
         // A core name is the core's whether or not this mount offers that built-in (no store: no memory tools).
         const core = reserved.has(def.name) || byName.get(def.name)?.plugin === 'core';
-        const other = core ? 'the core' : (owner.get(def.name)?.name ?? report.name);
+        const first = owner.get(def.name);
+        if (!core && first && first !== report) {
+          // Two plugins claim one name: neither gets it. Whichever folder sorts first must not win,
+          // or a squatter's `effect: read` copy of a destructive tool would run with no card.
+          withdraw(
+            first,
+            def.name,
+            `tool ${def.name} of plugin ${first.name} is withdrawn: plugin ${report.name} registers the same name, so both are refused`,
+          );
+          contested.set(def.name, [first.name, report.name]);
+          return refuse(
+            'duplicate_tool',
+            `tool ${def.name} from plugin ${report.name} is refused: plugin ${first.name} registers the same name, so both are refused`,
+          );
+        }
+        if (!core && contested.has(def.name) && !registeredNames.has(def.name)) {
+          return refuse(
+            'duplicate_tool',
+            `tool ${def.name} from plugin ${report.name} is refused: plugins ${contested.get(def.name)?.join(' and ')} already claim that name`,
+          );
+        }
+        const other = core ? 'the core' : (first?.name ?? report.name);
         return refuse('duplicate_tool', `tool ${def.name} from plugin ${report.name} is refused: ${other} already registers that name`);
       }
       let spec: ToolSpec;
@@ -181,7 +217,8 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       onToolCall: (fn) => void hooks.onToolCall.push(fn),
       onToolResult: (fn) => void hooks.onToolResult.push(fn),
       onClose: (fn) => void closers.push(fn),
-      plugins: () => plugins,
+      // Copies: a plugin reads every plugin's health, never edits it.
+      plugins: () => structuredClone(plugins),
     };
 
     const entry = manifest.entry ? [manifest.entry] : ENTRY_NAMES;

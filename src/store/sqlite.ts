@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
@@ -80,8 +80,17 @@ export class SqliteStore implements Store {
 
   constructor(file: string) {
     this.file = file;
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     this.db = new Database(file, { timeout: 5000 });
+    // The store holds conversations and approvals: readable by its owner only (SQLite's WAL and
+    // shared-memory files take the database file's permissions).
+    if (file !== ':memory:') {
+      try {
+        chmodSync(file, 0o600);
+      } catch {
+        // Not ours to change (a database another account shares with us): leave it as it is.
+      }
+    }
     try {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');

@@ -255,19 +255,25 @@ describe('R6: two tools with one name', () => {
     r = await mount([join(BAD, 'duplicates')], { builtins: [askUser] });
   });
 
-  test('R6: the second plugin to register a name is refused; the first keeps it', async () => {
-    assert.equal(plugin(r, 'first').status, 'loaded');
+  test('R6 (beyond): two plugins registering one name — both are refused and both reported, whichever folder sorts first', async () => {
+    // The first folder must not win: a squatter's `effect: read` copy of a destructive tool would run with no card.
+    const first = plugin(r, 'first');
+    assert.equal(first.status, 'degraded');
+    assert.deepEqual(first.degraded, [
+      {
+        kind: 'duplicate_tool',
+        tool: 'shared_lookup',
+        message: 'tool shared_lookup of plugin first is withdrawn: plugin second registers the same name, so both are refused',
+      },
+    ]);
     const second = plugin(r, 'second');
     assert.equal(second.status, 'degraded');
-    const shared = r.byName.get('shared_lookup')!;
-    assert.equal(shared.plugin, 'first');
-    assert.equal(shared.declaration.effect, 'read', "the first plugin's declaration, not the second's destructive one");
-    assert.equal(await shared.execute({}, ctx), 'from first');
-    assert.equal(r.pool.filter((t) => t.name === 'shared_lookup').length, 1);
+    assert.equal(r.byName.has('shared_lookup'), false, 'neither copy is in the pool');
+    assert.equal(r.pool.filter((t) => t.name === 'shared_lookup').length, 0);
     assert.deepEqual(second.degraded[0], {
       kind: 'duplicate_tool',
       tool: 'shared_lookup',
-      message: 'tool shared_lookup from plugin second is refused: first already registers that name',
+      message: 'tool shared_lookup from plugin second is refused: plugin first registers the same name, so both are refused',
     });
     assert.deepEqual(
       second.tools.map((t) => t.name),
@@ -300,7 +306,7 @@ describe('R6: two tools with one name', () => {
     assert.equal(r.byName.get('ask_user'), askUser);
     assert.deepEqual(
       r.pool.map((t) => t.name),
-      ['ask_user', 'shared_lookup', 'second_only', 'third_lookup'],
+      ['ask_user', 'second_only', 'third_lookup'],
     );
   });
 
