@@ -119,6 +119,25 @@ describe('code_exec plugin', () => {
     assert.match(many.content, /^Stopped: the code ran out of memory/);
   });
 
+  it('the buffer cap holds through an instance or prototype constructor and species methods', async () => {
+    for (const code of [
+      'new (new Uint8Array(1).constructor)(1e9)',
+      'new Uint8Array.prototype.constructor(1e9)',
+      'new (new ArrayBuffer(1).constructor)(1e9)',
+      'Uint8Array.from({ length: 1e9 })',
+    ]) {
+      const r = await run(code);
+      assert.match(r.content, /RangeError: code_exec: buffers are limited to 16777216 bytes/, code);
+    }
+  });
+
+  it('a large last-expression value is cut, not reported as a crash', async () => {
+    const r = await run("'x'.repeat(200000)");
+    assert.notEqual(r.is_error, true, r.content.slice(0, 200));
+    assert.match(r.content, /^Result: "x{100}/);
+    assert.match(r.content, /… \(cut at 20000 characters\)$/);
+  });
+
   it('reports what the code threw, and refuses bad arguments', async () => {
     const r = await run('console.log("before"); null.x');
     assert.equal(r.is_error, true);

@@ -118,6 +118,9 @@ const PRELUDE = String.raw`(() => {
       return Reflect.construct(target, args, nt);
     },
   });
+  // The capped constructor is also the one reached through an instance or a prototype
+  // (x.constructor, species in slice/map/subarray): no un-proxied way round the cap.
+  Object.defineProperty(AB.prototype, 'constructor', { value: G.ArrayBuffer, writable: true, configurable: true });
   for (const m of ['transfer', 'transferToFixedLength', 'resize']) {
     const orig = AB.prototype[m];
     if (typeof orig === 'function') AB.prototype[m] = function (n) { if (tooBig(n)) refuse(); return orig.call(this, n); };
@@ -130,6 +133,7 @@ const PRELUDE = String.raw`(() => {
         return Reflect.construct(target, args, nt);
       },
     });
+    Object.defineProperty(T.prototype, 'constructor', { value: G[name], writable: true, configurable: true });
   }
 
   const state = { value: undefined, error: undefined, pending: false };
@@ -149,12 +153,14 @@ const PRELUDE = String.raw`(() => {
       state.error = fmtError(e);
     }
   }
+  // The last expression's value and an error are cut like the output, so the reply stays small.
+  const cut = (s) => (typeof s === 'string' && s.length > MAX_OUT ? s.slice(0, MAX_OUT) + '… (cut at ' + MAX_OUT + ' characters)' : s);
   function result() {
     return stringify({
       output: lines.join('\n'),
       truncated: truncated,
-      value: state.pending ? 'Promise { <pending> }' : state.value,
-      error: state.error,
+      value: state.pending ? 'Promise { <pending> }' : cut(state.value),
+      error: cut(state.error),
     });
   }
   Object.defineProperty(G, '__keel', { value: Object.freeze({ run: run, result: result, pending: () => state.pending }), writable: false, configurable: false, enumerable: false });

@@ -6,6 +6,7 @@ import { lstat, mkdir, open, readdir, readFile, realpath, rm, stat, writeFile } 
 import { join, relative } from 'node:path';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
 import { confine, inside, Refused } from './confine.js';
+import { matchLines, REGEX_DEADLINE_MS } from './regex.js';
 
 const MAX_READ_BYTES = 1024 * 1024;
 const MAX_LINE = 300;
@@ -112,6 +113,8 @@ export default function setup(api: PluginAPI): void {
       if (!p.exists) return err(`No file '${p.rel}' in the workspace.`);
       const st = await stat(p.real);
       if (st.isDirectory()) return err(`'${p.rel}' is a folder; use list_files.`);
+      // A FIFO or a device would block the read (or never end): only regular files are read.
+      if (!st.isFile()) return err(`'${p.rel}' is not a regular file; read_file reads files only.`);
       if (st.size > MAX_READ_BYTES) return err(`'${p.rel}' is ${size(st.size)}; read_file reads files up to ${size(MAX_READ_BYTES)}.`);
       const buf = await readFile(p.real);
       if (looksBinary(buf)) return err(`'${p.rel}' is a binary file (${size(st.size)}); read_file shows text only.`);
@@ -217,24 +220,20 @@ export default function setup(api: PluginAPI): void {
       const p = await confine(r, args.path ?? '.');
       if (!p.exists) return err(`No file or folder '${p.rel}' in the workspace.`);
       const rootReal = await realpath(r);
-      const hits: string[] = [];
+      // Every candidate line first; then one match over all of them (a regex runs off the event loop, with a deadline).
+      const lines: { file: string; n: number; text: string }[] = [];
       let files = 0;
-      let total = 0;
       const scan = async (file: string) => {
         if (ext && !file.endsWith(ext)) return;
         const st = await stat(file);
-        if (st.size > MAX_READ_BYTES) return;
+        if (!st.isFile() || st.size > MAX_READ_BYTES) return;
         const buf = await readFile(file);
         if (looksBinary(buf)) return;
         files++;
         buf
           .toString('utf8')
           .split('\n')
-          .forEach((line, i) => {
-            if (!re.test(line.slice(0, 2000))) return;
-            total++;
-            if (hits.length < max) hits.push(`${relative(rootReal, file)}:${i + 1}: ${line.trim().slice(0, MAX_LINE)}`);
-          });
+          .forEach((line, i) => lines.push({ file, n: i + 1, text: line }));
       };
       const walk = async (dir: string) => {
         for (const d of (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
@@ -247,6 +246,23 @@ export default function setup(api: PluginAPI): void {
       };
       if ((await stat(p.real)).isDirectory()) await walk(p.real);
       else await scan(p.real);
+      const texts = lines.map((l) => l.text.slice(0, 2000));
+      let matched: number[];
+      if (args.regex === true) {
+        const found = await matchLines(re.source, re.flags, texts);
+        if (found === 'timeout') {
+          return err(
+            `the regular expression took longer than ${REGEX_DEADLINE_MS / 1000} s and was stopped: simplify it (avoid nested repeats like (a+)+)`,
+          );
+        }
+        matched = found;
+      } else {
+        matched = texts.flatMap((t, i) => (re.test(t) ? [i] : []));
+      }
+      const total = matched.length;
+      const hits = matched
+        .slice(0, max)
+        .map((i) => `${relative(rootReal, lines[i].file)}:${lines[i].n}: ${lines[i].text.trim().slice(0, MAX_LINE)}`);
       if (total === 0)
         return { content: `No matches for '${args.query}' in ${files} file${files === 1 ? '' : 's'}.`, details: { matches: 0 } };
       const more = total > hits.length ? `\n… ${total - hits.length} more matches (raise max_results or narrow the search).` : '';

@@ -57,6 +57,31 @@ describe('workspace plugin', () => {
     assert.equal((await host.call('read_file', {})).is_error, true);
   });
 
+  it('a catastrophic regex is stopped at its deadline without blocking the event loop', async () => {
+    writeFileSync(join(ws, 'evil.txt'), `${'a'.repeat(40)}!\n`);
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 50);
+    const started = Date.now();
+    const r = await host.call('search_files', { query: '(a+)+$', regex: true, path: 'evil.txt' });
+    clearInterval(timer);
+    assert.equal(r.is_error, true);
+    assert.match(r.content, /took longer than 2 s and was stopped/);
+    assert.ok(Date.now() - started < 6_000, `stopped near its deadline (${Date.now() - started} ms)`);
+    assert.ok(ticks >= 10, `the event loop kept running (${ticks} ticks)`);
+    const ok = await host.call('search_files', { query: 'Q4 hiring', regex: true });
+    assert.match(ok.content, /notes\/todo\.md:3:/);
+  });
+
+  it('refuses to read a FIFO (it would block forever)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('mkfifo', [join(ws, 'pipe')]);
+    const r = await host.call('read_file', { path: 'pipe' });
+    assert.equal(r.is_error, true);
+    assert.match(r.content, /not a regular file/);
+    const found = await host.call('search_files', { query: 'x', path: 'pipe' });
+    assert.match(found.content, /No matches/);
+  });
+
   it('refuses traversal with .., absolute paths outside, and odd paths; accepts absolute paths inside', async () => {
     for (const path of [
       '../secret.txt',
