@@ -226,6 +226,7 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
       tool: tool.name,
       args_json: JSON.stringify(args),
     });
+    crashPoint('ledger-start');
     if (!fresh) {
       const row = await ledger.store.ledgerGet(ledger.approval_id, callId);
       if (row?.state === 'finished') return { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };

@@ -22,6 +22,7 @@ import type {
   RunStore,
   ToolCall,
 } from '../types/index.js';
+import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
 
@@ -150,6 +151,7 @@ export class RunWriter {
     if (!(await store.claimPause(runId, pause.seq, processOwner()))) {
       throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);
     }
+    crashPoint('claim');
     s.owner = processOwner();
     return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
   }
@@ -179,6 +181,7 @@ export class RunWriter {
         `run ${s.id} is already being continued after approval ${approval.id} (by ${s.owner ?? 'another process'})`,
       );
     }
+    crashPoint('claim');
     s.owner = processOwner();
     return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
   }
@@ -207,6 +210,7 @@ export class RunWriter {
         ? await store.claimPause(runId, s.pause_seq, processOwner())
         : await store.takeOver(runId, s.pause_seq, s.owner, processOwner());
     if (!claimed) throw new KeelError('conflict', `run ${runId} was just taken by another process`);
+    crashPoint('claim');
     s.owner = processOwner();
     return new RunWriter(s, store, clock ?? (() => new Date()));
   }
@@ -228,6 +232,7 @@ export class RunWriter {
   async save(): Promise<void> {
     this.s.updated_at = this.clock().toISOString();
     await this.store?.saveRun(this.s);
+    crashPoint('save');
   }
 
   /**

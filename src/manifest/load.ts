@@ -104,7 +104,7 @@ export function parseManifest(text: string, file: string, fallbackName: string):
 function parseManifestText(text: string, file: string, fallbackName: string): ManifestResult {
   const lineCounter = new LineCounter();
   // Duplicate keys are found below in one pass: the YAML library's own check is quadratic.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false });
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, logLevel: 'error' });
   const pos = (offset: number) => {
     const p = lineCounter.linePos(offset);
     return { line: p.line, col: p.col };
@@ -271,7 +271,9 @@ function checkKeys(doc: Document, pos: (offset: number) => { line: number; col: 
       for (const it of node.items) {
         const k = isScalar(it.key) ? keyName(it.key.value) : undefined;
         const at = (it.key as Node | null)?.range ? pos((it.key as Node).range?.[0] ?? 0) : { line: 1, col: 1 };
-        if (k === '__proto__') out.push({ plugin, message: "'__proto__' cannot be used as a name", file, ...at });
+        if (it.key !== null && !isScalar(it.key))
+          out.push({ plugin, message: 'a key must be a plain name, not a list or a mapping', file, ...at });
+        else if (k === '__proto__') out.push({ plugin, message: "'__proto__' cannot be used as a name", file, ...at });
         else if (k !== undefined && seen.has(k))
           out.push({ plugin, message: `YAML does not parse: Map keys must be unique ('${k}' appears twice in one mapping)`, file, ...at });
         if (k !== undefined) seen.add(k);

@@ -1,7 +1,16 @@
 /**
- * Crash tests: when KEEL_TEST_CRASH_AT names this point, the process dies here as by kill -9, so a
- * test can prove a run recovers from a crash at exactly that moment. Unset, it costs one lookup.
+ * Crash tests: KEEL_TEST_CRASH_AT=NAME (or NAME:N, the Nth time this process passes NAME) kills
+ * the process right there, as kill -9 would, so a test can prove a run recovers from a crash at
+ * exactly that point. Unset, it costs one environment lookup.
  */
+const passed = new Map<string, number>();
+
 export function crashPoint(name: string): void {
-  if (process.env.KEEL_TEST_CRASH_AT === name) process.kill(process.pid, 'SIGKILL');
+  const at = process.env.KEEL_TEST_CRASH_AT;
+  if (!at) return;
+  const [point, nth] = at.split(':');
+  if (point !== name) return;
+  const n = (passed.get(name) ?? 0) + 1;
+  passed.set(name, n);
+  if (n === Number(nth ?? 1)) process.kill(process.pid, 'SIGKILL');
 }

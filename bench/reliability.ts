@@ -1,0 +1,45 @@
+/**
+ * bench/reliability: the reliability campaign of test/reliability (generated replies, mutated
+ * manifests, the crash matrix, races) with its figures written to bench/results/reliability.json.
+ *
+ *   node --import tsx bench/reliability.ts [--cases 10000]
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { crashMatrix, races } from '../test/reliability/crashes.js';
+import { manifestCampaign } from '../test/reliability/manifests.js';
+import { replyCampaign } from '../test/reliability/replies.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const i = process.argv.indexOf('--cases');
+const cases = i >= 0 ? Number(process.argv[i + 1]) : 10_000;
+
+const replies = await replyCampaign(cases);
+console.log(
+  `replies: ${replies.cases} cases, ${replies.calls} calls, ${replies.executions} executions, ${replies.pauses} pauses; ${replies.violations.length} violations (${replies.ms} ms)`,
+);
+const manifests = await manifestCampaign(join(here, '..'), 3_000, 20);
+console.log(
+  `manifests: ${manifests.manifests} files, ${manifests.cases} mutations, ${manifests.refused} refused, ${manifests.mounts} mounts; ${manifests.violations.length} violations (${manifests.ms} ms)`,
+);
+const crashes = await crashMatrix();
+console.log(`crash matrix: ${crashes.trials} trials, ${crashes.kills} kills; ${crashes.violations.length} violations (${crashes.ms} ms)`);
+const raced = await races();
+console.log(`races: ${raced.rounds} rounds × ${raced.contenders} processes; ${raced.violations.length} violations (${raced.ms} ms)`);
+
+const out = {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpus: cpus().length,
+  load_average_1m: Math.round(loadavg()[0] * 100) / 100,
+  replies: { ...replies, violations: replies.violations.length, examples: replies.violations.slice(0, 3) },
+  manifests: { ...manifests, violations: manifests.violations.length, examples: manifests.violations.slice(0, 3) },
+  crashes: { ...crashes, violations: crashes.violations.length, examples: crashes.violations.slice(0, 3) },
+  races: { ...raced, violations: raced.violations.length, examples: raced.violations.slice(0, 3) },
+};
+writeFileSync(join(here, 'results', 'reliability.json'), `${JSON.stringify(out, null, 2)}\n`);
+console.log('wrote bench/results/reliability.json');
+const total = replies.violations.length + manifests.violations.length + crashes.violations.length + raced.violations.length;
+process.exitCode = total ? 1 : 0;
