@@ -212,7 +212,7 @@ export class SqliteStore implements Store {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
     for (let seq = had.messages; seq < now.messages; seq++) this.stmt.insertMessage.run(run.id, seq, JSON.stringify(run.messages[seq]));
-    for (let seq = had.steps; seq < now.steps; seq++) this.stmt.insertCall.run(run.id, seq, JSON.stringify(run.steps[seq]));
+    for (let seq = had.steps; seq < now.steps; seq++) this.stmt.insertCall.run(run.id, seq, JSON.stringify(stepRow(run, seq)));
     for (let seq = had.requests; seq < now.requests; seq++) {
       const { system, tools, ...meta } = run.requests[seq];
       this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
@@ -277,11 +277,12 @@ export class SqliteStore implements Store {
       seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
       messages: bodies(this.stmt.messages) as Message[],
-      steps: bodies(this.stmt.calls) as CallRecord[],
+      steps: [],
       requests,
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
     };
+    run.steps = stepsFrom(bodies(this.stmt.calls) as StepRow[], run.messages);
     this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
     return run;
   }
@@ -423,6 +424,39 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }
+}
+
+/**
+ * A call's result is stored once: when the tool message that answers the call (the k-th answering its
+ * id, for the call's k-th record) holds the same text, the record keeps a reference instead.
+ */
+type StepRow = CallRecord & { result_in_message?: true };
+
+function nthAnswer(messages: readonly Message[], callId: string, k: number): string | undefined {
+  let seen = 0;
+  for (const m of messages) {
+    if (m.role === 'tool' && m.call_id === callId && seen++ === k) return m.content;
+  }
+  return undefined;
+}
+
+function stepRow(run: RunState, seq: number): StepRow {
+  const c = run.steps[seq];
+  let k = 0;
+  for (let i = 0; i < seq; i++) if (run.steps[i].call_id === c.call_id) k++;
+  if (c.result !== '' && nthAnswer(run.messages, c.call_id, k) === c.result) return { ...c, result: '', result_in_message: true };
+  return c;
+}
+
+function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRecord[] {
+  const seen = new Map<string, number>();
+  return rows.map((row) => {
+    const k = seen.get(row.call_id) ?? 0;
+    seen.set(row.call_id, k + 1);
+    if (!row.result_in_message) return row;
+    const { result_in_message: _, ...c } = row;
+    return { ...c, result: nthAnswer(messages, c.call_id, k) ?? '' };
+  });
 }
 
 const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();

@@ -48,3 +48,45 @@ test('sqlite file: S4/R18 two stores on one file (two processes) hand a run over
   await a.saveRun(inA);
   assert.deepEqual(await b.loadRun(run.id), inA, 'b reads what a appended after b');
 });
+
+test('sqlite: a tool result is stored once (the call record refers to its tool message); a file from an older Keel is migrated', async (t) => {
+  const file = dbFile();
+  const store = new SqliteStore(file);
+  t.after(() => store.close());
+  const big = 'x'.repeat(200_000);
+  const run = sampleRun('run-big', { status: 'done', reason: 'final_answer', pause: null });
+  run.messages.push({ role: 'assistant', content: '', tool_calls: [{ id: 'b1', name: 'search_email', args: {} }] });
+  run.messages.push({ role: 'tool', call_id: 'b1', name: 'search_email', content: big, is_error: false });
+  run.steps.push({
+    step: 9,
+    call_id: 'b1',
+    tool: 'search_email',
+    args: {},
+    outcome: 'ran',
+    result: big,
+    is_error: false,
+    effect: 'read',
+    by_core: false,
+  });
+  await store.createRun(structuredClone(run));
+  assert.deepEqual(await store.loadRun(run.id), run);
+  const Database = (await import('better-sqlite3')).default;
+  const raw = new Database(file, { readonly: true });
+  const rows = raw.prepare('SELECT body FROM calls WHERE run_id = ?').all(run.id) as { body: string }[];
+  const messages = raw.prepare('SELECT body FROM messages WHERE run_id = ?').all(run.id) as { body: string }[];
+  raw.close();
+  assert.equal(rows.filter((r) => r.body.includes(big)).length, 0, 'not in the call records');
+  assert.equal(messages.filter((r) => r.body.includes(big)).length, 1, 'once, in its tool message');
+
+  // An older file: no warnings column, no consent_writes column.
+  const old = dbFile();
+  const s1 = new SqliteStore(old);
+  await s1.createRun(sampleRun('run-old'));
+  await s1.close();
+  const db = new Database(old);
+  db.exec('ALTER TABLE runs DROP COLUMN warnings; ALTER TABLE approvals DROP COLUMN consent_writes;');
+  db.close();
+  const s2 = new SqliteStore(old);
+  t.after(() => s2.close());
+  assert.deepEqual((await s2.loadRun('run-old'))?.warnings, []);
+});
