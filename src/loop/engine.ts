@@ -1,16 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { buildCard } from '../approvals/card.js';
-import { type AssistantReply, type ModelClient, ModelError } from '../models/types.js';
-import type { Registry } from '../plugin-host/host.js';
-import type { PluginReport } from '../plugin-host/types.js';
+import { type AssistantReply, ModelError } from '../models/types.js';
 import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
-import type { Menu, Shortlist } from '../prompt/menu.js';
+import type { Menu } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type {
   Answer,
   ApprovalItem,
   ApprovalRecord,
-  ApprovalStore,
   CallRecord,
   Confirmation,
   EndReason,
@@ -19,11 +16,12 @@ import type {
   PendingResult,
   RequestTrace,
   RunResult,
-  RunStore,
   ToolCall,
 } from '../types/index.js';
 import { redact } from '../util/redact.js';
-import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
+import { DEFAULT_LIMITS, type EngineDeps, type Limits } from './deps.js';
+import { countTrailingFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
+import { contractOf, goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
 import {
   admitReply,
@@ -35,50 +33,12 @@ import {
   prepareCall,
   type Ready,
 } from './pipeline.js';
+import { answerOpenCalls } from './recovery.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
 import { SAY } from './sentences.js';
 
-export interface Limits {
-  /** R20 step cap: model calls per run. */
-  maxSteps: number;
-  /** R20: consecutive failed calls before the run halts. */
-  maxConsecutiveFailures: number;
-  /** R20 wall-clock limit for one leg of a run (start or resume), in ms. */
-  timeoutMs: number;
-  /** A4: how long an approval stays answerable. */
-  approvalTtlMs: number;
-  /** How much of one tool result is kept and shown to the model (the rest is cut, with a note). */
-  maxResultChars: number;
-}
-
-export const DEFAULT_LIMITS: Limits = {
-  maxSteps: 20,
-  maxConsecutiveFailures: 4,
-  timeoutMs: 10 * 60_000,
-  approvalTtlMs: 60 * 60_000,
-  maxResultChars: 100_000,
-};
-
-export interface EngineDeps {
-  registry: Registry;
-  model: ModelClient;
-  /** null: a run with nowhere to pause (A5): ask_user and approvals are refused. */
-  store: (RunStore & ApprovalStore) | null;
-  limits?: Partial<Limits>;
-  shortlist?: Shortlist;
-  /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
-  countTokens?: boolean;
-  /** A delegate's instructions, placed first in its system prompt (C8). */
-  instructions?: string;
-  /** The session's mode now (C5); default: the run's own. */
-  currentMode?: (run: RunView) => Mode;
-  /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
-  onModeChange?: (run: RunView) => void | Promise<void>;
-  /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */
-  signal?: AbortSignal;
-  now?: () => Date;
-}
+export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
 type EndOn = { reason: EndReason; answer: string };
 
@@ -275,55 +235,15 @@ export class RunLeg {
 
   /** R19: the calls of the last reply that have no result yet get one, so the transcript stays paired. */
   private async *closeInFlight(): AsyncGenerator<LoopEvent, void> {
-    const s = this.run.state;
-    const pause = s.pause;
-    let lastAssistant = s.messages.length - 1;
-    while (lastAssistant >= 0 && s.messages[lastAssistant].role !== 'assistant') lastAssistant--;
-    const reply = s.messages[lastAssistant];
-    if (reply?.role !== 'assistant' || !reply.tool_calls.length) {
+    const open = answerOpenCalls(this.run.state, (tool) => this.deps.registry.byName.get(tool)?.declaration.effect);
+    if (!open) {
       this.run.clearPause();
       return;
     }
-    const answered = new Set(s.messages.slice(lastAssistant + 1).flatMap((m) => (m.role === 'tool' ? [m.call_id] : [])));
-    const open = reply.tool_calls.filter((c) => !answered.has(c.id));
-    if (!open.length) {
-      this.run.clearPause();
-      return;
-    }
-    const step = s.model_calls;
-    const known = pause && pause.kind !== 'interrupted' ? pause.calls : [];
-    const records: CallRecord[] = [];
-    const results: PendingResult[] = [];
-    for (const call of open) {
-      const before = known.find((c) => c.call_id === call.id);
-      const started = s.effects.some((e) => e.call_id === call.id);
-      const waiting = before?.outcome === 'awaiting_approval' || (before?.tool === 'ask_user' && before.result === '');
-      const result = started
-        ? SAY.unknownOutcome(call.name)
-        : before?.outcome === 'awaiting_approval'
-          ? SAY.stoppedBeforeApproval(call.name)
-          : before?.tool === 'ask_user'
-            ? SAY.questionUnanswered
-            : SAY.interruptedCall(call.name);
-      const settled = before && !waiting ? before : undefined;
-      const rec: CallRecord = settled ?? {
-        step,
-        call_id: call.id,
-        tool: call.name,
-        args: call.args ?? null,
-        outcome: 'error',
-        result,
-        is_error: true,
-        effect: this.deps.registry.byName.get(call.name)?.declaration.effect,
-        by_core: true,
-      };
-      if (!settled && started) this.run.note(`unknown outcome: ${call.name} (${call.id})`);
-      records.push(rec);
-      results.push({ call_id: call.id, name: call.name, content: rec.result, is_error: rec.is_error });
-      yield { type: 'tool_result', step, record: rec };
-    }
-    this.run.completeStep(records, results);
-    this.gate = deriveGateState(s.steps, this.deps.store !== null);
+    for (const u of open.unknown) this.run.note(`unknown outcome: ${u}`);
+    for (const record of open.records) yield { type: 'tool_result', step: record.step, record };
+    this.run.completeStep(open.records, open.results);
+    this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
     await this.run.save();
   }
 
@@ -474,12 +394,16 @@ export class RunLeg {
           record = rec('repeat', prepared.result, e.is_error, true);
           const usable = !e.is_error && e.content.trim() !== '';
           if (tool?.declaration.answers_directly && usable) endOn ??= { reason: 'answered_by_tool', answer: e.content };
-          else if (prepared.nth >= 2) endOn ??= { reason: 'stalled', answer: this.lastUsable(records) ?? '' };
+          else if (prepared.nth >= 2) endOn ??= { reason: 'stalled', answer: lastUsable([...s.steps, ...records]) ?? '' };
           break;
         }
         case 'ask_user':
           // R16: asked while writes are held (earlier in the run, or earlier in this reply), it is a confirmation.
-          question = { call_id: call.id, question: prepared.question, confirm: this.heldConfirmation(records) };
+          question = {
+            call_id: call.id,
+            question: prepared.question,
+            confirm: heldConfirmation([...s.steps, ...records], this.gate.heldAwaitingAnswer),
+          };
           record = rec('ran', '', false, false);
           pending = true;
           break;
@@ -582,40 +506,8 @@ export class RunLeg {
 
   /** C1: an approved proposal switches the session to Agent mode; the work goes on under it. */
   private async adoptContract(r: CallRecord): Promise<void> {
-    const a = r.args ?? {};
-    const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
-    this.run.adoptContract(
-      r.tool === 'submit_plan'
-        ? { kind: 'plan', summary: typeof a.summary === 'string' ? a.summary : undefined, steps: list(a.steps) }
-        : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) },
-    );
+    this.run.adoptContract(contractOf(r));
     await this.deps.onModeChange?.(this.run.state);
-  }
-
-  /**
-   * R16: the writes held since the user last answered (the gate's state as of this call, so a write
-   * later in the same reply does not count), if any: a question asked now is a confirmation of them.
-   */
-  private heldConfirmation(earlierInReply: readonly CallRecord[]): Confirmation | undefined {
-    const held = this.gate.heldAwaitingAnswer;
-    if (!held.size) return undefined;
-    const all = [...this.run.state.steps, ...earlierInReply];
-    const items: Confirmation['items'] = [];
-    for (let i = all.length - 1; i >= 0; i--) {
-      const r = all[i];
-      if (r.tool === 'ask_user' && r.outcome === 'ran') break;
-      if (r.outcome === 'held_for_confirmation' && held.has(r.tool)) items.unshift({ call_id: r.call_id, tool: r.tool, args: r.args });
-    }
-    return { tools: [...held], items };
-  }
-
-  private lastUsable(current: CallRecord[]): string | undefined {
-    const all = [...this.run.state.steps, ...current];
-    for (let i = all.length - 1; i >= 0; i--) {
-      const r = all[i];
-      if (r.outcome === 'ran' && !r.is_error && r.tool !== 'ask_user' && r.result.trim()) return r.result;
-    }
-    return undefined;
   }
 
   private async *pauseInterrupted(step: number): AsyncGenerator<LoopEvent, RunResult> {
@@ -648,21 +540,4 @@ export class RunLeg {
     yield { type: 'run_finished', result };
     return result;
   }
-}
-
-function pluginWarning(p: PluginReport): string {
-  const why = [...p.failures, ...p.degraded].map((r) => r.message).join('; ');
-  return `plugin ${p.name} is ${p.status}${why ? `: ${why}` : ''}`;
-}
-
-function countTrailingFailures(steps: readonly CallRecord[]): number {
-  let n = 0;
-  for (let i = steps.length - 1; i >= 0; i--) {
-    const r = steps[i];
-    const failed =
-      r.outcome === 'error' || r.outcome === 'invalid_arguments' || r.outcome === 'unknown_tool' || (r.outcome === 'ran' && r.is_error);
-    if (!failed) break;
-    n++;
-  }
-  return n;
 }

@@ -1,3 +1,4 @@
+import type { CallRecord, Contract } from '../types/index.js';
 import type { RunView } from './run.js';
 
 /** How often the core sends the model back to an unfinished goal before it halts the run. */
@@ -29,4 +30,13 @@ export function goalProgress(s: RunView): GoalProgress | undefined {
 /** The core's reminder when the model answers before the goal is met (a user message, marked as Keel's). */
 export function goalReminder(missing: number[]): string {
   return `[Keel] The approved goal is not finished: criteria ${missing.join(', ')} have not been reported verified. Keep working and report them with report_goal, or report the boundary that stops you.`;
+}
+
+/** C1: the contract an approved submit_plan or submit_goal call proposed, from its arguments. */
+export function contractOf(r: CallRecord): Contract {
+  const a = r.args ?? {};
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(String) : []);
+  return r.tool === 'submit_plan'
+    ? { kind: 'plan', summary: typeof a.summary === 'string' ? a.summary : undefined, steps: list(a.steps) }
+    : { kind: 'goal', outcome: String(a.outcome ?? ''), criteria: list(a.criteria), boundaries: list(a.boundaries) };
 }

@@ -1,0 +1,47 @@
+import type { ModelClient } from '../models/types.js';
+import type { Registry } from '../plugin-host/host.js';
+import type { Shortlist } from '../prompt/menu.js';
+import type { ApprovalStore, Mode, RunStore } from '../types/index.js';
+import type { RunView } from './run.js';
+
+/** What one leg of a run is given: the pool, the model, the store, the limits, the session's mode. */
+export interface Limits {
+  /** R20 step cap: model calls per run. */
+  maxSteps: number;
+  /** R20: consecutive failed calls before the run halts. */
+  maxConsecutiveFailures: number;
+  /** R20 wall-clock limit for one leg of a run (start or resume), in ms. */
+  timeoutMs: number;
+  /** A4: how long an approval stays answerable. */
+  approvalTtlMs: number;
+  /** How much of one tool result is kept and shown to the model (the rest is cut, with a note). */
+  maxResultChars: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  maxSteps: 20,
+  maxConsecutiveFailures: 4,
+  timeoutMs: 10 * 60_000,
+  approvalTtlMs: 60 * 60_000,
+  maxResultChars: 100_000,
+};
+
+export interface EngineDeps {
+  registry: Registry;
+  model: ModelClient;
+  /** null: a run with nowhere to pause (A5): ask_user and approvals are refused. */
+  store: (RunStore & ApprovalStore) | null;
+  limits?: Partial<Limits>;
+  shortlist?: Shortlist;
+  /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
+  countTokens?: boolean;
+  /** A delegate's instructions, placed first in its system prompt (C8). */
+  instructions?: string;
+  /** The session's mode now (C5); default: the run's own. */
+  currentMode?: (run: RunView) => Mode;
+  /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
+  onModeChange?: (run: RunView) => void | Promise<void>;
+  /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */
+  signal?: AbortSignal;
+  now?: () => Date;
+}

@@ -1,0 +1,46 @@
+/** What the evaluator and the result read from a run's records, besides the gate. */
+import type { PluginReport } from '../plugin-host/types.js';
+import type { CallRecord, Confirmation } from '../types/index.js';
+
+/** R20: how many calls at the end of the trace failed in a row. */
+export function countTrailingFailures(steps: readonly CallRecord[]): number {
+  let n = 0;
+  for (let i = steps.length - 1; i >= 0; i--) {
+    const r = steps[i];
+    const failed =
+      r.outcome === 'error' || r.outcome === 'invalid_arguments' || r.outcome === 'unknown_tool' || (r.outcome === 'ran' && r.is_error);
+    if (!failed) break;
+    n++;
+  }
+  return n;
+}
+
+/** The warning a run carries about a plugin that did not mount as declared. */
+export function pluginWarning(p: PluginReport): string {
+  const why = [...p.failures, ...p.degraded].map((r) => r.message).join('; ');
+  return `plugin ${p.name} is ${p.status}${why ? `: ${why}` : ''}`;
+}
+
+/**
+ * R16: the writes held since the user last answered (`held`, the gate's state as of the question),
+ * with the calls waiting on them: a question asked now is a confirmation of them.
+ */
+export function heldConfirmation(records: readonly CallRecord[], held: ReadonlySet<string>): Confirmation | undefined {
+  if (!held.size) return undefined;
+  const items: Confirmation['items'] = [];
+  for (let i = records.length - 1; i >= 0; i--) {
+    const r = records[i];
+    if (r.tool === 'ask_user' && r.outcome === 'ran') break;
+    if (r.outcome === 'held_for_confirmation' && held.has(r.tool)) items.unshift({ call_id: r.call_id, tool: r.tool, args: r.args });
+  }
+  return { tools: [...held], items };
+}
+
+/** R20: the last usable result of the run (for a run that stalls on repeats). */
+export function lastUsable(records: readonly CallRecord[]): string | undefined {
+  for (let i = records.length - 1; i >= 0; i--) {
+    const r = records[i];
+    if (r.outcome === 'ran' && !r.is_error && r.tool !== 'ask_user' && r.result.trim()) return r.result;
+  }
+  return undefined;
+}
