@@ -161,6 +161,20 @@ async function until(what: () => boolean, label: string): Promise<void> {
   assert.equal(what(), true, label);
 }
 
+/** Until the run's first step is stored: its second model call (the slow one) is then under way. */
+async function waitForFirstStep(home: string): Promise<void> {
+  await until(() => existsSync(join(home, 'keel.db')), 'the run started');
+  for (let i = 0; i < 300; i++) {
+    const store = new SqliteStore(join(home, 'keel.db'));
+    const [row] = await store.listRuns(1);
+    const run = row ? await store.loadRun(row.id) : undefined;
+    await store.close();
+    if (run && run.steps.length >= 1) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+}
+
 async function runIdOf(home: string): Promise<string> {
   const store = new SqliteStore(join(home, 'keel.db'));
   const [row] = await store.listRuns(1);
@@ -177,8 +191,7 @@ test('no run is wedged: Ctrl-C during a model call leaves a resumable run; keel 
     { text: 'Two bills are due.' },
   ] as never);
   const { child, done } = start(['run', '--json', '--model', model, '--plugins', FIXTURES, 'what is due?'], env);
-  await until(() => existsSync(join(home, 'keel.db')), 'the run started');
-  await new Promise((r) => setTimeout(r, 800));
+  await waitForFirstStep(home);
   child.kill('SIGINT');
   const ended = await done;
   assert.equal(ended.code, 130);
@@ -200,8 +213,7 @@ test('no run is wedged: kill -9 while waiting on the model — keel resume takes
     { delay_ms: 20_000, text: 'too slow' },
   ] as never);
   const { child, done } = start(['run', '--json', '--model', model, '--plugins', FIXTURES, 'what is due?'], env);
-  await until(() => existsSync(join(home, 'keel.db')), 'the run started');
-  await new Promise((r) => setTimeout(r, 800));
+  await waitForFirstStep(home);
   child.kill('SIGKILL');
   await done;
   const id = await runIdOf(home);
