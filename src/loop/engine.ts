@@ -24,6 +24,7 @@ import { countTrailingFailures, heldConfirmation, lastUsable, pluginWarning } fr
 import { contractOf, goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
 import {
+  type ABORTED,
   admitReply,
   coreResult,
   type ExecuteContext,
@@ -32,6 +33,7 @@ import {
   prepareApproval,
   prepareCall,
   type Ready,
+  whenAborted,
 } from './pipeline.js';
 import { answerOpenCalls } from './recovery.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
@@ -58,9 +60,9 @@ export class RunLeg {
   private readonly started = Date.now();
   /** Aborted by the time limit or a stop: the model call and the tools in flight. */
   private readonly abort = new AbortController();
-  /** Aborted by an interruption too: only the model call (a tool in flight finishes). */
-  private readonly interruption = new AbortController();
-  private readonly modelSignal = AbortSignal.any([this.abort.signal, this.interruption.signal]);
+  /** The model call's: aborted with `abort`, and by an interruption too (a tool in flight finishes). */
+  private readonly modelAbort = new AbortController();
+  private aborted: Promise<typeof ABORTED> | undefined;
   private stopped: string | undefined;
   /** Set by Ctrl-C/SIGTERM (the deps' signal): the leg pauses at the next safe point, resumable. */
   private interrupted: string | undefined;
@@ -90,7 +92,7 @@ export class RunLeg {
   /** Ends the run at its next step boundary (a delegate's task_stop); the model call in flight is aborted. */
   stop(why: string): void {
     this.stopped = why;
-    this.abort.abort(new Error(why));
+    this.abortAll(new Error(why));
   }
 
   /**
@@ -104,7 +106,7 @@ export class RunLeg {
       return;
     }
     this.interrupted = why;
-    this.interruption.abort(new Error(why));
+    this.modelAbort.abort(new Error(why));
   }
 
   /** R20: the time limit also cuts a model call or a tool that is still running. */
@@ -112,7 +114,7 @@ export class RunLeg {
     this.timer ??= setTimeout(
       () => {
         this.timedOut = true;
-        this.abort.abort(new Error('the run took too long'));
+        this.abortAll(new Error('the run took too long'));
       },
       Math.max(0, this.limits.timeoutMs - (Date.now() - this.started)),
     );
@@ -287,7 +289,7 @@ export class RunLeg {
           messages: s.messages,
           tools: menu.declared,
           seq: s.seq_base + s.model_calls,
-          signal: this.modelSignal,
+          signal: this.modelAbort.signal,
         })) {
           if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
           else if (ev.type === 'done') reply = ev.reply;
@@ -343,6 +345,7 @@ export class RunLeg {
       registry: this.deps.registry,
       currentMode: () => this.mode(),
       signal: this.abort.signal,
+      aborted: (this.aborted ??= whenAborted(this.abort.signal)),
       recordEffect: (e) => this.run.addEffect(e),
       ledger,
       maxResultChars: this.limits.maxResultChars,
@@ -524,6 +527,11 @@ export class RunLeg {
     const result = toResult(this.run.state);
     yield { type: 'run_finished', result };
     return result;
+  }
+
+  private abortAll(reason: Error): void {
+    this.abort.abort(reason);
+    this.modelAbort.abort(reason);
   }
 
   /** The leg is over: its timer and its interruption listener go. */

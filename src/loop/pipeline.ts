@@ -16,7 +16,7 @@ import { decide, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
-import { capText, depthOf, frozenCopy, MAX_ARGS_CHARS, MAX_ARGS_DEPTH, outputText } from '../util/bounds.js';
+import { boundAndFreeze, capText, MAX_ARGS_CHARS, MAX_ARGS_DEPTH, outputText } from '../util/bounds.js';
 import { crashPoint } from '../util/crash.js';
 import { callKey } from '../util/json.js';
 import { closestNames, truncate } from '../util/text.js';
@@ -38,9 +38,10 @@ export function admitReply(calls: readonly ToolCall[]): { problem: string } | { 
   return {
     calls: calls.map((c) => {
       if (c.args === undefined || c.args === null || typeof c.args !== 'object') return c;
-      if (depthOf(c.args) > MAX_ARGS_DEPTH) return { id: c.id, name: c.name, raw_args: SAY.argumentsTooDeep(MAX_ARGS_DEPTH) };
-      const size = JSON.stringify(c.args).length;
-      if (size > MAX_ARGS_CHARS) return { id: c.id, name: c.name, raw_args: SAY.argumentsTooLarge(size, MAX_ARGS_CHARS) };
+      // Frozen from here on: the transcript, the records, hooks and the handler all see these arguments, unchanged.
+      const over = boundAndFreeze(c.args);
+      if (over?.over === 'depth') return { id: c.id, name: c.name, raw_args: SAY.argumentsTooDeep(MAX_ARGS_DEPTH) };
+      if (over) return { id: c.id, name: c.name, raw_args: SAY.argumentsTooLarge(over.size, MAX_ARGS_CHARS) };
       return c;
     }),
   };
@@ -77,6 +78,10 @@ function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | 
   return tool?.checkArgs(call.args);
 }
 
+function answered(outcome: Outcome, result: string): Prepared {
+  return { kind: 'answered', outcome, result };
+}
+
 /** Decides what happens to one call. Synchronous: nothing of the plugin's runs here. */
 export function prepareCall(x: PrepareInput): Prepared {
   const { call, pool } = x;
@@ -93,7 +98,6 @@ export function prepareCall(x: PrepareInput): Prepared {
     mode: x.mode,
     state: x.gate,
   });
-  const answered = (outcome: Outcome, result: string): Prepared => ({ kind: 'answered', outcome, result });
   switch (decision.kind) {
     case 'unknown_tool': {
       const names = [...pool.keys()].filter((n) => x.menu.admissible(n));
@@ -153,6 +157,8 @@ export interface ExecuteContext {
   /** The session's mode now (C5): read at call time, never captured. */
   currentMode: () => Mode;
   signal: AbortSignal;
+  /** Settles with ABORTED when `signal` aborts (made once per leg: listeners per call cost more than the call). */
+  aborted: Promise<typeof ABORTED>;
   /** R29: stores a non-read effect before the handler starts. */
   recordEffect: (e: EffectRecord) => Promise<void>;
   /** A2: the side-effect ledger, when the call runs under an approval: it runs at most once. */
@@ -202,9 +208,10 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
   let mode = ctx.currentMode();
   if (!executableInMode(tool, mode)) return denied(tool, mode);
-  // Hooks see a frozen copy: they may block a call, never change what it does (an approved call runs
-  // with exactly its pinned arguments).
-  const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args: frozenCopy(args), mode };
+  // Hooks may block a call, never change what it does: the arguments are frozen (at intake, or here for
+  // an approved call's pinned arguments), so an approved call runs with exactly what was approved.
+  const frozen = Object.isFrozen(args) ? args : (boundAndFreeze(args, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY), args);
+  const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args: frozen, mode };
   for (const hook of ctx.registry.hooks.onToolCall) {
     try {
       const verdict = await hook(event);
@@ -238,13 +245,11 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
 
   let result: Executed;
   try {
-    const handler = Promise.resolve().then(() =>
-      tool.execute(structuredClone(args), { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal }),
-    );
+    const handler = tool.execute(frozen, { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal });
     // R20: the run's time limit holds whether or not the tool listens to its signal.
-    const out = await untilAborted(handler, ctx.signal);
+    const out = ctx.signal.aborted ? ABORTED : handler instanceof Promise ? await Promise.race([handler, ctx.aborted]) : handler;
     if (out === ABORTED) {
-      handler.catch(() => {}); // its late end, if any, changes nothing any more
+      if (handler instanceof Promise) handler.catch(() => {}); // its late end, if any, changes nothing any more
       const late = coreResult(SAY.toolLate(tool.name));
       return tool.declaration.effect === 'read' ? late : { ...late, unknown_outcome: true };
     }
@@ -258,7 +263,7 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     }
   }
   if (result.outcome !== 'denied_by_mode' && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
-  result = { ...result, content: capText(result.content, ctx.maxResultChars) };
+  if (result.content.length > ctx.maxResultChars) result = { ...result, content: capText(result.content, ctx.maxResultChars) };
   if (ledger) {
     await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
     crashPoint('after-approved-call');
@@ -266,24 +271,13 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   return result;
 }
 
-const ABORTED = Symbol('aborted');
+export const ABORTED = Symbol('aborted');
 
-/** The promise's value, or ABORTED as soon as the signal aborts (the promise is left to settle alone). */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
-  if (signal.aborted) return Promise.resolve(ABORTED);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => resolve(ABORTED);
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+/** A promise that settles with ABORTED when the signal aborts (one per leg, raced by every call). */
+export function whenAborted(signal: AbortSignal): Promise<typeof ABORTED> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(ABORTED);
+    else signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
   });
 }
 

@@ -8,19 +8,34 @@ export const MAX_ARGS_DEPTH = 64;
 /** How long the JSON of one call's arguments may be. */
 export const MAX_ARGS_CHARS = 1_000_000;
 
-/** The nesting depth of a JSON-like value, counted without recursion; stops counting past `limit`. */
-export function depthOf(value: unknown, limit = MAX_ARGS_DEPTH): number {
-  let max = 0;
+/**
+ * Checks a JSON-like value against the bounds in one walk, without recursion, and freezes it on the
+ * way (so no hook or handler can change a call's arguments after the core has seen them). Returns
+ * what is over its bound, or undefined.
+ */
+export function boundAndFreeze(
+  value: unknown,
+  maxDepth = MAX_ARGS_DEPTH,
+  maxChars = MAX_ARGS_CHARS,
+): { over: 'depth' | 'size'; size: number } | undefined {
+  let size = 0;
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length) {
     const [v, d] = stack.pop() as [unknown, number];
-    if (v === null || typeof v !== 'object') continue;
-    const depth = d + 1;
-    if (depth > max) max = depth;
-    if (max > limit) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth]);
+    if (typeof v === 'string') size += v.length + 2;
+    else if (v !== null && typeof v === 'object') {
+      if (d + 1 > maxDepth) return { over: 'depth', size };
+      if (Array.isArray(v)) for (const child of v) stack.push([child, d + 1]);
+      else
+        for (const k of Object.keys(v)) {
+          size += k.length + 3;
+          stack.push([(v as Record<string, unknown>)[k], d + 1]);
+        }
+      Object.freeze(v);
+    } else size += 8;
+    if (size > maxChars) return { over: 'size', size };
   }
-  return max;
+  return undefined;
 }
 
 /**
@@ -48,17 +63,4 @@ export function outputText(value: unknown): string {
 export function capText(text: string, max: number): string {
   if (text.length <= max) return text;
   return `${text.slice(0, max)}\n[… cut by Keel: ${text.length - max} more characters not shown (limit ${max}, KEEL_MAX_RESULT_CHARS)]`;
-}
-
-/** A deep copy that cannot be changed (for hooks: they see a call's arguments, never edit them). */
-export function frozenCopy<T>(value: T): T {
-  const copy = structuredClone(value);
-  const stack: unknown[] = [copy];
-  while (stack.length) {
-    const v = stack.pop();
-    if (v === null || typeof v !== 'object' || Object.isFrozen(v)) continue;
-    Object.freeze(v);
-    for (const child of Object.values(v)) stack.push(child);
-  }
-  return copy;
 }

@@ -4,9 +4,11 @@
  * exactly that point. Unset, it costs one environment lookup.
  */
 const passed = new Map<string, number>();
+/** Read once: a crash test sets it for the process it starts. */
+const AT = process.env.KEEL_TEST_CRASH_AT;
 
 export function crashPoint(name: string): void {
-  const at = process.env.KEEL_TEST_CRASH_AT;
+  const at = AT;
   if (!at) return;
   const [point, nth] = at.split(':');
   if (point !== name) return;

@@ -18,7 +18,11 @@ const RULES: [RegExp, string][] = [
   [/([?&](?:key|api_key|apikey|token|access_token|auth)=)[^&\s"']+/gi, '$1[redacted]'],
 ];
 
+/** Cheap first look: text with none of these cannot match a rule. */
+const MAYBE = /@|=|sk-|AIza|bearer|authorization|api-key/i;
+
 export function redact(text: string): string {
+  if (!MAYBE.test(text)) return text;
   let out = text;
   for (const [re, to] of RULES) out = out.replace(re, to);
   return out;
