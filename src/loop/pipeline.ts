@@ -194,7 +194,6 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Runs one allowed call. Every failure becomes a result: nothing here throws. */
 function denied(tool: ToolSpec, mode: Mode): Executed {
   return { outcome: 'denied_by_mode', content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]), is_error: true };
 }
@@ -204,6 +203,7 @@ export function coreResult(content: string): Executed {
   return { outcome: 'error', content, is_error: true };
 }
 
+/** Runs one allowed call. Every failure becomes a result: nothing here throws. */
 export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: string, args: Record<string, unknown>): Promise<Executed> {
   // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
   let mode = ctx.currentMode();
