@@ -14,6 +14,7 @@ const tool = (name: string, effect: 'read' | 'write' | 'destructive', via: 'regi
   name,
   effect,
   gate: effect === 'read' ? ('none' as const) : ('approval' as const),
+  declared_gate: effect === 'read' ? ('none' as const) : ('approval' as const),
   pinned: false,
   answers_directly: false,
   guidance: false,

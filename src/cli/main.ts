@@ -135,7 +135,11 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--json', 'print JSON')
     .action(async (dirs: string[], o: { json?: boolean }) => {
       const reg = await getKeel(false).registry(dirs);
-      io.out(o.json ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg) })}\n` : renderPlugins(reg.plugins));
+      io.out(
+        o.json
+          ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), policy: reg.policy })}\n`
+          : `${renderPlugins(reg.plugins)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}`,
+      );
       code = registryHealthy(reg) ? 0 : 1;
     });
   plugins

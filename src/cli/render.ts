@@ -8,6 +8,7 @@ const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
   held_for_confirmation: '⏸ held',
   awaiting_approval: '⏳ awaiting approval',
   denied_by_mode: '⛔ denied',
+  denied_by_policy: '⛔ denied by policy',
   repeat: '↺ repeat',
   unknown_tool: '✗ unknown tool',
   invalid_arguments: '✗ invalid arguments',
@@ -124,6 +125,10 @@ export function renderPlugins(plugins: PluginReport[]): string {
         t.undo && `undo=${t.undo}`,
         t.contract_modes === 'declare' && 'contract_modes=declare',
         t.via === 'declareTool' && 'own loop',
+        t.denied && 'DENIED',
+        t.modes && `modes=${t.modes.join(',')}`,
+        t.gate_source && `(gate by ${t.gate_source}; declared ${t.declared_gate})`,
+        !t.gate_source && t.rule && `(rule ${t.rule})`,
       ].filter(Boolean);
       out.push(`  ${t.name.padEnd(24)} ${t.effect.padEnd(12)} gate=${t.gate.padEnd(13)} ${flags.join(' ')}`.trimEnd());
     }

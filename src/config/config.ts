@@ -14,6 +14,8 @@ const DelegateSchema = z.strictObject({
 });
 
 export const ConfigSchema = z.strictObject({
+  /** Operator rules per tool: checked, with positions, by src/policy/operator.ts. */
+  policy: z.unknown().optional(),
   subagents: z
     .strictObject({
       max_concurrent: z.number().int().positive().default(2),

@@ -10,6 +10,7 @@ import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
+import { OperatorPolicy } from '../policy/operator.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
 import { openStore } from '../store/open.js';
@@ -118,7 +119,8 @@ export class Keel {
   private readonly env: NodeJS.ProcessEnv;
   private readonly sessions: Sessions;
   private readonly registries: Registries;
-  private config: KeelConfig | undefined;
+  private loaded: { file: string | null; config: KeelConfig } | undefined;
+  private operator: OperatorPolicy | undefined;
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = new AbortController();
   private running = 0;
@@ -136,6 +138,7 @@ export class Keel {
       extraTools: opts.extraTools,
       currentMode: (ctx) => this.sessions.currentMode({ id: ctx.run_id, mode: ctx.mode }),
       makeSubagents: (registry) => this.makeSubagents(registry),
+      policy: () => this.policy(),
     });
   }
 
@@ -146,8 +149,15 @@ export class Keel {
 
   /** Keel's config file (KEEL_CONFIG or KEEL_HOME/config.yaml), read once. */
   getConfig(): KeelConfig {
-    this.config ??= loadConfig(this.home, this.env).config;
-    return this.config;
+    this.loaded ??= loadConfig(this.home, this.env);
+    return this.loaded.config;
+  }
+
+  /** The operator's policy (KEEL_CONFIRM_ONCE_TOOLS and the config's `policy:`), read once. */
+  policy(): OperatorPolicy {
+    this.getConfig();
+    this.operator ??= OperatorPolicy.load(this.loaded?.file ?? null, this.env);
+    return this.operator;
   }
 
   /** The plugins of these folders, mounted exactly as a run mounts them (R8: status, tools, drift). */

@@ -9,10 +9,10 @@ import { resolve } from 'node:path';
 import { type ResetRow, resetPluginData } from '../plugin-host/data.js';
 import { mountPlugins, type Registry } from '../plugin-host/host.js';
 import { guardHandler } from '../policy/modes.js';
+import type { OperatorPolicy } from '../policy/operator.js';
 import type { Subagents } from '../subagents/delegates.js';
 import { askUser, CORE_DECLARATIONS, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
-import { confirmOnceOverride } from '../tools/spec.js';
 import type { MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
 
 export interface RegistriesOptions {
@@ -20,6 +20,8 @@ export interface RegistriesOptions {
   env: NodeJS.ProcessEnv;
   /** Memory for the memory_* built-ins; null: they are not offered (names stay reserved). */
   memory: MemoryStore | null;
+  /** The operator's policy, read when the first registry is mounted (an invalid rule stops the start). */
+  policy: () => OperatorPolicy;
   /** Extra built-in tools (tests, embedders). */
   extraTools?: readonly ToolSpec[];
   /** The session's mode now, for the handler guard (C5). */
@@ -72,7 +74,7 @@ export class Registries {
       home: this.o.home,
       builtins,
       reserved: CORE_NAMES,
-      confirmOnce: confirmOnceOverride(this.o.env),
+      policy: this.o.policy(),
       guard: (t) => guardHandler(t, this.o.currentMode),
     }).then((r) => (registry = r));
     this.mounted.set(key, { registry: promise, subagents });
@@ -98,9 +100,11 @@ export class Registries {
     if (cached?.signature === signature) return cached;
     const skills = loadSkills(dir, base.byName);
     const pool = skills.tools.length ? [...base.pool, ...skills.tools] : base.pool;
+    // Each run's trace records the policy it ran under (its hash and the rules that applied).
+    const policyNote = this.o.policy().note(pool);
     const entry: WithSkills = {
       signature,
-      notes: skills.notes,
+      notes: [...skills.notes, ...(policyNote ? [policyNote] : [])],
       registry: skills.tools.length ? { ...base, pool, byName: new Map(pool.map((t) => [t.name, t])) } : base,
     };
     this.withSkills.set(base, entry);

@@ -127,6 +127,7 @@ export class RunLeg {
     for (const p of this.deps.registry.plugins) {
       if (p.status !== 'loaded') this.run.warn(pluginWarning(p));
     }
+    for (const w of this.deps.registry.policy?.unmatched ?? []) this.run.warn(w);
     const s = this.run.state;
     return { type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed };
   }

@@ -12,7 +12,7 @@
  */
 import { describeCall } from '../approvals/card.js';
 import type { Registry } from '../plugin-host/host.js';
-import { decide, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
+import { decide, denialOf, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
@@ -104,7 +104,9 @@ export function prepareCall(x: PrepareInput): Prepared {
       return answered('unknown_tool', SAY.unknownTool(call.name, closestNames(call.name, names)));
     }
     case 'deny':
-      return answered('denied_by_mode', SAY.deniedByMode(call.name, decision.mode, SUBMIT_TOOL[decision.mode]));
+      return decision.by === 'policy'
+        ? answered('denied_by_policy', SAY.deniedByPolicy(call.name, decision.mode, tool?.policy?.modes))
+        : answered('denied_by_mode', SAY.deniedByMode(call.name, decision.mode, SUBMIT_TOOL[decision.mode]));
     case 'invalid_arguments':
       return answered('invalid_arguments', SAY.invalidArguments(call.name, decision.problem));
     case 'ask_user':
@@ -169,7 +171,7 @@ export interface ExecuteContext {
 
 export interface Executed {
   /** `ran` (the handler returned, even with an error result), `error` (the core wrote it), or denied. */
-  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode'>;
+  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode' | 'denied_by_policy'>;
   content: string;
   is_error: boolean;
   /** A2: the ledger holds the call's intent but not its outcome: it was not run again. */
@@ -195,7 +197,9 @@ function errorMessage(err: unknown): string {
 }
 
 function denied(tool: ToolSpec, mode: Mode): Executed {
-  return { outcome: 'denied_by_mode', content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]), is_error: true };
+  return denialOf(tool, mode) === 'policy'
+    ? { outcome: 'denied_by_policy', content: SAY.deniedByPolicy(tool.name, mode, tool.policy?.modes), is_error: true }
+    : { outcome: 'denied_by_mode', content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]), is_error: true };
 }
 
 /** A result the core wrote instead of the tool's: nothing ran (or its outcome is not known). */
@@ -210,7 +214,8 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   if (!executableInMode(tool, mode)) return denied(tool, mode);
   // Hooks may block a call, never change what it does: the arguments are frozen (at intake, or here for
   // an approved call's pinned arguments), so an approved call runs with exactly what was approved.
-  const frozen = Object.isFrozen(args) ? args : (boundAndFreeze(args, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY), args);
+  if (!Object.isFrozen(args)) boundAndFreeze(args, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const frozen = args;
   const event = { run_id: ctx.run_id, call_id: callId, tool: tool.name, args: frozen, mode };
   for (const hook of ctx.registry.hooks.onToolCall) {
     try {
@@ -262,7 +267,8 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
       result = coreResult(SAY.toolFailed(tool.name, errorMessage(err)));
     }
   }
-  if (result.outcome !== 'denied_by_mode' && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
+  const handlerRan = result.outcome === 'ran' || result.outcome === 'error';
+  if (handlerRan && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
   if (result.content.length > ctx.maxResultChars) result = { ...result, content: capText(result.content, ctx.maxResultChars) };
   if (ledger) {
     await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);

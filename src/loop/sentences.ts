@@ -21,6 +21,9 @@ export const SAY = {
   /** C2/C4/C5: the mode's allowlist refused the call, before hooks and handler. */
   deniedByMode: (name: string, mode: Mode, submitTool: string | undefined) =>
     `${name} is unavailable in ${mode} mode: it was not run. In ${mode} mode only read tools, ask_user${submitTool ? ` and ${submitTool}` : ''} can run; put this action in your ${mode === 'goal' ? 'goal' : 'plan'} instead.`,
+  /** An operator rule forbids the call (deny, or modes that leave this one out). */
+  deniedByPolicy: (name: string, mode: Mode, modes: readonly Mode[] | undefined) =>
+    `${name} was not run: an operator rule forbids it${modes ? ` in ${mode} mode (it runs only in ${modes.join(', ')} mode)` : ''}. Do without it, and tell the user if it was needed.`,
   /** R15: the first call of a confirm-once write. */
   heldForConfirmation: (name: string) =>
     `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,

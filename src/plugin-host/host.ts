@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { ManifestCache } from '../manifest/cache.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
+import { OperatorPolicy } from '../policy/operator.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
 import type { ToolDefinition, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -18,6 +19,8 @@ export interface Registry {
   pool: ToolSpec[];
   byName: Map<string, ToolSpec>;
   hooks: { onToolCall: ToolCallHook[]; onToolResult: ToolResultHook[] };
+  /** The operator policy the pool was mounted under, and its rules that match no tool. */
+  policy?: { hash: string; unmatched: string[] };
   /** Charges a tool failure to the plugin that owns the tool (R6). */
   chargeFailure(tool: ToolSpec): void;
   close(): Promise<void>;
@@ -30,7 +33,8 @@ export interface MountOptions {
   builtins?: ToolSpec[];
   /** Names no plugin may register (the core's own, whether or not this mount offers them). */
   reserved?: ReadonlySet<string>;
-  confirmOnce?: ReadonlySet<string>;
+  /** The operator's policy (R7 override and config rules): applied here, to every tool, once. */
+  policy?: OperatorPolicy;
   /** Wraps every tool's handler (the fresh mode check, C5). */
   guard?: (tool: ToolSpec) => ToolSpec;
 }
@@ -69,7 +73,13 @@ export async function importEntry(file: string): Promise<unknown> {
 
 function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
   const d = spec.declaration;
+  const p = spec.policy;
   return {
+    declared_gate: p?.declared_gate ?? spec.gate,
+    ...(p?.gate_source ? { gate_source: p.gate_source } : {}),
+    ...(p?.rule ? { rule: p.rule } : {}),
+    ...(p?.deny ? { denied: true as const } : {}),
+    ...(p?.modes ? { modes: p.modes } : {}),
     name: spec.name,
     effect: d.effect,
     gate: spec.gate,
@@ -102,11 +112,12 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   const closers: (() => void | Promise<void>)[] = [];
   const plugins: PluginReport[] = [];
   const manifestCache = opts.home ? ManifestCache.open(opts.home) : undefined;
-  const confirmOnce = opts.confirmOnce ?? new Set<string>();
+  const policy = opts.policy ?? new OperatorPolicy([]);
+  let policyError: Error | undefined;
   const reserved = opts.reserved ?? new Set<string>();
   const guard = opts.guard ?? ((t: ToolSpec) => t);
   for (const b of opts.builtins ?? []) {
-    const g = guard(b);
+    const g = guard(policy.apply(b));
     pool.push(g);
     byName.set(g.name, g);
   }
@@ -192,8 +203,16 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       }
       let spec: ToolSpec;
       try {
-        spec = makeToolSpec(def, report.name, declaration, confirmOnce, manifestCache);
+        spec = makeToolSpec(def, report.name, declaration, manifestCache);
       } catch (err) {
+        return refuse('invalid_tool', `plugin ${report.name}: ${(err as Error).message}`);
+      }
+      try {
+        spec = policy.apply(spec);
+      } catch (err) {
+        // An operator rule that would loosen a card stops the whole start (after mounting, so the
+        // plugin's own code cannot swallow it), with the rule's position.
+        policyError ??= err as Error;
         return refuse('invalid_tool', `plugin ${report.name}: ${(err as Error).message}`);
       }
       registeredNames.add(def.name);
@@ -296,11 +315,19 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   }
 
   manifestCache?.save();
+  if (policyError) {
+    for (const c of closers.reverse()) await c();
+    throw policyError;
+  }
   return {
     plugins,
     pool,
     byName,
     hooks,
+    policy: {
+      hash: policy.hash,
+      unmatched: policy.unmatched(byName.keys()).map((r) => `policy rule ${r.pattern} (${r.at}) matches no mounted tool`),
+    },
     chargeFailure(tool) {
       const r = owner.get(tool.name);
       if (r) r.runtime_failures++;

@@ -33,6 +33,16 @@ export interface ToolRow {
   undo?: string;
   /** Registered with registerTool (in the pool) or built with declareTool (the plugin's own loop). */
   via: 'registerTool' | 'declareTool';
+  /** The gate the manifest's declaration gives; `gate` above is the effective one. */
+  declared_gate: Gate;
+  /** What changed the gate: an operator rule or KEEL_CONFIRM_ONCE_TOOLS. */
+  gate_source?: string;
+  /** The operator rule that applies to this tool, as `pattern (file:line:col)`. */
+  rule?: string;
+  /** An operator rule forbids it: it never runs. */
+  denied?: true;
+  /** An operator rule lets it run only in these modes. */
+  modes?: Mode[];
 }
 
 export interface PluginReport {

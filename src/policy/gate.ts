@@ -13,7 +13,8 @@ export type Decision =
   | { kind: 'hold_for_confirmation'; declined: boolean }
   | { kind: 'needs_approval' }
   | { kind: 'refuse_approval' }
-  | { kind: 'deny'; mode: Mode }
+  /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome. */
+  | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy' }
   | { kind: 'unknown_tool' }
   | { kind: 'invalid_arguments'; problem: string }
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number };
@@ -63,17 +64,29 @@ export interface GateInput {
 /** The tool each contract mode submits its proposal with (C1). */
 export const SUBMIT_TOOL: Record<Mode, string | undefined> = { agent: undefined, plan: 'submit_plan', goal: 'submit_goal' };
 
-/** C2: in a contract mode only reads, ask_user and the mode's own submit tool may run. */
+/**
+ * Why a tool may not run in this mode: the mode's allowlist (C2: in a contract mode only reads,
+ * ask_user and that mode's own submit tool may run), or an operator rule (deny, or a mode the rule
+ * leaves out). Undefined when it may run.
+ */
+export function denialOf(tool: ToolSpec, mode: Mode): 'mode' | 'policy' | undefined {
+  const p = tool.policy;
+  if (p?.deny) return 'policy';
+  if (mode !== 'agent' && tool.declaration.effect !== 'read' && tool.name !== 'ask_user' && tool.name !== SUBMIT_TOOL[mode]) return 'mode';
+  if (p?.modes && !p.modes.includes(mode)) return 'policy';
+  return undefined;
+}
+
 export function executableInMode(tool: ToolSpec, mode: Mode): boolean {
-  if (mode === 'agent') return true;
-  return tool.declaration.effect === 'read' || tool.name === 'ask_user' || tool.name === SUBMIT_TOOL[mode];
+  return denialOf(tool, mode) === undefined;
 }
 
 export function decide(input: GateInput): Decision {
   const { tool, state } = input;
   if (!tool || !input.admissible) return { kind: 'unknown_tool' };
   // C4/C9: the mode decides before arguments, hooks or handlers are looked at.
-  if (!executableInMode(tool, input.mode)) return { kind: 'deny', mode: input.mode };
+  const denied = denialOf(tool, input.mode);
+  if (denied) return { kind: 'deny', mode: input.mode, by: denied };
   if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };
   if (tool.name === 'ask_user') return { kind: 'ask_user' };
   const earlier = state.executed.get(input.key);

@@ -1,4 +1,4 @@
-import { executableInMode } from '../policy/gate.js';
+import { denialOf, executableInMode } from '../policy/gate.js';
 import type { DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 import { declare, declareUnavailable } from './prompt.js';
 
@@ -88,7 +88,8 @@ function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
       candidates.push(t);
       candidatePos.push(i);
       byName.set(t.name, [i, 'exec']);
-    } else if (t.declaration.contract_modes === 'declare') {
+    } else if (t.declaration.contract_modes === 'declare' || denialOf(t, mode) === 'policy') {
+      // Kept declared, labelled: `contract_modes: declare` (C3), or an operator rule (the model is told why).
       declared.push(i);
       byName.set(t.name, [i, 'declare']);
     } else {
@@ -200,7 +201,8 @@ function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   for (const t of input.pool) {
     if (!exists(t)) continue;
     if (executableInMode(t, mode)) candidates.push(t);
-    else if (t.declaration.contract_modes === 'declare' || input.called.has(t.name)) restricted.add(t.name);
+    else if (t.declaration.contract_modes === 'declare' || denialOf(t, mode) === 'policy' || input.called.has(t.name))
+      restricted.add(t.name);
   }
   const keep = new Set<string>(input.admitted);
   for (const t of candidates) {

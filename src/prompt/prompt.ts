@@ -1,3 +1,4 @@
+import { denialOf } from '../policy/gate.js';
 import type { Contract, DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 
 /** R9: the mark a tool's declaration carries, by its effect and gate. Read tools carry none. */
@@ -6,7 +7,7 @@ export function effectMark(t: ToolSpec): string {
   if (d.effect === 'destructive') {
     return '[Deletes or overwrites. Each call is approved by the owner on a card before it runs; do not ask in chat, just call it.]';
   }
-  if (d.effect === 'write' && t.gate === 'approval') {
+  if (t.gate === 'approval') {
     return "[Writes on the user's behalf. Each call is shown to the owner as an approval card before it runs; do not ask in chat, just call it.]";
   }
   if (d.effect === 'write' || t.gate === 'confirm_once') return "[Writes on the user's behalf.]";
@@ -30,10 +31,16 @@ export function declare(t: ToolSpec): DeclaredTool {
   return d;
 }
 
+/** An operator rule forbids the tool (in this mode, or at all). */
+export function policyLabel(mode: Mode, modes: readonly Mode[] | undefined): string {
+  return `[Unavailable${modes ? ` in ${mode} mode` : ''}: an operator rule forbids it; calling it returns an error and does nothing.]`;
+}
+
 /** C3: a restricted tool keeps its declaration and schema (same object), with the label first. */
 export function declareUnavailable(t: ToolSpec, mode: Mode): DeclaredTool {
   const base = declare(t);
-  return { name: t.name, description: `${modeLabel(mode)} ${base.description}`, parameters: base.parameters, available: false };
+  const label = denialOf(t, mode) === 'policy' ? policyLabel(mode, t.policy?.modes) : modeLabel(mode);
+  return { name: t.name, description: `${label} ${base.description}`, parameters: base.parameters, available: false };
 }
 
 const BASE = `You are Keel, an assistant that works for the user through tools.

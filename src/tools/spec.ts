@@ -129,7 +129,6 @@ export function makeToolSpec(
   def: ToolDefinition,
   plugin: string,
   declaration: Declaration = DEFAULT_DECLARATION,
-  confirmOnceOverride: ReadonlySet<string> = new Set(),
   checked?: SchemaVerdicts,
 ): ToolSpec {
   let validator: () => ValidateFunction;
@@ -138,8 +137,8 @@ export function makeToolSpec(
   } catch (err) {
     throw new Error(`tool ${def.name}: 'parameters' is not a valid JSON Schema: ${(err as Error).message}`);
   }
-  let gate: Gate = effectiveGate(declaration);
-  if (gate === 'none' && confirmOnceOverride.has(def.name)) gate = 'confirm_once';
+  // The declared gate; an operator's policy (src/policy/operator.ts) may change it where tools are mounted.
+  const gate: Gate = effectiveGate(declaration);
   return {
     ...def,
     plugin,
@@ -158,16 +157,4 @@ export function makeToolSpec(
       return first ? formatAjvError(first) : 'the arguments do not match the parameters schema';
     },
   };
-}
-
-/** R7: KEEL_CONFIRM_ONCE_TOOLS adds names to the confirm-once set; unset or `none` adds nothing. */
-export function confirmOnceOverride(env: NodeJS.ProcessEnv = process.env): Set<string> {
-  const raw = (env.KEEL_CONFIRM_ONCE_TOOLS ?? '').trim();
-  if (raw === '' || raw.toLowerCase() === 'none') return new Set();
-  return new Set(
-    raw
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-  );
 }

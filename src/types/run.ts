@@ -20,6 +20,8 @@ export type Outcome =
   | 'held_for_confirmation'
   | 'awaiting_approval'
   | 'denied_by_mode'
+  /** An operator rule forbids the call (deny, or a mode the rule leaves out). */
+  | 'denied_by_policy'
   | 'repeat'
   | 'unknown_tool'
   | 'invalid_arguments'

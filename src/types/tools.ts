@@ -71,6 +71,14 @@ export interface ToolSpec extends ToolDefinition {
   onlyInModes?: readonly Mode[];
   /** Built-ins that exist only while the run works under an approved contract of this kind (report_goal). */
   onlyWithContract?: 'plan' | 'goal';
+  /** What an operator rule or KEEL_CONFIRM_ONCE_TOOLS did to this tool (set where tools are mounted). */
+  policy?: {
+    rule?: string;
+    deny?: true;
+    modes?: Mode[];
+    gate_source?: string;
+    declared_gate: Gate;
+  };
 }
 
 /** The part of a tool the model is shown. */

@@ -6,8 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { discoverPlugins, mountPlugins, type Registry, registryHealthy } from '../../src/plugin-host/host.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
+import { confirmOnceFromEnv, OperatorPolicy } from '../../src/policy/operator.js';
 import { askUser } from '../../src/tools/builtins.js';
-import { confirmOnceOverride } from '../../src/tools/spec.js';
 import type { ToolContext } from '../../src/types/index.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -392,17 +392,22 @@ describe('R7: KEEL_CONFIRM_ONCE_TOOLS', () => {
   const gates = (r: Registry) => Object.fromEntries(r.pool.map((t) => [t.name, t.gate]));
   let baseline: Record<string, string>;
   before(async () => {
-    baseline = gates(await mount([GOOD], { confirmOnce: confirmOnceOverride({}) }));
+    baseline = gates(await mount([GOOD], { policy: new OperatorPolicy([], confirmOnceFromEnv({})) }));
   });
 
-  test('R7: confirmOnceOverride parses a comma list; unset, empty and none add nothing', () => {
+  test('R7: KEEL_CONFIRM_ONCE_TOOLS parses a comma list; unset and empty change nothing; none clears', () => {
     assert.deepEqual(
-      [...confirmOnceOverride({ KEEL_CONFIRM_ONCE_TOOLS: ' calendar_lookup , restore_email,,' })],
+      [...confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: ' calendar_lookup , restore_email,,' }).add],
       ['calendar_lookup', 'restore_email'],
     );
-    for (const v of [undefined, '', '  ', 'none', 'NONE', ' None ']) {
-      assert.equal(confirmOnceOverride(v === undefined ? {} : { KEEL_CONFIRM_ONCE_TOOLS: v }).size, 0, String(v));
+    for (const v of [undefined, '', '  ']) {
+      assert.deepEqual(
+        confirmOnceFromEnv(v === undefined ? {} : { KEEL_CONFIRM_ONCE_TOOLS: v }),
+        { add: new Set(), clear: false },
+        String(v),
+      );
     }
+    for (const v of ['none', 'NONE', ' None ']) assert.equal(confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: v }).clear, true, v);
   });
 
   test("R7: the core's default names no plugin tool", () => {
@@ -420,8 +425,11 @@ describe('R7: KEEL_CONFIRM_ONCE_TOOLS', () => {
   });
 
   test('R7: the override adds listed tools to confirm-once (a read and a confirm: never write), and only those', async () => {
-    const confirmOnce = confirmOnceOverride({ KEEL_CONFIRM_ONCE_TOOLS: 'calendar_lookup,restore_email,trash_email,not_a_tool' });
-    const r = await mount([GOOD], { confirmOnce });
+    const policy = new OperatorPolicy(
+      [],
+      confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: 'calendar_lookup,restore_email,trash_email,not_a_tool' }),
+    );
+    const r = await mount([GOOD], { policy });
     assert.deepEqual(gates(r), {
       ...baseline,
       calendar_lookup: 'confirm_once',
@@ -432,9 +440,11 @@ describe('R7: KEEL_CONFIRM_ONCE_TOOLS', () => {
     assert.equal(plugin(r, 'calendar').tools.find((t) => t.name === 'calendar_lookup')?.gate, 'confirm_once');
   });
 
-  test("R7: 'none' through mountPlugins changes nothing", async () => {
-    const r = await mount([GOOD], { confirmOnce: confirmOnceOverride({ KEEL_CONFIRM_ONCE_TOOLS: 'none' }) });
-    assert.deepEqual(gates(r), baseline);
+  test("R7: 'none' clears the confirm-once set: no write asks first; destructive tools and pinned writes keep their cards", async () => {
+    const r = await mount([GOOD], { policy: new OperatorPolicy([], confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: 'none' })) });
+    assert.deepEqual(gates(r), { ...baseline, create_reminder: 'none' });
+    const row = plugin(r, 'calendar').tools.find((t) => t.name === 'create_reminder');
+    assert.deepEqual([row?.gate, row?.declared_gate, row?.gate_source], ['none', 'confirm_once', 'KEEL_CONFIRM_ONCE_TOOLS=none']);
   });
 });
 

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { SAY } from '../../src/loop/sentences.js';
 import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
 import { type Decision, decide, deriveGateState, type GateState, SUBMIT_TOOL } from '../../src/policy/gate.js';
+import { confirmOnceFromEnv, OperatorPolicy } from '../../src/policy/operator.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { CallRecord, Mode, ToolSpec } from '../../src/types/index.js';
 import { callKey, canonicalJson } from '../../src/util/json.js';
@@ -134,11 +135,13 @@ test('R13: canonical arguments ignore key order', () => {
 });
 
 test('R7: KEEL_CONFIRM_ONCE_TOOLS turns a gate-none tool into confirm-once', () => {
-  const t = makeToolSpec(
-    { name: 'configure_brief', description: '', parameters: { type: 'object' }, execute: () => '' },
-    'p',
-    normalizeDeclaration({ effect: 'write', confirm: 'never' }),
-    new Set(['configure_brief']),
+  const policy = new OperatorPolicy([], confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: 'configure_brief' }));
+  const t = policy.apply(
+    makeToolSpec(
+      { name: 'configure_brief', description: '', parameters: { type: 'object' }, execute: () => '' },
+      'p',
+      normalizeDeclaration({ effect: 'write', confirm: 'never' }),
+    ),
   );
   assert.equal(t.gate, 'confirm_once');
   assert.equal(run(t).kind, 'hold_for_confirmation');
