@@ -99,13 +99,15 @@ export class Registries {
     const cached = this.withSkills.get(base);
     if (cached?.signature === signature) return cached;
     const skills = loadSkills(dir, base.byName);
-    const pool = skills.tools.length ? [...base.pool, ...skills.tools] : base.pool;
+    // Skills are tools too: the operator's rules apply to them as to every mounted tool.
+    const skillTools = skills.tools.map((t) => this.o.policy().apply(t));
+    const pool = skillTools.length ? [...base.pool, ...skillTools] : base.pool;
     // Each run's trace records the policy it ran under (its hash and the rules that applied).
     const policyNote = this.o.policy().note(pool);
     const entry: WithSkills = {
       signature,
       notes: [...skills.notes, ...(policyNote ? [policyNote] : [])],
-      registry: skills.tools.length ? { ...base, pool, byName: new Map(pool.map((t) => [t.name, t])) } : base,
+      registry: skillTools.length ? { ...base, pool, byName: new Map(pool.map((t) => [t.name, t])) } : base,
     };
     this.withSkills.set(base, entry);
     return entry;
