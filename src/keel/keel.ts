@@ -245,7 +245,7 @@ export class Keel {
     return this.requireStore().listRuns(limit);
   }
 
-  /** Approval cards, newest state first marked: pending ones past their expiry are expired first (A4). */
+  /** Approval cards (filtered by status or run); pending ones past their expiry are marked expired first (A4). */
   async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
     const store = this.requireStore();
     await expireApprovals(store);
