@@ -349,8 +349,7 @@ export class Keel {
         throw new ModelError('a cancelled run calls no model');
       },
     };
-    const { registry } = await this.registries.forRun(run.plugin_dirs);
-    const deps: EngineDeps = { registry, model, store, limits: this.limits() };
+    const deps = await this.deps(model, run.plugin_dirs);
     const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), onEvent);
     const at = new Date().toISOString();
     for (const a of await store.listApprovals({ run_id: runId, status: 'pending' })) {

@@ -62,10 +62,11 @@ export class Sessions {
       if (e.type === 'run_started') {
         // A new run starts in the mode it was given; a continued one in its session's mode now,
         // which another process may have changed while the run waited.
-        const mode = (e.resumed ? (await this.store?.getSession(e.session_id))?.mode : undefined) ?? e.mode;
+        const rec = await this.store?.getSession(e.session_id);
+        const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
         this.runs.set(e.run_id, e.session_id);
         this.modes.set(e.session_id, mode);
-        await this.save(e.session_id, { mode, last_run_id: e.run_id });
+        await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
       }
       yield e;
     }
@@ -90,9 +91,10 @@ export class Sessions {
     await this.save(run.session_id, { mode: run.mode, contract: run.contract, last_run_id: run.id });
   }
 
-  private async save(id: string, patch: Partial<Omit<SessionRecord, 'id' | 'updated_at'>>): Promise<void> {
+  /** Writes the session record: `patch` over the stored one (`known`, when the caller just read it). */
+  private async save(id: string, patch: Partial<Omit<SessionRecord, 'id' | 'updated_at'>>, known?: SessionRecord): Promise<void> {
     if (!this.store) return;
-    const rec = await this.store.getSession(id);
+    const rec = known ?? (await this.store.getSession(id));
     await this.store.saveSession({
       id,
       mode: patch.mode ?? rec?.mode ?? 'agent',

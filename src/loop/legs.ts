@@ -71,17 +71,20 @@ export async function* streamApprovalContinuation(deps: EngineDeps, approval: Ap
  * whose process died after its question was answered asks the question again.
  */
 export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
-  const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
+  const store = storeOf(deps);
+  // A run waiting on its card is continued by the card's answer: refused before anything is claimed.
+  const waiting = (await store.loadRun(runId))?.pause;
+  if (waiting?.kind === 'approval') {
+    throw new KeelError(
+      'not_paused',
+      `run ${runId} waits for approval ${waiting.approval_id}: keel approvals approve|reject ${waiting.approval_id}`,
+    );
+  }
+  const run = await RunWriter.claimStalled(store, runId, deps.now);
   const leg = new RunLeg(deps, run);
   const pause = run.state.pause;
   if (run.state.status === 'paused' && pause?.kind === 'interrupted') return yield* leg.continueAfterInterruption();
   if (pause?.kind === 'ask_user') return yield* leg.reopenQuestion();
-  if (pause?.kind === 'approval') {
-    throw new KeelError(
-      'not_paused',
-      `run ${runId} waits for approval ${pause.approval_id}: keel approvals approve|reject ${pause.approval_id}`,
-    );
-  }
   return yield* leg.recover();
 }
 

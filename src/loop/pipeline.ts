@@ -12,7 +12,7 @@
  */
 import { describeCall } from '../approvals/card.js';
 import type { Registry } from '../plugin-host/host.js';
-import { decide, denialOf, executableInMode, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
+import { decide, denialOf, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
@@ -196,8 +196,8 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function denied(tool: ToolSpec, mode: Mode): Executed {
-  return denialOf(tool, mode) === 'policy'
+function denied(tool: ToolSpec, mode: Mode, by = denialOf(tool, mode)): Executed {
+  return by === 'policy'
     ? { outcome: 'denied_by_policy', content: SAY.deniedByPolicy(tool.name, mode, tool.policy?.modes), is_error: true }
     : { outcome: 'denied_by_mode', content: SAY.deniedByMode(tool.name, mode, SUBMIT_TOOL[mode]), is_error: true };
 }
@@ -211,7 +211,8 @@ export function coreResult(content: string): Executed {
 export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: string, args: Record<string, unknown>): Promise<Executed> {
   // C4/C5: the handler's authority is the session's mode now, checked before any hook sees the call.
   let mode = ctx.currentMode();
-  if (!executableInMode(tool, mode)) return denied(tool, mode);
+  let by = denialOf(tool, mode);
+  if (by) return denied(tool, mode, by);
   // Hooks may block a call, never change what it does: the arguments are frozen (at intake, or here for
   // an approved call's pinned arguments), so an approved call runs with exactly what was approved.
   if (!Object.isFrozen(args)) boundAndFreeze(args, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
@@ -228,7 +229,8 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   }
   // A hook may take its time: the mode is read again, right before anything changes.
   mode = ctx.currentMode();
-  if (!executableInMode(tool, mode)) return denied(tool, mode);
+  by = denialOf(tool, mode);
+  if (by) return denied(tool, mode, by);
 
   const ledger = ctx.ledger;
   if (ledger) {

@@ -135,3 +135,21 @@ test('tool output is capped (configurable) and says it was cut', async (t) => {
   assert.ok(r.steps[0].result.length < 1_200, `capped: ${r.steps[0].result.length}`);
   assert.match(r.steps[0].result, /cut by Keel: 49000 more characters not shown \(limit 1000, KEEL_MAX_RESULT_CHARS\)/);
 });
+
+test('A2: continuing a run that waits on its card is refused before anything is claimed — the card can still be answered', async (t) => {
+  const h = new Harness([{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed.' }]);
+  t.after(() => h.close());
+  const r = await h.run('trash it');
+  assert.equal(r.reason, 'awaiting_approval');
+  await assert.rejects(() => h.keel.continueRun(r.run_id), /waits for approval/);
+  const { streamContinue } = await import('../../src/loop/legs.js');
+  const deps = { registry: await h.keel.registry([]), model: { spec: 'x', stream: () => ({}) as never }, store: h.keel.store };
+  await assert.rejects(async () => {
+    for await (const _ of streamContinue(deps as never, r.run_id)) {
+      // nothing is streamed
+    }
+  }, /waits for approval/);
+  assert.equal((await h.keel.getRun(r.run_id)).status, 'paused', 'still paused: nothing was claimed');
+  const { result } = await h.keel.respondToApproval(r.approval?.id ?? '', 'approve', 'ana');
+  assert.equal(result.status, 'done');
+});
