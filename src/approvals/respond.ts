@@ -3,6 +3,20 @@ import { KeelError } from '../util/errors.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 
+const EXPIRED = 'expired before it was answered';
+
+/** The answer joins the run's journal, so live clients (an inbox, the run's page) see the card close. */
+function journal(
+  store: Store,
+  a: ApprovalRecord,
+  status: 'approved' | 'rejected' | 'expired',
+  by: string,
+  reason: string | null,
+  at: string,
+): Promise<number> {
+  return store.appendEvent(a.run_id, { type: 'approval_answered', approval_id: a.id, status, answered_by: by, reason }, at);
+}
+
 /**
  * A3: the one function every surface (CLI, HTTP, web console) answers an approval through.
  * Unknown id → not_found; answered → conflict; past its expiry → marked expired, nothing runs.
@@ -36,14 +50,15 @@ export async function respondToApproval(
   }
   const at = now.toISOString();
   if (now.getTime() > Date.parse(a.expires_at)) {
-    await store.answerApproval(id, 'expired', 'system', 'expired before it was answered', at);
+    if (await store.answerApproval(id, 'expired', 'system', EXPIRED, at)) await journal(store, a, 'expired', 'system', EXPIRED, at);
     await store.audit({ at, actor, action: `${decision}_refused_expired`, subject: id, detail: `expired at ${a.expires_at}` });
-    return { ...a, status: 'expired', answered_at: at, answered_by: 'system', reason: 'expired before it was answered' };
+    return { ...a, status: 'expired', answered_at: at, answered_by: 'system', reason: EXPIRED };
   }
   const status = decision === 'approve' ? 'approved' : 'rejected';
   if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites))) {
     throw new KeelError('conflict', `approval ${id} was answered by someone else just now; it cannot be answered again`);
   }
+  await journal(store, a, status, actor, reason, at);
   await store.audit({
     at,
     actor,
@@ -65,7 +80,8 @@ export async function expireApprovals(store: Store, now: Date = new Date()): Pro
   for (const a of await store.listApprovals({ status: 'pending' })) {
     if (now.getTime() <= Date.parse(a.expires_at)) continue;
     const at = now.toISOString();
-    if (await store.answerApproval(a.id, 'expired', 'system', 'expired before it was answered', at)) {
+    if (await store.answerApproval(a.id, 'expired', 'system', EXPIRED, at)) {
+      await journal(store, a, 'expired', 'system', EXPIRED, at);
       await store.audit({ at, actor: 'system', action: 'expired', subject: a.id, detail: `expired at ${a.expires_at}` });
       out.push({ ...a, status: 'expired', answered_at: at, answered_by: 'system' });
     }

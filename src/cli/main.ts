@@ -103,7 +103,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
     .option('--json', 'print JSON')
     .action(async (o: { limit: number; json?: boolean }) => {
-      const rows = await getKeel().listRuns(o.limit);
+      const rows = await getKeel().listRuns({ limit: o.limit });
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs

@@ -13,6 +13,60 @@ const DelegateSchema = z.strictObject({
   max_steps: z.number().int().positive().optional(),
 });
 
+/** What `keel serve` can tell a webhook about (src/server/notify.ts sends them). */
+export const NOTIFY_EVENTS = ['approval_created', 'run_paused', 'run_failed'] as const;
+
+/** The longest a webhook retry waits: the backoff doubles up to this. */
+export const NOTIFY_MAX_BACKOFF_MS = 60_000;
+
+const isHttpUrl = (s: string): boolean => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * One webhook receiver. Every delivery is signed, so a target must name its secret: `secret_env`
+ * (the name of an environment variable holding it; preferred, so the secret stays out of the file)
+ * or `secret` (the secret itself), not both. The variable is read when a delivery is sent, not here:
+ * a config that names an unset variable still loads (so `keel run` and the rest are not broken by a
+ * webhook setting), and each delivery to that target then fails unsent — never unsigned — audited as
+ * `webhook_failed`, with one warning on stderr.
+ */
+const NotifyTargetSchema = z
+  .strictObject({
+    url: z.string().refine(isHttpUrl, 'must be an http:// or https:// URL'),
+    events: z
+      .array(z.enum(NOTIFY_EVENTS))
+      .min(1, `list at least one event (${NOTIFY_EVENTS.join(', ')}), or leave events out for all of them`)
+      .default([...NOTIFY_EVENTS]),
+    secret_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (letters, digits and _), not the secret itself')
+      .optional(),
+    secret: z.string().min(1, 'must not be empty').optional(),
+    /** Attempts after the first. */
+    retries: z.number().int().min(0).max(20).default(5),
+    /** The first retry's delay; it doubles each time, up to NOTIFY_MAX_BACKOFF_MS. */
+    backoff_ms: z.number().int().min(0).max(NOTIFY_MAX_BACKOFF_MS).default(500),
+    /** Per attempt, until the response's headers arrive. */
+    timeout_ms: z.number().int().positive().max(120_000).default(5000),
+  })
+  .superRefine((t, ctx) => {
+    if (t.secret === undefined && t.secret_env === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['secret_env'],
+        message:
+          'a webhook target needs a signing secret: set secret_env to the name of an environment variable holding it (preferred), or secret',
+      });
+    else if (t.secret !== undefined && t.secret_env !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'give secret_env or secret, not both' });
+  });
+
 export const ConfigSchema = z.strictObject({
   /** Operator rules per tool: checked, with positions, by src/policy/operator.ts. */
   policy: z.unknown().optional(),
@@ -22,10 +76,14 @@ export const ConfigSchema = z.strictObject({
       delegates: z.array(DelegateSchema).default([]),
     })
     .optional(),
+  /** Webhooks `keel serve` calls when an approval waits, a run pauses or a run fails. */
+  notify: z.array(NotifyTargetSchema).optional(),
 });
 
 export type KeelConfig = z.infer<typeof ConfigSchema>;
 export type DelegateConfig = z.infer<typeof DelegateSchema>;
+/** One parsed webhook target (defaults filled in). */
+export type NotifyTarget = z.infer<typeof NotifyTargetSchema>;
 
 /** Keel's config file: KEEL_CONFIG, else KEEL_HOME/config.yaml; absent means defaults. */
 export function loadConfig(home: string, env: NodeJS.ProcessEnv): { file: string | null; config: KeelConfig } {

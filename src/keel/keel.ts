@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { type ApprovalDecision, expireApprovals, respondToApproval } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
-import { collect, streamApprovalContinuation, streamCancel, streamContinue, streamResume, streamRun } from '../loop/legs.js';
+import { answerLeg, approvalLeg, collect, continueLeg, type Leg, startLeg, streamCancel } from '../loop/legs.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -23,6 +23,7 @@ import type {
   Confirmation,
   LoopEvent,
   Mode,
+  RunQuery,
   RunResult,
   RunState,
   RunSummary,
@@ -210,12 +211,25 @@ export class Keel {
     };
   }
 
-  async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+  /**
+   * Starts a run: it is stored at once (its id is known) and worked when its leg is driven — now
+   * (`stream`, `run`) or when a server's queue gets to it.
+   */
+  async startRun(message: string, o: RunOptions = {}): Promise<Leg> {
     const dirs = this.pluginDirs(o.pluginDirs);
     const deps = await this.deps(o.model, dirs);
     const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
     const input = { message, mode: o.mode ?? session?.mode, pluginDirs: dirs, session, notes: deps.notes };
-    return yield* this.sessions.track(this.active(streamRun(deps, input)));
+    return this.tracked(await startLeg(deps, input));
+  }
+
+  async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    return yield* (await this.startRun(message, o)).drive();
+  }
+
+  /** A leg as this Keel drives it: its session followed, counted while it runs (interrupt()). */
+  private tracked(leg: Leg): Leg {
+    return { run_id: leg.run_id, drive: () => this.sessions.track(this.active(leg.drive())) };
   }
 
   run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -241,8 +255,8 @@ export class Keel {
     return run;
   }
 
-  listRuns(limit?: number): Promise<RunSummary[]> {
-    return this.requireStore().listRuns(limit);
+  listRuns(query?: RunQuery): Promise<RunSummary[]> {
+    return this.requireStore().listRuns(query);
   }
 
   /** Approval cards (filtered by status or run); pending ones past their expiry are marked expired first (A4). */
@@ -258,9 +272,14 @@ export class Keel {
    * plain text answers a plain question.
    */
   async *streamResume(runId: string, answer: string | Answer, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
+    return yield* (await this.answerRun(runId, answer, o)).drive();
+  }
+
+  /** Answers a paused run's question: the pause is claimed at once (a second answer is refused); the leg goes on when driven. */
+  async answerRun(runId: string, answer: string | Answer, o: RunOptions = {}): Promise<Leg> {
     const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
-    return yield* this.sessions.track(this.active(streamResume(deps, runId, typeof answer === 'string' ? { text: answer } : answer)));
+    return this.tracked(await answerLeg(deps, runId, typeof answer === 'string' ? { text: answer } : answer));
   }
 
   resume(runId: string, answer: string | Answer, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -279,25 +298,49 @@ export class Keel {
     onEvent?: (e: LoopEvent) => void,
     options: { consentWrites?: boolean } = {},
   ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+    const { approval, leg } = await this.answerApproval(id, decision, actor, reason, options);
+    return { approval, result: await this.continued(approval, () => collect(leg.drive(), onEvent)) };
+  }
+
+  /**
+   * A3: records the answer to an approval (audited) and claims its run's continuation, to be driven
+   * now or when a server's queue gets to it. Unknown → not_found; already answered → conflict; past
+   * its expiry → recorded as expired (the continuation ends the run, nothing runs).
+   */
+  async answerApproval(
+    id: string,
+    decision: ApprovalDecision,
+    actor: string,
+    reason: string | null = null,
+    options: { consentWrites?: boolean } = {},
+  ): Promise<{ approval: ApprovalRecord; leg: Leg }> {
     const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason, new Date(), options);
+    const leg = await this.continued(approval, () => this.approvalLeg(approval));
+    return { approval, leg };
+  }
+
+  /** The answer is stored whatever happens next: an error after it says so, and how to carry the run on. */
+  private async continued<T>(approval: ApprovalRecord, next: () => Promise<T>): Promise<T> {
     try {
-      const result = await this.continueApproval(approval, onEvent);
-      return { approval, result };
+      return await next();
     } catch (err) {
-      // The answer is stored whatever happens next: say so, and how to carry the run on.
       if (!(err instanceof KeelError || err instanceof ModelError)) throw err;
       throw new KeelError(
         err instanceof KeelError ? err.code : 'config',
-        `approval ${id} is recorded (${approval.status}), but run ${approval.run_id} could not continue: ${err.message}. Fix that, then continue it with: keel resume ${approval.run_id}${err instanceof ModelError ? ' --model SPEC' : ''}`,
+        `approval ${approval.id} is recorded (${approval.status}), but run ${approval.run_id} could not continue: ${err.message}. Fix that, then continue it with: keel resume ${approval.run_id}${err instanceof ModelError ? ' --model SPEC' : ''}`,
       );
     }
   }
 
-  /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
-  async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
+  private async approvalLeg(approval: ApprovalRecord, o: RunOptions = {}): Promise<Leg> {
     const run = await this.getRun(approval.run_id);
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
-    return collect(this.sessions.track(this.active(streamApprovalContinuation(deps, approval))), onEvent);
+    return this.tracked(await approvalLeg(deps, approval));
+  }
+
+  /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
+  async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
+    return collect((await this.approvalLeg(approval, o)).drive(), onEvent);
   }
 
   /**
@@ -329,8 +372,17 @@ export class Keel {
           : `run ${runId} waits for an answer: keel resume ${runId} --answer TEXT`,
       );
     }
+    return collect((await this.continueLeg(runId, o)).drive(), onEvent);
+  }
+
+  /**
+   * Claims a run that waits for no one — interrupted, or left mid-leg by a process that died — to
+   * carry it on when the leg is driven (a run waiting on its card or question is refused).
+   */
+  async continueLeg(runId: string, o: RunOptions = {}): Promise<Leg> {
+    const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
-    return collect(this.sessions.track(this.active(streamContinue(deps, runId))), onEvent);
+    return this.tracked(await continueLeg(deps, runId));
   }
 
   /**

@@ -282,7 +282,7 @@ export class RunLeg {
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
       this.run.addRequest(trace);
-      yield { type: 'model_request', step, system, tools: menu.declared };
+      yield { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
       let reply: AssistantReply | undefined;
       try {
         for await (const ev of this.deps.model.stream({

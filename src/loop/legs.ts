@@ -1,11 +1,13 @@
 /**
  * Where each leg of a run starts: a new request, an answer to its question, or the owner's answer to
- * its card. Each takes the run through the run module (start or claim) and drives it with the one
- * engine; each ends with `run_finished`.
+ * its card. Each takes the run through the run module (start or claim) at once — so a second answer
+ * is refused at once — and drives it with the one engine when asked (now, or when a server's queue
+ * gets to it); each ends with `run_finished`, and every event is kept in the run's journal.
  */
 import type { Answer, ApprovalRecord, LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { type EngineDeps, RunLeg } from './engine.js';
+import { journaled } from './journal.js';
 import { type NewRun, RunWriter } from './run.js';
 
 export interface StartInput {
@@ -19,8 +21,27 @@ export interface StartInput {
   notes?: readonly string[];
 }
 
-/** Streaming API: every event as it happens, ending with the run's result (R14). */
-export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
+/** A leg whose run is started or claimed: `drive()` works it (once) until it ends or pauses. */
+export interface Leg {
+  readonly run_id: string;
+  drive(): AsyncGenerator<LoopEvent, RunResult>;
+}
+
+function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, RunResult>, deps: EngineDeps): Leg {
+  let driven = false;
+  return {
+    run_id: run.state.id,
+    drive() {
+      if (driven) throw new KeelError('conflict', `run ${run.state.id}: this leg was already driven`);
+      driven = true;
+      // The engine's clock (its time limit) starts when the leg is driven, not while it waited.
+      return journaled(run, work(new RunLeg(deps, run)));
+    },
+  };
+}
+
+/** A new run, stored at once. */
+export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg> {
   const run = await RunWriter.start(
     {
       request: input.message,
@@ -33,7 +54,12 @@ export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGene
     deps.store,
     deps.now,
   );
-  return yield* new RunLeg(deps, run).start();
+  return leg(run, (l) => l.start(), deps);
+}
+
+/** Streaming API: every event as it happens, ending with the run's result (R14). */
+export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
+  return yield* (await startLeg(deps, input)).drive();
 }
 
 /** Blocking API: the same events, collected (R14). */
@@ -51,18 +77,26 @@ function storeOf(deps: EngineDeps): NonNullable<EngineDeps['store']> {
 }
 
 /** R17/R18: the answer becomes the ask_user call's result (same call id); the run continues. */
-export async function* streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
+export async function answerLeg(deps: EngineDeps, runId: string, answer: Answer): Promise<Leg> {
   const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, answer, deps.now);
-  return yield* new RunLeg(deps, run).continueAfterAnswer(pause, answer);
+  return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps);
+}
+
+export async function* streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
+  return yield* (await answerLeg(deps, runId, answer)).drive();
 }
 
 /**
  * A2: continues a run whose approval has been answered (or expired), or takes over one a dead
  * process left while running its approved calls.
  */
-export async function* streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
+export async function approvalLeg(deps: EngineDeps, approval: ApprovalRecord): Promise<Leg> {
   const { run, pause } = await RunWriter.claimForApproval(storeOf(deps), approval, deps.now);
-  return yield* new RunLeg(deps, run).continueAfterApproval(pause, approval);
+  return leg(run, (l) => l.continueAfterApproval(pause, approval), deps);
+}
+
+export async function* streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
+  return yield* (await approvalLeg(deps, approval)).drive();
 }
 
 /**
@@ -70,7 +104,7 @@ export async function* streamApprovalContinuation(deps: EngineDeps, approval: Ap
  * whose process died mid-leg (taken over; its calls in flight are answered, never re-run). A run
  * whose process died after its question was answered asks the question again.
  */
-export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
+export async function continueLeg(deps: EngineDeps, runId: string): Promise<Leg> {
   const store = storeOf(deps);
   // A run waiting on its card is continued by the card's answer: refused before anything is claimed.
   const waiting = (await store.loadRun(runId))?.pause;
@@ -81,15 +115,18 @@ export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGen
     );
   }
   const run = await RunWriter.claimStalled(store, runId, deps.now);
-  const leg = new RunLeg(deps, run);
   const pause = run.state.pause;
-  if (run.state.status === 'paused' && pause?.kind === 'interrupted') return yield* leg.continueAfterInterruption();
-  if (pause?.kind === 'ask_user') return yield* leg.reopenQuestion();
-  return yield* leg.recover();
+  if (run.state.status === 'paused' && pause?.kind === 'interrupted') return leg(run, (l) => l.continueAfterInterruption(), deps);
+  if (pause?.kind === 'ask_user') return leg(run, (l) => l.reopenQuestion(), deps);
+  return leg(run, (l) => l.recover(), deps);
+}
+
+export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
+  return yield* (await continueLeg(deps, runId)).drive();
 }
 
 /** `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused. */
 export async function* streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
   const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
-  return yield* new RunLeg(deps, run).cancel(why);
+  return yield* leg(run, (l) => l.cancel(why), deps).drive();
 }

@@ -12,6 +12,7 @@ import type {
   Contract,
   EffectRecord,
   EndReason,
+  LoopEvent,
   Message,
   Mode,
   Pause,
@@ -25,6 +26,7 @@ import type {
 import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
+import { toRunEvent } from './journal.js';
 
 /** A run as everyone but its writer sees it: read-only. */
 export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };
@@ -233,6 +235,12 @@ export class RunWriter {
     this.s.updated_at = this.clock().toISOString();
     await this.store?.saveRun(this.s);
     crashPoint('save');
+  }
+
+  /** Keeps an event in the run's journal (before anyone is shown it); returns its id, none without a store. */
+  async record(e: LoopEvent): Promise<number | undefined> {
+    const ev = this.store ? toRunEvent(e) : undefined;
+    return ev && this.store ? this.store.appendEvent(this.s.id, ev, this.clock().toISOString()) : undefined;
   }
 
   /**

@@ -11,9 +11,13 @@ import type {
   Memory,
   Message,
   RequestTrace,
+  EventQuery,
+  RunEvent,
+  RunQuery,
   RunState,
   RunSummary,
   SessionRecord,
+  StoredEvent,
   Store,
 } from '../types/index.js';
 
@@ -58,6 +62,11 @@ CREATE TABLE IF NOT EXISTS ledger (
 );
 CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS run_events (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS run_events_run ON run_events(run_id, id);
+CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at DESC);
+CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, created_at DESC);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status, created_at DESC);
 `;
 
 type Row = Record<string, unknown>;
@@ -110,9 +119,7 @@ export class SqliteStore implements Store {
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
         model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
-      listRuns: p(
-        'SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ?',
-      ),
+      appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
       counts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
@@ -308,8 +315,48 @@ export class SqliteStore implements Store {
       .run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
   }
 
-  async listRuns(limit = 50): Promise<RunSummary[]> {
-    return this.stmt.listRuns.all(limit) as RunSummary[];
+  async listRuns(q: RunQuery = {}): Promise<RunSummary[]> {
+    const where: string[] = [];
+    const args: (string | number)[] = [];
+    if (q.status) {
+      where.push('status = ?');
+      args.push(q.status);
+    }
+    if (q.session_id) {
+      where.push('session_id = ?');
+      args.push(q.session_id);
+    }
+    if (q.before) {
+      where.push('(created_at < ? OR (created_at = ? AND id < ?))');
+      args.push(q.before.created_at, q.before.created_at, q.before.id);
+    }
+    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
+      ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
+    return this.db.prepare(sql).all(...args, q.limit ?? 50) as RunSummary[];
+  }
+
+  async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
+    return Number(this.stmt.appendEvent.run(runId, event.type, at, JSON.stringify(event)).lastInsertRowid);
+  }
+
+  async listEvents(q: EventQuery = {}): Promise<StoredEvent[]> {
+    const where: string[] = ['id > ?'];
+    const args: (string | number)[] = [q.after ?? 0];
+    if (q.run_id) {
+      where.push('run_id = ?');
+      args.push(q.run_id);
+    }
+    if (q.types) {
+      where.push(`type IN (${q.types.map(() => '?').join(',')})`);
+      args.push(...q.types);
+    }
+    const sql = `SELECT id, run_id, at, body FROM run_events WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`;
+    return (this.db.prepare(sql).all(...args, q.limit ?? 1000) as Row[]).map((r) => ({
+      id: r.id as number,
+      run_id: r.run_id as string,
+      at: r.at as string,
+      event: JSON.parse(r.body as string) as RunEvent,
+    }));
   }
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {

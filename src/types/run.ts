@@ -224,11 +224,54 @@ export interface RunResult {
   warnings: string[];
 }
 
-export type LoopEvent =
+/**
+ * What a leg emits as it works (R14). With a store, every event but a text delta is kept in the run's
+ * journal before it is emitted, and carries the journal's `id` (ids grow across the whole store).
+ */
+export type LoopEvent = (
   | { type: 'run_started'; run_id: string; session_id: string; mode: Mode; request: string; resumed: boolean }
-  | { type: 'model_request'; step: number; system: string; tools: DeclaredTool[] }
+  | { type: 'model_request'; step: number; system: string; tools: DeclaredTool[]; dropped: string[] }
   | { type: 'text_delta'; text: string }
   | { type: 'assistant'; step: number; text: string; tool_calls: ToolCall[] }
   | { type: 'tool_result'; step: number; record: CallRecord }
   | { type: 'paused'; pause: Pause }
-  | { type: 'run_finished'; result: RunResult };
+  | { type: 'run_finished'; result: RunResult }
+) & { id?: number };
+
+/** A run's result without its trace (the requests and steps a client reads from the run itself). */
+export type RunOutcome = Omit<RunResult, 'requests' | 'steps'>;
+
+/** A pause as the journal keeps it: why and where the run waits, without the calls it holds. */
+export type PauseSummary =
+  | Omit<Extract<Pause, { kind: 'ask_user' }>, 'results' | 'calls'>
+  | Omit<Extract<Pause, { kind: 'approval' }>, 'results' | 'calls'>
+  | Extract<Pause, { kind: 'interrupted' }>;
+
+/**
+ * An event of a run's journal: what live clients (the server's SSE streams, webhooks) receive and a
+ * client that reconnects reads back. Compact: a model request names its tools without their schemas
+ * and the prompt; a finished leg carries the outcome, not the whole trace.
+ */
+export type RunEvent =
+  | { type: 'run_started'; run_id: string; session_id: string; mode: Mode; request: string; resumed: boolean }
+  | { type: 'model_request'; step: number; tools: { name: string; available: boolean }[]; dropped: string[] }
+  | { type: 'assistant'; step: number; text: string; tool_calls: ToolCall[] }
+  | { type: 'tool_result'; step: number; record: CallRecord }
+  | { type: 'paused'; pause: PauseSummary }
+  | { type: 'run_finished'; result: RunOutcome }
+  /** The owner answered the run's card (or it expired): written by whoever answered it. */
+  | {
+      type: 'approval_answered';
+      approval_id: string;
+      status: 'approved' | 'rejected' | 'expired';
+      answered_by: string | null;
+      reason: string | null;
+    };
+
+/** A journal row: the event, its run, when, and its id (ids grow across the whole store). */
+export interface StoredEvent {
+  id: number;
+  run_id: string;
+  at: string;
+  event: RunEvent;
+}

@@ -1,4 +1,4 @@
-import type { ApprovalCard, ApprovalItem, Contract, EndReason, RunState, RunStatus } from './run.js';
+import type { ApprovalCard, ApprovalItem, Contract, EndReason, RunEvent, RunState, RunStatus, StoredEvent } from './run.js';
 import type { Mode } from './tools.js';
 
 export interface SessionRecord {
@@ -81,7 +81,8 @@ export interface RunStore {
    */
   saveRun(run: RunState): Promise<void>;
   loadRun(id: string): Promise<RunState | undefined>;
-  listRuns(limit?: number): Promise<RunSummary[]>;
+  /** Runs newest first, filtered; `before` continues a listing after its last row (keyset paging). */
+  listRuns(query?: RunQuery): Promise<RunSummary[]>;
   /**
    * Atomically takes a paused run out of pause `seq`. False when it is not paused there any more
    * (already resumed, in this process or another): the caller must not continue it (R18).
@@ -94,6 +95,28 @@ export interface RunStore {
   takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   saveSession(s: SessionRecord): Promise<void>;
+  /**
+   * Appends an event to a run's journal and returns its id: larger than every id already stored,
+   * in any run. The journal is written as events happen, before anyone is shown them.
+   */
+  appendEvent(runId: string, event: RunEvent, at: string): Promise<number>;
+  /** Journal rows in id order: of one run or all, after an id, of some types, at most `limit`. */
+  listEvents(query?: EventQuery): Promise<StoredEvent[]>;
+}
+
+export interface RunQuery {
+  limit?: number;
+  status?: RunStatus;
+  session_id?: string;
+  /** Rows strictly older than this one (the last row of the previous page). */
+  before?: { created_at: string; id: string };
+}
+
+export interface EventQuery {
+  run_id?: string;
+  after?: number;
+  types?: readonly RunEvent['type'][];
+  limit?: number;
 }
 
 /** Approval cards, the audit log, and the side-effect ledger that makes approved calls run once (A2–A4). */

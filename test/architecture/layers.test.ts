@@ -27,6 +27,7 @@ export const LAYERS = [
   'loop',
   'subagents',
   'keel',
+  'server',
   'cli',
   '.',
 ] as const;

@@ -166,7 +166,7 @@ async function waitForFirstStep(home: string): Promise<void> {
   await until(() => existsSync(join(home, 'keel.db')), 'the run started');
   for (let i = 0; i < 300; i++) {
     const store = new SqliteStore(join(home, 'keel.db'));
-    const [row] = await store.listRuns(1);
+    const [row] = await store.listRuns({ limit: 1 });
     const run = row ? await store.loadRun(row.id) : undefined;
     await store.close();
     if (run && run.steps.length >= 1) break;
@@ -177,7 +177,7 @@ async function waitForFirstStep(home: string): Promise<void> {
 
 async function runIdOf(home: string): Promise<string> {
   const store = new SqliteStore(join(home, 'keel.db'));
-  const [row] = await store.listRuns(1);
+  const [row] = await store.listRuns({ limit: 1 });
   await store.close();
   return row?.id ?? '';
 }

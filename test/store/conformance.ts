@@ -463,8 +463,8 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     );
     for (const r of runs) await store.createRun(structuredClone(r));
     assert.deepEqual(await store.listRuns(), [runs[2], runs[1], runs[0]].map(summaryOf), 'all, newest first');
-    assert.deepEqual(await store.listRuns(2), [runs[2], runs[1]].map(summaryOf), 'limit 2');
-    assert.deepEqual(await store.listRuns(10), [runs[2], runs[1], runs[0]].map(summaryOf), 'limit above the count');
+    assert.deepEqual(await store.listRuns({ limit: 2 }), [runs[2], runs[1]].map(summaryOf), 'limit 2');
+    assert.deepEqual(await store.listRuns({ limit: 10 }), [runs[2], runs[1], runs[0]].map(summaryOf), 'limit above the count');
 
     // A save shows in the summary.
     Object.assign(runs[0], { status: 'done', reason: 'final_answer', answer: 'ok', pause: null, model_calls: 9, updated_at: at(50) });
@@ -712,5 +712,68 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.equal(await store.memoryUpdate(987654, { text: 'nothing' }), undefined, 'unknown id');
     await store.addFeedback('run-1', 'the summary was too long');
     await store.addFeedback('no-such-run', 'feedback on a run the store does not know');
+  });
+
+  test(`${name}: S4 listRuns filters by status and session and pages by keyset without gaps or repeats`, async (t) => {
+    const store = await fresh(t);
+    // Two runs share a timestamp: the page boundary between them must still be exact.
+    const runs = [0, 1, 2, 3, 4].map((i) =>
+      sampleRun(`run-${i}`, {
+        created_at: at(i === 3 ? 2 : i),
+        updated_at: at(10 + i),
+        session_id: i % 2 ? 's-odd' : 's-even',
+        status: i === 4 ? 'done' : 'paused',
+      }),
+    );
+    for (const r of runs) await store.createRun(structuredClone(r));
+    const ids = (xs: RunSummary[]) => xs.map((x) => x.id);
+    assert.deepEqual(ids(await store.listRuns({ session_id: 's-odd' })), ['run-3', 'run-1'], 'one session, newest first');
+    assert.deepEqual(ids(await store.listRuns({ status: 'done' })), ['run-4'], 'by status');
+    assert.deepEqual(ids(await store.listRuns({ status: 'running', session_id: 's-even' })), [], 'none match both');
+    const seen: string[] = [];
+    let before: { created_at: string; id: string } | undefined;
+    for (let page = 0; page < 5; page++) {
+      const rows = await store.listRuns({ limit: 2, before });
+      if (!rows.length) break;
+      seen.push(...ids(rows));
+      const last = rows[rows.length - 1];
+      before = { created_at: last.created_at, id: last.id };
+    }
+    assert.deepEqual(seen, ['run-4', 'run-3', 'run-2', 'run-1', 'run-0'], 'every run once, in order, across pages');
+  });
+
+  test(`${name}: S4 the journal: ids grow across runs; read by run, after an id, by type`, async (t) => {
+    const store = await fresh(t);
+    await store.createRun(sampleRun('run-a'));
+    await store.createRun(sampleRun('run-b'));
+    const started = (run_id: string) =>
+      ({ type: 'run_started', run_id, session_id: 's', mode: 'agent', request: 'r', resumed: false }) as const;
+    const a1 = await store.appendEvent('run-a', started('run-a'), at(1));
+    const b1 = await store.appendEvent('run-b', started('run-b'), at(2));
+    const a2 = await store.appendEvent(
+      'run-a',
+      { type: 'approval_answered', approval_id: 'ap-1', status: 'approved', answered_by: 'ana', reason: null },
+      at(3),
+    );
+    assert.ok(a1 < b1 && b1 < a2, 'each id is larger than every id before it, in any run');
+    assert.deepEqual(
+      (await store.listEvents({ run_id: 'run-a' })).map((e) => [e.id, e.run_id, e.at, e.event.type]),
+      [
+        [a1, 'run-a', at(1), 'run_started'],
+        [a2, 'run-a', at(3), 'approval_answered'],
+      ],
+    );
+    assert.deepEqual(
+      (await store.listEvents({ run_id: 'run-a', after: a1 })).map((e) => e.event),
+      [{ type: 'approval_answered', approval_id: 'ap-1', status: 'approved', answered_by: 'ana', reason: null }],
+      'after an id: only what came later, as it was written',
+    );
+    assert.deepEqual(
+      (await store.listEvents({ types: ['run_started'] })).map((e) => e.run_id),
+      ['run-a', 'run-b'],
+      'by type, across runs',
+    );
+    assert.deepEqual((await store.listEvents({ limit: 1, after: a1 })).map((e) => e.id), [b1], 'limit');
+    assert.deepEqual(await store.listEvents({ run_id: 'no-such-run' }), []);
   });
 }

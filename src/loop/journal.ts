@@ -1,0 +1,69 @@
+/**
+ * The run's journal: every event a leg emits (but text deltas) is kept in the store before anyone
+ * sees it, in the compact form live clients receive. A client that lost its connection reads what
+ * it missed from here, by id, then follows the live events: nothing is lost and nothing repeated.
+ */
+import type { LoopEvent, Pause, PauseSummary, RunEvent, RunOutcome, RunResult } from '../types/index.js';
+import type { RunWriter } from './run.js';
+
+const menus = new WeakMap<object, { name: string; available: boolean }[]>();
+
+/** The journal's form of an event (none for a text delta: the assistant event carries the whole text). */
+export function toRunEvent(e: LoopEvent): RunEvent | undefined {
+  switch (e.type) {
+    case 'text_delta':
+      return undefined;
+    case 'run_started':
+      return { type: e.type, run_id: e.run_id, session_id: e.session_id, mode: e.mode, request: e.request, resumed: e.resumed };
+    case 'model_request': {
+      // A menu is the same array across steps and runs while it is valid: summarised once.
+      let tools = menus.get(e.tools);
+      if (!tools) {
+        tools = e.tools.map((t) => ({ name: t.name, available: t.available }));
+        menus.set(e.tools, tools);
+      }
+      return { type: e.type, step: e.step, tools, dropped: e.dropped };
+    }
+    case 'assistant':
+      return { type: e.type, step: e.step, text: e.text, tool_calls: e.tool_calls };
+    case 'tool_result':
+      return { type: e.type, step: e.step, record: e.record };
+    case 'paused':
+      return { type: e.type, pause: summarizePause(e.pause) };
+    case 'run_finished':
+      return { type: e.type, result: outcomeOf(e.result) };
+  }
+}
+
+export function summarizePause(p: Pause): PauseSummary {
+  if (p.kind === 'interrupted') return p;
+  const { results: _r, calls: _c, ...rest } = p;
+  return rest;
+}
+
+export function outcomeOf(r: RunResult): RunOutcome {
+  const { requests: _q, steps: _s, ...rest } = r;
+  return rest;
+}
+
+/**
+ * Follows a leg, keeping each event in the run's journal before passing it on with its id. A
+ * consumer that stops early closes the leg too.
+ */
+export async function* journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+  let done = false;
+  try {
+    while (true) {
+      const n = await gen.next();
+      if (n.done) {
+        done = true;
+        return n.value;
+      }
+      const e = n.value;
+      const id = await run.record(e);
+      yield id === undefined ? e : { ...e, id };
+    }
+  } finally {
+    if (!done) await gen.return(undefined as never);
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The run's journal: every event a leg emits (but text deltas) is stored before it is emitted, with
+ * an id, in the compact form live clients receive; an approval's answer joins it.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { toRunEvent } from '../../src/loop/journal.js';
+import type { LoopEvent } from '../../src/types/index.js';
+import { Harness } from '../support/keel.js';
+
+const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1'] } };
+
+test('R14: every emitted event but a text delta carries the id of its journal row, and the journal holds them in order', async (t) => {
+  const h = new Harness([{ tool_calls: [{ id: 's1', name: 'search_email', args: { query: 'deals' } }] }, { text: 'Found one.' }]);
+  t.after(() => h.close());
+  const r = await h.run('find the deals');
+  assert.equal(r.status, 'done');
+  const durable = h.events.filter((e) => e.type !== 'text_delta');
+  assert.ok(durable.length >= 6);
+  assert.ok(
+    durable.every((e) => typeof e.id === 'number'),
+    'each has an id',
+  );
+  const stored = await h.keel.store!.listEvents({ run_id: r.run_id });
+  assert.deepEqual(
+    stored.map((s) => s.id),
+    durable.map((e) => e.id),
+    'the same ids, in the same order',
+  );
+  assert.deepEqual(
+    stored.map((s) => s.event),
+    JSON.parse(JSON.stringify(durable.map((e) => toRunEvent(e)))),
+    'the journal keeps the compact form of each',
+  );
+  const request = stored.find((s) => s.event.type === 'model_request')?.event;
+  assert.ok(request?.type === 'model_request' && request.tools.some((x) => x.name === 'search_email'));
+  assert.ok(!('system' in request), 'a request is kept without its prompt');
+  const finished = stored.at(-1)?.event;
+  assert.ok(finished?.type === 'run_finished' && finished.result.answer === 'Found one.' && !('steps' in finished.result));
+  assert.ok(
+    h.events.filter((e) => e.type === 'text_delta').every((e) => e.id === undefined),
+    'text deltas are live only',
+  );
+});
+
+test('A3: an answered card joins the run journal between the pause and the continuation', async (t) => {
+  const h = new Harness([{ tool_calls: [TRASH] }, { text: 'Done.' }]);
+  t.after(() => h.close());
+  const r = await h.run('trash the deals');
+  await h.keel.respondToApproval(r.approval!.id, 'approve', 'ana', null, (e) => h.events.push(e));
+  const types = (await h.keel.store!.listEvents({ run_id: r.run_id })).map((s) => s.event.type);
+  const paused = types.indexOf('paused');
+  assert.equal(types[paused + 1], 'run_finished');
+  assert.equal(types[paused + 2], 'approval_answered');
+  assert.equal(types[paused + 3], 'run_started');
+  const answered = (await h.keel.store!.listEvents({ run_id: r.run_id, types: ['approval_answered'] }))[0].event;
+  assert.deepEqual(answered, { type: 'approval_answered', approval_id: r.approval!.id, status: 'approved', answered_by: 'ana', reason: null });
+  const ran = h.events.filter((e): e is Extract<LoopEvent, { type: 'tool_result' }> => e.type === 'tool_result');
+  assert.deepEqual(
+    ran.map((e) => e.record.outcome),
+    ['ran'],
+    'the continuation reports the call it ran',
+  );
+});
