@@ -230,10 +230,7 @@ export default function setup(api: PluginAPI): void {
         const buf = await readFile(file);
         if (looksBinary(buf)) return;
         files++;
-        buf
-          .toString('utf8')
-          .split('\n')
-          .forEach((line, i) => lines.push({ file, n: i + 1, text: line }));
+        for (const [i, line] of buf.toString('utf8').split('\n').entries()) lines.push({ file, n: i + 1, text: line });
       };
       const walk = async (dir: string) => {
         for (const d of (await readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {

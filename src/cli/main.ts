@@ -1,15 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
-import { BUNDLED_PLUGINS, Keel } from '../keel/keel.js';
+import { BUNDLED_PLUGINS, Keel, keelHome, PACKAGE_ROOT } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
 import { registryHealthy } from '../plugin-host/host.js';
+import type { Role } from '../server/tokens.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
+import { startTelemetryFromEnv } from '../util/telemetry.js';
 import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
 import { registerPluginsInit } from './plugins-init.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
+
+/** Keel's version, from its package.json. */
+const VERSION: string = (() => {
+  try {
+    return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return '0.0.0';
+  }
+})();
 
 export interface Io {
   out: (s: string) => void;
@@ -46,6 +59,9 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     code = r.status === 'failed' ? 1 : 0;
   };
   const printer = (json: boolean) => (json ? undefined : eventPrinter(io.out));
+  /** Set while keel serve runs: a signal stops the server gracefully. */
+  let stopServer: (() => void) | undefined;
+  let serverStopping = false;
 
   const program = new Command('keel')
     .description('Keel: an agent core where every tool declares its effect, and the core enforces it.')
@@ -225,6 +241,88 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       code = await runDemo({ ...o, dir: o.examples, out: io.out, env: io.env, interactive: Boolean(o.model && process.stdin.isTTY) });
     });
 
+  program
+    .command('serve')
+    .description('Keel as a service: the HTTP API (/v1), live events, tokens and roles, webhooks')
+    .option('--host <host>', 'address to listen on (default 127.0.0.1: this machine only)', '127.0.0.1')
+    .option('--port <port>', 'port (0: any free port)', (v) => portNumber(v), 7373)
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
+    .option('-m, --model <spec>', 'the model runs use unless a request names one; default KEEL_MODEL')
+    .option('--allow-model <prefix>', 'a model spec prefix a request may choose (repeatable), e.g. script: or openai:', collectList, [])
+    .option('--cors <origin>', 'an origin allowed to call the API from a browser (repeatable); none by default', collectList, [])
+    .action(async (o: { host: string; port: number; plugins: string[]; model?: string; allowModel: string[]; cors: string[] }) => {
+      const { startServer } = await import('../server/serve.js');
+      const stopTelemetry = await startTelemetryFromEnv(io.env);
+      const srv = await startServer({
+        host: o.host,
+        port: o.port,
+        pluginDirs: o.plugins,
+        model: o.model,
+        allowedModels: o.allowModel,
+        corsOrigins: o.cors,
+        env: io.env,
+        defaultPluginDirs: [BUNDLED_PLUGINS],
+        version: VERSION,
+        log: (line) => io.err(`${line}\n`),
+      });
+      if (srv.adminToken) {
+        io.err(`keel serve: first start: an admin token was made. It is shown this once; only its hash is kept:\n`);
+        io.out(`admin token: ${srv.adminToken}\n`);
+      }
+      io.out(`keel serve: listening on ${srv.url}\n`);
+      await new Promise<void>((resolveStop) => {
+        stopServer = () => {
+          io.err('keel serve: stopping\n');
+          srv.close().then(resolveStop, resolveStop);
+        };
+      });
+      await stopTelemetry?.();
+      code = 0;
+    });
+
+  const tokens = program.command('tokens').description('API tokens for keel serve (viewer, approver, admin); only hashes are kept');
+  tokens
+    .command('create')
+    .requiredOption('--name <name>', 'who or what holds it (audited with every answer)')
+    .addOption(
+      new Option('--role <role>', 'viewer reads; approver also starts runs and answers; admin also manages tokens')
+        .choices(['viewer', 'approver', 'admin'])
+        .default('approver'),
+    )
+    .option('--json', 'print JSON')
+    .action(async (o: { name: string; role: Role; json?: boolean }) => {
+      const t = (await tokenFile()).create(o.name, o.role);
+      if (o.json) io.out(`${JSON.stringify(t)}\n`);
+      else {
+        io.err(`Token ${t.name} (${t.role}, ${t.id}). It is shown this once; keep it somewhere safe:\n`);
+        io.out(`${t.token}\n`);
+      }
+    });
+  tokens
+    .command('list')
+    .option('--json', 'print JSON')
+    .action(async (o: { json?: boolean }) => {
+      const rows = (await tokenFile()).list();
+      if (o.json) io.out(`${JSON.stringify(rows)}\n`);
+      else if (!rows.length) io.out('No tokens (keel serve makes an admin token on its first start).\n');
+      else
+        for (const t of rows)
+          io.out(
+            `${t.id}  ${t.name.padEnd(20)} ${t.role.padEnd(9)} created ${t.created_at}${t.revoked_at ? `  revoked ${t.revoked_at}` : ''}\n`,
+          );
+    });
+  tokens
+    .command('revoke')
+    .argument('<id_or_name>')
+    .action(async (idOrName: string) => {
+      const t = (await tokenFile()).revoke(idOrName);
+      io.out(`Token ${t.name} (${t.id}) revoked.\n`);
+    });
+  const tokenFile = async () => {
+    const { Tokens } = await import('../server/tokens.js');
+    return Tokens.at(keelHome(io.env));
+  };
+
   const data = program.command('data').description("the reference plugins' local data");
   data
     .command('reset')
@@ -241,6 +339,13 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals) => {
     const exitCode = sig === 'SIGINT' ? 130 : 143;
+    // keel serve stops gracefully and exits 0; a second signal quits at once.
+    if (stopServer) {
+      if (serverStopping) process.exit(exitCode);
+      serverStopping = true;
+      stopServer();
+      return;
+    }
     if (signalled || !keel?.interrupt(`interrupted by ${sig}`)) process.exit(exitCode);
     signalled = sig;
     io.err(`\nkeel: ${sig}: stopping the run at its next safe point (${sig === 'SIGINT' ? 'Ctrl-C' : sig} again to quit at once)\n`);
@@ -277,6 +382,12 @@ async function askYesNo(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+function portNumber(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new KeelError('bad_input', `--port must be a port number (0-65535), got "${v}"`);
+  return n;
 }
 
 function positiveInt(v: string, flag: string): number {

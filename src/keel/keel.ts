@@ -229,7 +229,7 @@ export class Keel {
 
   /** A leg as this Keel drives it: its session followed, counted while it runs (interrupt()). */
   private tracked(leg: Leg): Leg {
-    return { run_id: leg.run_id, drive: () => this.sessions.track(this.active(leg.drive())) };
+    return { ...leg, drive: () => this.sessions.track(this.active(leg.drive())) };
   }
 
   run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
@@ -349,6 +349,15 @@ export class Keel {
    * reported, never run again).
    */
   async continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
+    return collect((await this.continueLeg(runId, o)).drive(), onEvent);
+  }
+
+  /**
+   * Claims a run to carry it on without an answer — its card answered, interrupted, or left mid-leg
+   * by a process that died — to be driven now or when a server's queue gets to it. A run waiting on
+   * its card or its question is refused, saying how to answer it.
+   */
+  async continueLeg(runId: string, o: RunOptions = {}): Promise<Leg> {
     const run = await this.getRun(runId);
     const pause = run.pause;
     if (run.status === 'done' || run.status === 'failed') {
@@ -362,7 +371,7 @@ export class Keel {
       if (approval.status === 'pending') {
         throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
       }
-      return this.continueApproval(approval, onEvent, o);
+      return this.approvalLeg(approval, o);
     }
     if (run.status === 'paused' && pause?.kind === 'ask_user') {
       throw new KeelError(
@@ -372,15 +381,6 @@ export class Keel {
           : `run ${runId} waits for an answer: keel resume ${runId} --answer TEXT`,
       );
     }
-    return collect((await this.continueLeg(runId, o)).drive(), onEvent);
-  }
-
-  /**
-   * Claims a run that waits for no one — interrupted, or left mid-leg by a process that died — to
-   * carry it on when the leg is driven (a run waiting on its card or question is refused).
-   */
-  async continueLeg(runId: string, o: RunOptions = {}): Promise<Leg> {
-    const run = await this.getRun(runId);
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
     return this.tracked(await continueLeg(deps, runId));
   }

@@ -55,21 +55,34 @@ export class Sessions {
    * (so the session's mode can change while its first run works).
    */
   async *track(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-    while (true) {
-      const n = await gen.next();
-      if (n.done) return n.value;
-      const e = n.value;
-      if (e.type === 'run_started') {
-        // A new run starts in the mode it was given; a continued one in its session's mode now,
-        // which another process may have changed while the run waited.
-        const rec = await this.store?.getSession(e.session_id);
-        const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
-        this.runs.set(e.run_id, e.session_id);
-        this.modes.set(e.session_id, mode);
-        await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
+    let done = false;
+    try {
+      while (true) {
+        const n = await gen.next();
+        if (n.done) {
+          done = true;
+          return n.value;
+        }
+        yield await this.follow(n.value);
       }
-      yield e;
+    } finally {
+      // A consumer that stops early closes the leg too (its timer, its spans, its count).
+      if (!done) await gen.return(undefined as never);
     }
+  }
+
+  /** As a run starts, binds it to its session and stores the session record. */
+  private async follow(e: LoopEvent): Promise<LoopEvent> {
+    if (e.type === 'run_started') {
+      // A new run starts in the mode it was given; a continued one in its session's mode now,
+      // which another process may have changed while the run waited.
+      const rec = await this.store?.getSession(e.session_id);
+      const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
+      this.runs.set(e.run_id, e.session_id);
+      this.modes.set(e.session_id, mode);
+      await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
+    }
+    return e;
   }
 
   /**

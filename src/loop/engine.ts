@@ -19,6 +19,19 @@ import type {
   ToolCall,
 } from '../types/index.js';
 import { redact } from '../util/redact.js';
+import {
+  endChatSpan,
+  endLegSpan,
+  endToolSpan,
+  type LegKind,
+  NO_SPAN,
+  recordError,
+  type Span,
+  startChatSpan,
+  startLegSpan,
+  startToolSpan,
+  toolSpan,
+} from '../util/telemetry.js';
 import { DEFAULT_LIMITS, type EngineDeps, type Limits } from './deps.js';
 import { countTrailingFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
 import { contractOf, goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
@@ -69,6 +82,8 @@ export class RunLeg {
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
   private readonly onInterrupt = () => this.interrupt(String(this.deps.signal?.reason ?? 'interrupted'));
+  /** The leg's invoke_agent span: the parent of its chat and execute_tool spans. */
+  private span: Span = NO_SPAN;
 
   constructor(deps: EngineDeps, run: RunWriter) {
     this.deps = deps;
@@ -132,27 +147,47 @@ export class RunLeg {
     return { type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed };
   }
 
+  /**
+   * A leg's body inside its invoke_agent span, ended exactly once however the leg stops: an end, a
+   * pause, a thrown error, or a consumer that closes the generator early.
+   */
+  private async *traced(leg: LegKind, body: (this: RunLeg) => AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    const span = (this.span = startLegSpan(leg, this.run.state, this.deps.model.spec));
+    try {
+      return yield* body.call(this);
+    } catch (err) {
+      recordError(span, err);
+      throw err;
+    } finally {
+      endLegSpan(span, this.run.state);
+    }
+  }
+
   /** A new run: from the user's message to its first end or pause. */
-  async *start(): AsyncGenerator<LoopEvent, RunResult> {
-    yield this.begin(false);
-    return yield* this.drive();
+  start(): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('start', async function* () {
+      yield this.begin(false);
+      return yield* this.drive();
+    });
   }
 
   /**
    * R17: the answer becomes the ask_user call's result (same call id) and the run goes on. For a
    * confirmation (R16) the result says yes or no in the core's words, and the record keeps the decision.
    */
-  async *continueAfterAnswer(pause: QuestionPause, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
-    this.run.resume();
-    yield this.begin(true);
-    const decision: CallRecord['decision'] = pause.confirm ? (answer.confirm ? 'yes' : 'no') : undefined;
-    const content = pause.confirm ? (answer.confirm ? SAY.confirmed : SAY.declined)(pause.confirm.tools, answer.text) : answer.text;
-    const records = pause.calls.map((c) =>
-      c.call_id === pause.call_id ? { ...c, result: content, ...(decision ? { decision } : {}) } : c,
-    );
-    const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content } : r));
-    for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
-    return yield* this.continueStep(records, results);
+  continueAfterAnswer(pause: QuestionPause, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('answer', async function* () {
+      this.run.resume();
+      yield this.begin(true);
+      const decision: CallRecord['decision'] = pause.confirm ? (answer.confirm ? 'yes' : 'no') : undefined;
+      const content = pause.confirm ? (answer.confirm ? SAY.confirmed : SAY.declined)(pause.confirm.tools, answer.text) : answer.text;
+      const records = pause.calls.map((c) =>
+        c.call_id === pause.call_id ? { ...c, result: content, ...(decision ? { decision } : {}) } : c,
+      );
+      const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content } : r));
+      for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
+      return yield* this.continueStep(records, results);
+    });
   }
 
   /**
@@ -160,47 +195,57 @@ export class RunLeg {
    * call pipeline, each at most once (the ledger). Rejected or expired: nothing runs, and each call's
    * result says so. Then the run goes on (expired: it stops, with a notice).
    */
-  async *continueAfterApproval(pause: ApprovalPause, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
-    this.run.resume();
-    yield this.begin(true);
-    const records = pause.calls.map((c) => ({ ...c }));
-    const results = pause.results.map((r) => ({ ...r }));
-    const store = this.deps.store;
-    const ctx = this.executeContext(approval.status === 'approved' && store ? { store, approval_id: approval.id } : undefined);
-    for (const item of pause.items) {
-      let ex: Executed;
-      if (approval.status === 'expired') ex = coreResult(SAY.approvalExpired(item.tool, approval.id));
-      else if (approval.status !== 'approved') ex = coreResult(SAY.rejected(item.tool, approval.reason));
-      else {
+  continueAfterApproval(pause: ApprovalPause, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('approval', async function* () {
+      this.run.resume();
+      yield this.begin(true);
+      const records = pause.calls.map((c) => ({ ...c }));
+      const results = pause.results.map((r) => ({ ...r }));
+      const store = this.deps.store;
+      const ctx = this.executeContext(approval.status === 'approved' && store ? { store, approval_id: approval.id } : undefined);
+      for (const item of pause.items) {
         const tool = this.deps.registry.byName.get(item.tool);
-        ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
+        const span = startToolSpan(this.span, item.tool, item.call_id);
+        let ex: Executed;
+        try {
+          if (approval.status === 'expired') ex = coreResult(SAY.approvalExpired(item.tool, approval.id));
+          else if (approval.status !== 'approved') ex = coreResult(SAY.rejected(item.tool, approval.reason));
+          else ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
+        } catch (err) {
+          recordError(span, err);
+          span.end();
+          throw err;
+        }
+        endToolSpan(span, ex.outcome, ex.is_error, tool?.declaration.effect);
+        const rec = records.find((c) => c.call_id === item.call_id);
+        const res = results.find((r) => r.call_id === item.call_id);
+        if (!rec || !res) continue;
+        Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
+        // R16: the approver let the plan's (or goal's) confirm-once writes run: the trace keeps it, so the gate does.
+        if (approval.consent_writes && ex.outcome === 'ran') rec.consent_writes = true;
+        Object.assign(res, { content: ex.content, is_error: ex.is_error });
+        if (ex.unknown_outcome) {
+          this.run.note(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
+        }
+        yield { type: 'tool_result', step: pause.step, record: rec };
       }
-      const rec = records.find((c) => c.call_id === item.call_id);
-      const res = results.find((r) => r.call_id === item.call_id);
-      if (!rec || !res) continue;
-      Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
-      // R16: the approver let the plan's (or goal's) confirm-once writes run: the trace keeps it, so the gate does.
-      if (approval.consent_writes && ex.outcome === 'ran') rec.consent_writes = true;
-      Object.assign(res, { content: ex.content, is_error: ex.is_error });
-      if (ex.unknown_outcome) {
-        this.run.note(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
+      if (approval.status === 'expired') {
+        this.run.completeStep(records, results);
+        this.run.note(`approval ${approval.id} expired`);
+        return yield* this.end('failed', 'approval_expired', undefined, expiredAnswer(approval));
       }
-      yield { type: 'tool_result', step: pause.step, record: rec };
-    }
-    if (approval.status === 'expired') {
-      this.run.completeStep(records, results);
-      this.run.note(`approval ${approval.id} expired`);
-      return yield* this.end('failed', 'approval_expired', undefined, expiredAnswer(approval));
-    }
-    return yield* this.continueStep(records, results);
+      return yield* this.continueStep(records, results);
+    });
   }
 
   /** A run interrupted between steps goes on from where it stopped. */
-  async *continueAfterInterruption(): AsyncGenerator<LoopEvent, RunResult> {
-    this.run.resume();
-    this.run.clearPause();
-    yield this.begin(true);
-    return yield* this.drive();
+  continueAfterInterruption(): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('interruption', async function* () {
+      this.run.resume();
+      this.run.clearPause();
+      yield this.begin(true);
+      return yield* this.drive();
+    });
   }
 
   /**
@@ -208,32 +253,38 @@ export class RunLeg {
    * gets one in the core's words — of unknown outcome when its effect was recorded as started, else
    * interrupted — and none is run again. Then the run goes on.
    */
-  async *recover(): AsyncGenerator<LoopEvent, RunResult> {
-    this.run.resume();
-    this.run.note('taken over from a process that stopped');
-    yield this.begin(true);
-    yield* this.closeInFlight();
-    return yield* this.drive();
+  recover(): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('recover', async function* () {
+      this.run.resume();
+      this.run.note('taken over from a process that stopped');
+      yield this.begin(true);
+      yield* this.closeInFlight();
+      return yield* this.drive();
+    });
   }
 
   /** The answer to the run's question died with its process: the question is open again. */
-  async *reopenQuestion(): AsyncGenerator<LoopEvent, RunResult> {
-    yield this.begin(true);
-    this.release();
-    await this.run.reopenQuestion();
-    const pause = this.run.state.pause;
-    if (pause) yield { type: 'paused', pause };
-    const result = toResult(this.run.state);
-    yield { type: 'run_finished', result };
-    return result;
+  reopenQuestion(): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('reopen', async function* () {
+      yield this.begin(true);
+      this.release();
+      await this.run.reopenQuestion();
+      const pause = this.run.state.pause;
+      if (pause) yield { type: 'paused', pause };
+      const result = toResult(this.run.state);
+      yield { type: 'run_finished', result };
+      return result;
+    });
   }
 
   /** Ends an unfinished run for good (`keel runs cancel`), answering any call left without a result. */
-  async *cancel(why: string): AsyncGenerator<LoopEvent, RunResult> {
-    this.run.resume();
-    yield this.begin(true);
-    yield* this.closeInFlight();
-    return yield* this.end('failed', 'cancelled', why);
+  cancel(why: string): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('cancel', async function* () {
+      this.run.resume();
+      yield this.begin(true);
+      yield* this.closeInFlight();
+      return yield* this.end('failed', 'cancelled', why);
+    });
   }
 
   /** R19: the calls of the last reply that have no result yet get one, so the transcript stays paired. */
@@ -244,7 +295,10 @@ export class RunLeg {
       return;
     }
     for (const u of open.unknown) this.run.note(`unknown outcome: ${u}`);
-    for (const record of open.records) yield { type: 'tool_result', step: record.step, record };
+    for (const record of open.records) {
+      toolSpan(this.span, record);
+      yield { type: 'tool_result', step: record.step, record };
+    }
     this.run.completeStep(open.records, open.results);
     this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
     await this.run.save();
@@ -284,6 +338,10 @@ export class RunLeg {
       this.run.addRequest(trace);
       yield { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
       let reply: AssistantReply | undefined;
+      let failed = false;
+      let error: unknown;
+      // The model call's span ends as the call does, also when the consumer stops at a text delta.
+      const chat = startChatSpan(this.span, this.deps.model.spec);
       try {
         for await (const ev of this.deps.model.stream({
           system,
@@ -297,12 +355,19 @@ export class RunLeg {
         }
         if (!reply) throw new ModelError('the model stream ended without a reply');
       } catch (err) {
+        failed = true;
+        error = err;
+        recordError(chat, err);
+      } finally {
+        endChatSpan(chat, failed ? undefined : reply?.usage);
+      }
+      if (failed || !reply) {
         this.run.countModelCall(trace, await tokens, undefined);
         if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
         // A provider's error may echo a header or a key: it is stored and shown without them.
-        const msg = redact(err instanceof Error ? err.message : String(err));
+        const msg = redact(error instanceof Error ? error.message : String(error));
         this.run.note(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }
@@ -367,62 +432,71 @@ export class RunLeg {
 
     for (const call of calls) {
       const tool = pool.get(call.name);
-      const first = prepareCall({
-        call,
-        pool,
-        menu,
-        mode: s.mode,
-        gate: this.gate,
-        pending: { question: question !== undefined, approvals: approvals.length > 0 },
-      });
-      const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args) : first;
-      const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
-        step,
-        call_id: call.id,
-        tool: call.name,
-        args: call.args ?? null,
-        outcome,
-        result,
-        is_error,
-        effect: tool?.declaration.effect,
-        by_core,
-      });
+      // Every call gets its span, answered by the core or run; it ends before the call's result is yielded.
+      const span = startToolSpan(this.span, call.name, call.id);
       let record: CallRecord;
       let pending = false;
-      switch (prepared.kind) {
-        case 'answered':
-          record = rec(prepared.outcome, prepared.result, true, true);
-          break;
-        case 'repeat': {
-          const e = prepared.earlier;
-          record = rec('repeat', prepared.result, e.is_error, true);
-          const usable = !e.is_error && e.content.trim() !== '';
-          if (tool?.declaration.answers_directly && usable) endOn ??= { reason: 'answered_by_tool', answer: e.content };
-          else if (prepared.nth >= 2) endOn ??= { reason: 'stalled', answer: lastUsable([...s.steps, ...records]) ?? '' };
-          break;
+      try {
+        const first = prepareCall({
+          call,
+          pool,
+          menu,
+          mode: s.mode,
+          gate: this.gate,
+          pending: { question: question !== undefined, approvals: approvals.length > 0 },
+        });
+        const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args) : first;
+        const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
+          step,
+          call_id: call.id,
+          tool: call.name,
+          args: call.args ?? null,
+          outcome,
+          result,
+          is_error,
+          effect: tool?.declaration.effect,
+          by_core,
+        });
+        switch (prepared.kind) {
+          case 'answered':
+            record = rec(prepared.outcome, prepared.result, true, true);
+            break;
+          case 'repeat': {
+            const e = prepared.earlier;
+            record = rec('repeat', prepared.result, e.is_error, true);
+            const usable = !e.is_error && e.content.trim() !== '';
+            if (tool?.declaration.answers_directly && usable) endOn ??= { reason: 'answered_by_tool', answer: e.content };
+            else if (prepared.nth >= 2) endOn ??= { reason: 'stalled', answer: lastUsable([...s.steps, ...records]) ?? '' };
+            break;
+          }
+          case 'ask_user':
+            // R16: asked while writes are held (earlier in the run, or earlier in this reply), it is a confirmation.
+            question = {
+              call_id: call.id,
+              question: prepared.question,
+              confirm: heldConfirmation([...s.steps, ...records], this.gate.heldAwaitingAnswer),
+            };
+            record = rec('ran', '', false, false);
+            pending = true;
+            break;
+          case 'approval':
+            approvals.push(prepared.item);
+            record = rec('awaiting_approval', '', false, true);
+            pending = true;
+            break;
+          case 'execute': {
+            this.admitted.add(prepared.tool.name);
+            const ex = await executeCall(ctx, prepared.tool, call.id, prepared.args);
+            record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+            break;
+          }
         }
-        case 'ask_user':
-          // R16: asked while writes are held (earlier in the run, or earlier in this reply), it is a confirmation.
-          question = {
-            call_id: call.id,
-            question: prepared.question,
-            confirm: heldConfirmation([...s.steps, ...records], this.gate.heldAwaitingAnswer),
-          };
-          record = rec('ran', '', false, false);
-          pending = true;
-          break;
-        case 'approval':
-          approvals.push(prepared.item);
-          record = rec('awaiting_approval', '', false, true);
-          pending = true;
-          break;
-        case 'execute': {
-          this.admitted.add(prepared.tool.name);
-          const ex = await executeCall(ctx, prepared.tool, call.id, prepared.args);
-          record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
-          break;
-        }
+      } catch (err) {
+        recordError(span, err);
+        span.end();
+        throw err;
       }
+      endToolSpan(span, record.outcome, record.is_error, record.effect);
       records.push(record);
       results.push({ call_id: call.id, name: call.name, content: pending ? undefined : record.result, is_error: record.is_error });
       if (!pending) {

@@ -24,6 +24,7 @@ export interface StartInput {
 /** A leg whose run is started or claimed: `drive()` works it (once) until it ends or pauses. */
 export interface Leg {
   readonly run_id: string;
+  readonly session_id: string;
   drive(): AsyncGenerator<LoopEvent, RunResult>;
 }
 
@@ -31,6 +32,7 @@ function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, Ru
   let driven = false;
   return {
     run_id: run.state.id,
+    session_id: run.state.session_id,
     drive() {
       if (driven) throw new KeelError('conflict', `run ${run.state.id}: this leg was already driven`);
       driven = true;

@@ -202,7 +202,8 @@ export class Notifier {
     const t = lane.target;
     if (this.stop.signal.aborted) return this.finish(lane, d, false, 0, `not sent: ${SHUTDOWN}`);
     const secret = this.secretOf(lane);
-    if (secret === undefined) return this.finish(lane, d, false, 0, `not sent: the environment variable ${t.secret_env} (secret_env) is not set`);
+    if (secret === undefined)
+      return this.finish(lane, d, false, 0, `not sent: the environment variable ${t.secret_env} (secret_env) is not set`);
     let attempts = 0;
     for (;;) {
       attempts++;
@@ -235,7 +236,13 @@ export class Notifier {
     const onStop = () => ac.abort();
     this.stop.signal.addEventListener('abort', onStop, { once: true });
     try {
-      const res = await (this.deps.fetch ?? fetch)(lane.url, { method: 'POST', headers, body: d.body, signal: ac.signal, redirect: 'manual' });
+      const res = await (this.deps.fetch ?? fetch)(lane.url, {
+        method: 'POST',
+        headers,
+        body: d.body,
+        signal: ac.signal,
+        redirect: 'manual',
+      });
       // The answer's body is not needed: release the connection without reading it.
       res.body?.cancel().catch(() => {});
       const s = res.status;
@@ -443,7 +450,13 @@ function bound(v: unknown, depth: number, budget: { nodes: number; chars: number
     const out: Record<string, unknown> = {};
     const keys = Object.keys(v);
     for (const k of keys.slice(0, MAX_ITEMS)) {
-      const value = bound((v as Record<string, unknown>)[k], depth + 1, budget, true);
+      let child: unknown;
+      try {
+        child = (v as Record<string, unknown>)[k];
+      } catch {
+        child = '[unreadable value]';
+      }
+      const value = bound(child, depth + 1, budget, true);
       if (value !== undefined) out[capString(k, MAX_ID_CHARS)] = value;
     }
     if (keys.length > MAX_ITEMS) out['…'] = `[${keys.length - MAX_ITEMS} more keys cut by Keel]`;

@@ -7,18 +7,18 @@ import type {
   ApprovalStatus,
   AuditRecord,
   CallRecord,
+  EventQuery,
   LedgerRow,
   Memory,
   Message,
   RequestTrace,
-  EventQuery,
   RunEvent,
   RunQuery,
   RunState,
   RunSummary,
   SessionRecord,
-  StoredEvent,
   Store,
+  StoredEvent,
 } from '../types/index.js';
 
 const SCHEMA = `
@@ -337,6 +337,10 @@ export class SqliteStore implements Store {
 
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
     return Number(this.stmt.appendEvent.run(runId, event.type, at, JSON.stringify(event)).lastInsertRowid);
+  }
+
+  async latestEventId(): Promise<number> {
+    return (this.db.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM run_events').get() as { id: number }).id;
   }
 
   async listEvents(q: EventQuery = {}): Promise<StoredEvent[]> {

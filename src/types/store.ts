@@ -102,6 +102,8 @@ export interface RunStore {
   appendEvent(runId: string, event: RunEvent, at: string): Promise<number>;
   /** Journal rows in id order: of one run or all, after an id, of some types, at most `limit`. */
   listEvents(query?: EventQuery): Promise<StoredEvent[]>;
+  /** The largest journal id so far (0 for none): where a stream that wants only new events starts. */
+  latestEventId(): Promise<number>;
 }
 
 export interface RunQuery {

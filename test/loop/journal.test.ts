@@ -11,7 +11,7 @@ import { Harness } from '../support/keel.js';
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1'] } };
 
 test('R14: every emitted event but a text delta carries the id of its journal row, and the journal holds them in order', async (t) => {
-  const h = new Harness([{ tool_calls: [{ id: 's1', name: 'search_email', args: { query: 'deals' } }] }, { text: 'Found one.' }]);
+  const h = new Harness([{ tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] }, { text: 'Found one.' }]);
   t.after(() => h.close());
   const r = await h.run('find the deals');
   assert.equal(r.status, 'done');
@@ -33,7 +33,7 @@ test('R14: every emitted event but a text delta carries the id of its journal ro
     'the journal keeps the compact form of each',
   );
   const request = stored.find((s) => s.event.type === 'model_request')?.event;
-  assert.ok(request?.type === 'model_request' && request.tools.some((x) => x.name === 'search_email'));
+  assert.ok(request?.type === 'model_request' && request.tools.some((x) => x.name === 'search_inbox'));
   assert.ok(!('system' in request), 'a request is kept without its prompt');
   const finished = stored.at(-1)?.event;
   assert.ok(finished?.type === 'run_finished' && finished.result.answer === 'Found one.' && !('steps' in finished.result));
@@ -54,7 +54,13 @@ test('A3: an answered card joins the run journal between the pause and the conti
   assert.equal(types[paused + 2], 'approval_answered');
   assert.equal(types[paused + 3], 'run_started');
   const answered = (await h.keel.store!.listEvents({ run_id: r.run_id, types: ['approval_answered'] }))[0].event;
-  assert.deepEqual(answered, { type: 'approval_answered', approval_id: r.approval!.id, status: 'approved', answered_by: 'ana', reason: null });
+  assert.deepEqual(answered, {
+    type: 'approval_answered',
+    approval_id: r.approval!.id,
+    status: 'approved',
+    answered_by: 'ana',
+    reason: null,
+  });
   const ran = h.events.filter((e): e is Extract<LoopEvent, { type: 'tool_result' }> => e.type === 'tool_result');
   assert.deepEqual(
     ran.map((e) => e.record.outcome),

@@ -744,6 +744,7 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
 
   test(`${name}: S4 the journal: ids grow across runs; read by run, after an id, by type`, async (t) => {
     const store = await fresh(t);
+    assert.equal(await store.latestEventId(), 0, 'an empty journal');
     await store.createRun(sampleRun('run-a'));
     await store.createRun(sampleRun('run-b'));
     const started = (run_id: string) =>
@@ -756,6 +757,7 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       at(3),
     );
     assert.ok(a1 < b1 && b1 < a2, 'each id is larger than every id before it, in any run');
+    assert.equal(await store.latestEventId(), a2);
     assert.deepEqual(
       (await store.listEvents({ run_id: 'run-a' })).map((e) => [e.id, e.run_id, e.at, e.event.type]),
       [
@@ -773,7 +775,11 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       ['run-a', 'run-b'],
       'by type, across runs',
     );
-    assert.deepEqual((await store.listEvents({ limit: 1, after: a1 })).map((e) => e.id), [b1], 'limit');
+    assert.deepEqual(
+      (await store.listEvents({ limit: 1, after: a1 })).map((e) => e.id),
+      [b1],
+      'limit',
+    );
     assert.deepEqual(await store.listEvents({ run_id: 'no-such-run' }), []);
   });
 }

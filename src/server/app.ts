@@ -1,0 +1,738 @@
+/**
+ * The HTTP API of `keel serve` (JSON under /v1). Every route is declared once, in ROUTES' order,
+ * with its role, its body and query schemas and its responses: the same declaration validates the
+ * request, checks the caller's token and writes the OpenAPI document. Errors are RFC 9457
+ * problem+json naming the field at fault. Nothing a model or a tool says can approve, answer or
+ * switch a mode here: each of those is an authenticated call, audited with the token's name.
+ */
+import { resolve } from 'node:path';
+import { type Context, Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import { z } from 'zod';
+import type { Keel } from '../keel/keel.js';
+import type { Leg } from '../loop/legs.js';
+import { toResult } from '../loop/result.js';
+import { ModelError } from '../models/types.js';
+import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import type { Hub, LegRunner } from './runner.js';
+import * as S from './schemas.js';
+import { allows, type Role, type Tokens } from './tokens.js';
+
+export interface ServerDeps {
+  keel: Keel;
+  store: Store;
+  tokens: Tokens;
+  hub: Hub;
+  runner: LegRunner;
+  /** The plugin folders the server was started with: a run may name only these. */
+  pluginDirs: string[];
+  /** The model runs use unless they name one. */
+  model?: string;
+  /** Model specs a request may name besides the default: each a prefix (`script:`, `openai:gpt-4o`). */
+  allowedModels: string[];
+  /** Origins allowed to call the API from a browser on another origin; none by default. */
+  corsOrigins: string[];
+  maxBodyBytes: number;
+  version: string;
+  state(): 'starting' | 'ok' | 'stopping';
+  /** How often a live stream looks at the journal without a wake-up (runs worked by another process). */
+  pollMs: number;
+}
+
+interface Who {
+  name: string;
+  role: Role;
+}
+
+type Method = 'get' | 'post' | 'put' | 'delete';
+type Schema = z.ZodType;
+
+interface RouteSpec<B extends Schema | undefined, Q extends Schema | undefined> {
+  method: Method;
+  /** Hono's form: /v1/runs/:id */
+  path: string;
+  summary: string;
+  /** The least role that may call it; null: no token needed. */
+  role: Role | null;
+  body?: B;
+  query?: Q;
+  ok: { status: number; description: string; schema?: Schema; sse?: true };
+  errors: number[];
+}
+
+type Input<B, Q> = {
+  body: B extends Schema ? z.output<B> : undefined;
+  query: Q extends Schema ? z.output<Q> : undefined;
+  who: Who;
+};
+
+type AnyRoute = RouteSpec<Schema | undefined, Schema | undefined>;
+
+const PROBLEM_TITLES: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable',
+  500: 'Internal error',
+  503: 'Unavailable',
+};
+
+/** RFC 9457 problem details. */
+export function problem(c: Context, status: number, detail: string, errors?: { field: string; message: string }[]): Response {
+  const body: z.infer<typeof S.ProblemSchema> = {
+    type: `https://keel.dev/problems/${status}`,
+    title: PROBLEM_TITLES[status] ?? 'Error',
+    status,
+    detail,
+    instance: c.req.path,
+    ...(errors?.length ? { errors } : {}),
+  };
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/problem+json' } });
+}
+
+class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly errors?: { field: string; message: string }[],
+  ) {
+    super(message);
+  }
+}
+
+const STATUS_OF: Record<KeelError['code'], number> = {
+  not_found: 404,
+  conflict: 409,
+  not_paused: 409,
+  expired: 410,
+  bad_input: 400,
+  config: 422,
+};
+
+function fieldErrors(where: string, err: z.ZodError): { field: string; message: string }[] {
+  return err.issues.map((i) => ({ field: [where, ...i.path.map(String)].join('.'), message: i.message }));
+}
+
+function bearer(c: Context): string | undefined {
+  const h = c.req.header('authorization');
+  const m = h && /^Bearer\s+(\S+)$/i.exec(h);
+  return m ? m[1] : undefined;
+}
+
+const encodeCursor = (r: RunSummary) => Buffer.from(JSON.stringify([r.created_at, r.id])).toString('base64url');
+function decodeCursor(cursor: string): { created_at: string; id: string } {
+  try {
+    const [created_at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof created_at === 'string' && typeof id === 'string') return { created_at, id };
+  } catch {
+    // falls through to the problem below
+  }
+  throw new HttpProblem(400, 'the cursor is not one this server gave out', [{ field: 'query.cursor', message: 'unknown cursor' }]);
+}
+
+/** The inbox's events: cards and questions as they come and go, runs as they start and end. */
+const INBOX_TYPES: RunEvent['type'][] = ['run_started', 'paused', 'run_finished', 'approval_answered'];
+
+function inboxName(e: RunEvent): string {
+  if (e.type === 'paused') return e.pause.kind === 'approval' ? 'approval_created' : 'run_paused';
+  return e.type;
+}
+
+function isFinal(e: RunEvent): boolean {
+  return e.type === 'run_finished' && (e.result.status === 'done' || e.result.status === 'failed');
+}
+
+export function createApp(d: ServerDeps): Hono {
+  const app = new Hono();
+  const { keel, store, tokens, hub, runner } = d;
+  const serverDirs = d.pluginDirs.map((p) => resolve(p));
+  const routes: AnyRoute[] = [];
+
+  if (d.corsOrigins.length)
+    app.use('/v1/*', cors({ origin: d.corsOrigins, allowHeaders: ['authorization', 'content-type', 'last-event-id'] }));
+  app.use(
+    '/v1/*',
+    bodyLimit({ maxSize: d.maxBodyBytes, onError: (c) => problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes`) }),
+  );
+  app.onError((err, c) => {
+    if (err instanceof HttpProblem) return problem(c, err.status, err.message, err.errors);
+    if (err instanceof KeelError) return problem(c, STATUS_OF[err.code], err.message);
+    if (err instanceof ModelError) return problem(c, 422, err.message);
+    console.error(`keel serve: ${c.req.method} ${c.req.path}:`, err);
+    return problem(c, 500, 'the server failed to handle this request; its log says why');
+  });
+  app.notFound((c) => problem(c, 404, `no route ${c.req.method} ${c.req.path}`));
+
+  function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
+    spec: RouteSpec<B, Q>,
+    handler: (c: Context, input: Input<B, Q>) => Response | Promise<Response>,
+  ): void {
+    routes.push(spec as AnyRoute);
+    app.on(spec.method.toUpperCase(), spec.path, async (c) => {
+      let who: Who = { name: 'anonymous', role: 'viewer' };
+      if (spec.role) {
+        const token = bearer(c);
+        if (!token) return problem(c, 401, 'this call needs a token: send Authorization: Bearer TOKEN (keel tokens create makes one)');
+        const found = tokens.verify(token);
+        if (!found) return problem(c, 401, 'the token is not valid (unknown or revoked)');
+        if (!allows(found.role, spec.role)) {
+          return problem(
+            c,
+            403,
+            `token ${found.name} is a ${found.role}; this call needs ${spec.role === 'viewer' ? 'a viewer' : `an ${spec.role}`}`,
+          );
+        }
+        who = found;
+      }
+      let body: unknown;
+      if (spec.body) {
+        const type = c.req.header('content-type') ?? '';
+        if (!/^application\/json\b/i.test(type)) return problem(c, 415, 'send the body as JSON (Content-Type: application/json)');
+        let raw: unknown;
+        try {
+          raw = await c.req.json();
+        } catch {
+          return problem(c, 400, 'the body is not valid JSON', [{ field: 'body', message: 'not valid JSON' }]);
+        }
+        const parsed = spec.body.safeParse(raw);
+        if (!parsed.success) return problem(c, 400, 'the body does not match what this call takes', fieldErrors('body', parsed.error));
+        body = parsed.data;
+      }
+      let query: unknown;
+      if (spec.query) {
+        const parsed = spec.query.safeParse(c.req.query());
+        if (!parsed.success) return problem(c, 400, 'the query does not match what this call takes', fieldErrors('query', parsed.error));
+        query = parsed.data;
+      }
+      return handler(c, { body, query, who } as Input<B, Q>);
+    });
+  }
+
+  const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
+
+  /** A run's leg, taken by the runner (driven now, or queued): what the caller is told. */
+  function accepted(leg: Leg): z.infer<typeof S.LegAcceptedSchema> {
+    const status = runner.submit(leg);
+    return { run_id: leg.run_id, session_id: leg.session_id, status, events: `/v1/runs/${leg.run_id}/events` };
+  }
+
+  const summary = (r: RunSummary) => ({ ...r, queued: runner.isQueued(r.id) });
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/health',
+      summary: 'Liveness: the process answers',
+      role: null,
+      ok: { status: 200, description: 'alive', schema: S.HealthSchema },
+      errors: [],
+    },
+    (c) => json(c, 200, { status: d.state(), version: d.version }),
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/ready',
+      summary: 'Readiness: the store answers and the server takes work',
+      role: null,
+      ok: { status: 200, description: 'ready', schema: S.ReadySchema },
+      errors: [503],
+    },
+    async (c) => {
+      let storeOk = true;
+      try {
+        await store.listRuns({ limit: 1 });
+      } catch {
+        storeOk = false;
+      }
+      const ready = storeOk && d.state() === 'ok';
+      return json(c, ready ? 200 : 503, {
+        ready,
+        store: storeOk ? store.kind : `${store.kind} (not answering)`,
+        running: runner.running,
+        queued: runner.queued,
+        limit: runner.limit,
+      });
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/whoami',
+      summary: "The calling token's name and role",
+      role: 'viewer',
+      ok: { status: 200, description: 'the token', schema: S.WhoAmISchema },
+      errors: [401],
+    },
+    (c, { who }) => json(c, 200, who),
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/runs',
+      summary: 'Start a run (worked now, or queued when KEEL_MAX_CONCURRENT_RUNS are running)',
+      role: 'approver',
+      body: S.StartRunBody,
+      ok: { status: 202, description: 'the run is stored and taken', schema: S.LegAcceptedSchema },
+      errors: [400, 401, 403, 404, 409, 415, 422, 503],
+    },
+    async (c, { body, who }) => {
+      if (d.state() !== 'ok') throw new HttpProblem(503, 'the server is stopping: it takes no new runs');
+      const model = body.model ?? d.model;
+      if (body.model && body.model !== d.model && !d.allowedModels.some((p) => body.model?.startsWith(p))) {
+        throw new HttpProblem(403, `this server does not let a run choose the model ${body.model}`, [
+          { field: 'body.model', message: 'not allowed here (keel serve --allow-model PREFIX allows it)' },
+        ]);
+      }
+      let dirs = d.pluginDirs;
+      if (body.plugins) {
+        const errors = body.plugins.flatMap((p, i) =>
+          serverDirs.includes(resolve(p))
+            ? []
+            : [{ field: `body.plugins.${i}`, message: `not one of this server's plugin folders (${serverDirs.join(', ') || 'none'})` }],
+        );
+        if (errors.length) throw new HttpProblem(400, 'a run may use only the plugin folders the server was started with', errors);
+        dirs = body.plugins.map((p) => resolve(p));
+      }
+      const leg = await keel.startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session });
+      await store.audit({
+        at: new Date().toISOString(),
+        actor: who.name,
+        action: 'start_run',
+        subject: leg.run_id,
+        detail: JSON.stringify({ mode: body.mode ?? null, session: body.session ?? null }),
+      });
+      return json(c, 202, accepted(leg));
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/runs',
+      summary: 'List runs, newest first (filters; cursor paging)',
+      role: 'viewer',
+      query: S.RunsQuery,
+      ok: { status: 200, description: 'a page of runs', schema: S.RunListSchema },
+      errors: [400, 401],
+    },
+    async (c, { query }) => {
+      const rows = await store.listRuns({
+        limit: query.limit + 1,
+        status: query.status,
+        session_id: query.session,
+        before: query.cursor ? decodeCursor(query.cursor) : undefined,
+      });
+      const page = rows.slice(0, query.limit);
+      const next = rows.length > query.limit ? encodeCursor(page[page.length - 1]) : null;
+      return json(c, 200, { runs: page.map(summary), next_cursor: next });
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/runs/:id',
+      summary: "One run: keel run --json's shape, and its session, model and times",
+      role: 'viewer',
+      ok: { status: 200, description: 'the run', schema: S.RunSchema },
+      errors: [401, 404],
+    },
+    async (c) => {
+      const run = await keel.getRun(c.req.param('id') as string);
+      const result = toResult(run);
+      return json(c, 200, {
+        ...result,
+        status: run.status,
+        session_id: run.session_id,
+        queued: runner.isQueued(run.id),
+        request: run.request,
+        model: run.model,
+        contract: run.contract,
+        created_at: run.created_at,
+        updated_at: run.updated_at,
+      });
+    },
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/runs/:id/answer',
+      summary: "Answer a paused run's question (a confirmation needs confirm: true or false)",
+      role: 'approver',
+      body: S.AnswerBody,
+      ok: { status: 202, description: 'the answer is taken; the run goes on', schema: S.LegAcceptedSchema },
+      errors: [400, 401, 403, 404, 409, 415],
+    },
+    async (c, { body, who }) => {
+      const runId = c.req.param('id') as string;
+      const leg = await keel.answerRun(runId, { text: body.text, ...(body.confirm !== undefined ? { confirm: body.confirm } : {}) });
+      await store.audit({
+        at: new Date().toISOString(),
+        actor: who.name,
+        action: 'answer_question',
+        subject: runId,
+        detail: JSON.stringify({ confirm: body.confirm ?? null }),
+      });
+      return json(c, 202, accepted(leg));
+    },
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/runs/:id/cancel',
+      summary: 'End a paused or stalled run for good (its pending card is rejected)',
+      role: 'approver',
+      body: S.CancelBody,
+      ok: { status: 200, description: 'the run, cancelled', schema: S.RunSchema.pick({ run_id: true, status: true, reason: true }) },
+      errors: [400, 401, 403, 404, 409],
+    },
+    async (c, { body, who }) => {
+      const runId = c.req.param('id') as string;
+      if (runner.isQueued(runId) || runner.isActive(runId)) {
+        throw new HttpProblem(409, `run ${runId} is being worked by this server: wait until it pauses or ends`);
+      }
+      const r = await keel.cancelRun(runId, who.name, body.reason ?? null);
+      hub.wake(runId);
+      return json(c, 200, { run_id: r.run_id, status: r.status, reason: r.reason });
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/runs/:id/events',
+      summary:
+        "A run's events as Server-Sent Events, each with an id: reconnect with Last-Event-ID to get what you missed, then the live stream",
+      role: 'viewer',
+      ok: { status: 200, description: 'text/event-stream', sse: true },
+      errors: [400, 401, 404],
+    },
+    async (c) => {
+      const runId = c.req.param('id') as string;
+      const run = await keel.getRun(runId);
+      const after = lastEventId(c) ?? 0;
+      if (run.status === 'done' || run.status === 'failed') {
+        const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
+        // Nothing more will come: 204 tells an EventSource not to reconnect.
+        if (!rest.length) return c.body(null, 204);
+      }
+      return streamSSE(c, (stream) => follow(stream, runId, after));
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/events',
+      summary: 'Inbox events as Server-Sent Events: cards created and answered, questions, runs started and finished',
+      role: 'viewer',
+      ok: { status: 200, description: 'text/event-stream', sse: true },
+      errors: [400, 401],
+    },
+    async (c) => {
+      // Without Last-Event-ID the inbox starts now (the lists say what is pending already).
+      const after = lastEventId(c) ?? (await store.latestEventId());
+      return streamSSE(c, (stream) => follow(stream, '*', after));
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/approvals',
+      summary: 'Approval cards, by status and run (pending ones past their expiry are marked expired first)',
+      role: 'viewer',
+      query: S.ApprovalsQuery,
+      ok: { status: 200, description: 'the cards', schema: S.ApprovalListSchema },
+      errors: [400, 401],
+    },
+    async (c, { query }) => json(c, 200, { approvals: await keel.listApprovals({ status: query.status, run_id: query.run }) }),
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/approvals/:id',
+      summary: 'One approval card',
+      role: 'viewer',
+      ok: { status: 200, description: 'the card', schema: S.ApprovalSchema },
+      errors: [401, 404],
+    },
+    async (c) => {
+      const id = c.req.param('id') as string;
+      await keel.listApprovals({ status: 'pending' }); // marks it expired if it is
+      const a = await store.getApproval(id);
+      if (!a) throw new KeelError('not_found', `no approval ${id}`);
+      return json(c, 200, a);
+    },
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/approvals/:id',
+      summary: 'Approve or reject a card (once): the run goes on, running exactly the approved calls',
+      role: 'approver',
+      body: S.ApprovalBody,
+      ok: { status: 200, description: 'the answer is recorded; the run goes on', schema: S.ApprovalAnsweredSchema },
+      errors: [400, 401, 403, 404, 409, 410, 415],
+    },
+    async (c, { body, who }) => {
+      const id = c.req.param('id') as string;
+      const { approval, leg } = await keel.answerApproval(id, body.decision, who.name, body.reason ?? null, {
+        consentWrites: body.consent_writes,
+      });
+      hub.wake(approval.run_id);
+      const run = accepted(leg);
+      if (approval.status === 'expired') {
+        // The run ends (nothing runs); the caller is told the card had expired.
+        return problem(c, 410, `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`);
+      }
+      return json(c, 200, { approval, run });
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/sessions/:id',
+      summary: 'A session: its mode, approved contract and runs',
+      role: 'viewer',
+      ok: { status: 200, description: 'the session', schema: S.SessionSchema },
+      errors: [401, 404],
+    },
+    async (c) => json(c, 200, await sessionView(c.req.param('id') as string)),
+  );
+
+  route(
+    {
+      method: 'put',
+      path: '/v1/sessions/:id/mode',
+      summary: "Switch a session's mode (a paused run continues in it; a running one from its next step)",
+      role: 'approver',
+      body: S.ModeBody,
+      ok: { status: 200, description: 'the session', schema: S.SessionSchema },
+      errors: [400, 401, 403, 404, 415],
+    },
+    async (c, { body, who }) => {
+      const id = c.req.param('id') as string;
+      await keel.setMode(id, body.mode);
+      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'set_mode', subject: id, detail: JSON.stringify(body) });
+      return json(c, 200, await sessionView(id));
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/plugins',
+      summary: "The server's plugins: status, tools with effect and gate, drift, refused registrations with reasons",
+      role: 'viewer',
+      ok: { status: 200, description: 'the plugins', schema: S.PluginsSchema },
+      errors: [401],
+    },
+    async (c) => {
+      const reg = await keel.registry(d.pluginDirs);
+      return json(c, 200, {
+        plugins: reg.plugins,
+        builtins: reg.pool.filter((t) => t.plugin === 'core').map((t) => ({ name: t.name, effect: t.declaration.effect, gate: t.gate })),
+        policy_unmatched: reg.policy?.unmatched ?? [],
+      });
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/tokens',
+      summary: 'The API tokens (never the tokens themselves)',
+      role: 'admin',
+      ok: { status: 200, description: 'the tokens', schema: S.TokenListSchema },
+      errors: [401, 403],
+    },
+    (c) => json(c, 200, { tokens: tokens.list() }),
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/tokens',
+      summary: 'Make a token (shown once)',
+      role: 'admin',
+      body: S.TokenBody,
+      ok: { status: 201, description: 'the token, shown this once', schema: S.TokenCreatedSchema },
+      errors: [400, 401, 403, 409, 415],
+    },
+    async (c, { body, who }) => {
+      const t = tokens.create(body.name, body.role);
+      await store.audit({ at: t.created_at, actor: who.name, action: 'create_token', subject: t.id, detail: JSON.stringify(body) });
+      return json(c, 201, t);
+    },
+  );
+
+  route(
+    {
+      method: 'delete',
+      path: '/v1/tokens/:id',
+      summary: 'Revoke a token (by id or name): it stops working at once',
+      role: 'admin',
+      ok: { status: 200, description: 'the revoked token', schema: S.TokenSchema },
+      errors: [401, 403, 404],
+    },
+    async (c, { who }) => {
+      const t = tokens.revoke(c.req.param('id') as string);
+      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'revoke_token', subject: t.id, detail: t.name });
+      return json(c, 200, t);
+    },
+  );
+
+  app.get('/v1/openapi.json', (c) => c.json(openApi(routes, d.version)));
+
+  async function sessionView(id: string) {
+    const rec = await store.getSession(id);
+    if (!rec) throw new KeelError('not_found', `no session ${id}`);
+    const runs = await store.listRuns({ session_id: id, limit: 200 });
+    return { ...rec, runs: runs.map(summary) };
+  }
+
+  /**
+   * Streams journal rows after `after` — of one run, or the inbox's of every run ('*') — then
+   * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
+   * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
+   */
+  async function follow(stream: SSEStreamingApi, runId: string, after: number): Promise<void> {
+    let last = after;
+    let closed = false;
+    let wake: (() => void) | undefined;
+    const deltas: string[] = [];
+    let streaming = false;
+    const poke = () => {
+      wake?.();
+      wake = undefined;
+    };
+    const unsubscribe = hub.subscribe(runId, (m) => {
+      if (m.delta !== undefined) {
+        if (deltas.length < 1000) deltas.push(m.delta);
+      }
+      poke();
+    });
+    stream.onAbort(() => {
+      closed = true;
+      poke();
+    });
+    const query = runId === '*' ? { types: INBOX_TYPES } : { run_id: runId };
+    let idleSince = Date.now();
+    try {
+      while (!closed) {
+        const rows: StoredEvent[] = await store.listEvents({ ...query, after: last, limit: 200 });
+        let final = false;
+        for (const r of rows) {
+          await stream.writeSSE({
+            id: String(r.id),
+            event: runId === '*' ? inboxName(r.event) : r.event.type,
+            data: JSON.stringify({ id: r.id, run_id: r.run_id, at: r.at, ...r.event }),
+          });
+          last = r.id;
+          if (r.event.type === 'model_request') streaming = true;
+          if (r.event.type === 'assistant' || r.event.type === 'run_finished') streaming = false;
+          if (runId !== '*' && isFinal(r.event)) final = true;
+        }
+        if (rows.length) idleSince = Date.now();
+        if (final) break;
+        if (rows.length === 200) continue;
+        // A delta belongs to the reply being streamed: one that comes after its reply is dropped.
+        for (const text of deltas.splice(0)) {
+          if (streaming) await stream.writeSSE({ event: 'text_delta', data: JSON.stringify({ run_id: runId, text }) });
+        }
+        if (closed) break;
+        if (Date.now() - idleSince > 15_000) {
+          await stream.write(': keep-alive\n\n');
+          idleSince = Date.now();
+        }
+        await new Promise<void>((res) => {
+          wake = res;
+          setTimeout(poke, d.pollMs).unref();
+        });
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  return app;
+}
+
+/** Last-Event-ID (or ?after=, for clients that cannot set headers): the id of the last event seen. */
+function lastEventId(c: Context): number | undefined {
+  const raw = c.req.header('last-event-id') ?? c.req.query('after');
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new HttpProblem(400, 'Last-Event-ID must be the id of an event this server sent', [
+      { field: 'header.last-event-id', message: 'not an event id' },
+    ]);
+  }
+  return Number(raw);
+}
+
+/** OpenAPI 3.1, from the same declarations and schemas the routes validate with. */
+export function openApi(routes: readonly AnyRoute[], version: string): Record<string, unknown> {
+  const toSchema = (s: Schema, io: 'input' | 'output') =>
+    z.toJSONSchema(s, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const problemRef = { $ref: '#/components/schemas/Problem' };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const path = r.path.replace(/:(\w+)/g, '{$1}');
+    const params = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    if (r.query) {
+      const qs = toSchema(r.query, 'input') as { properties?: Record<string, unknown>; required?: string[] };
+      for (const [name, schema] of Object.entries(qs.properties ?? {})) {
+        params.push({ name, in: 'query', required: qs.required?.includes(name) ?? false, schema: schema as { type: string } });
+      }
+    }
+    const responses: Record<string, unknown> = {
+      [r.ok.status]: {
+        description: r.ok.description,
+        content: r.ok.sse
+          ? { 'text/event-stream': { schema: { type: 'string' } } }
+          : r.ok.schema
+            ? { 'application/json': { schema: toSchema(r.ok.schema, 'output') } }
+            : undefined,
+      },
+    };
+    for (const e of r.errors) {
+      responses[e] = { description: PROBLEM_TITLES[e] ?? 'Error', content: { 'application/problem+json': { schema: problemRef } } };
+    }
+    (paths[path] ??= {})[r.method] = {
+      summary: r.summary,
+      operationId: `${r.method}${path.replace(/[{}]/g, '').replace(/\/(\w)/g, (_m, ch: string) => ch.toUpperCase())}`,
+      ...(r.role ? { security: [{ bearer: [] }], 'x-keel-role': r.role } : { security: [] }),
+      ...(params.length ? { parameters: params } : {}),
+      ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(r.body, 'input') } } } } : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Keel', version, description: 'The HTTP API of keel serve.' },
+    servers: [{ url: '/' }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token from keel tokens create' } },
+      schemas: { Problem: toSchema(S.ProblemSchema, 'output') },
+    },
+    paths,
+  };
+}

@@ -1,0 +1,245 @@
+/**
+ * The HTTP API's shapes, as zod schemas: request bodies and queries are validated with them, and the
+ * OpenAPI document (`/v1/openapi.json`) is generated from the same schemas, so the two cannot drift.
+ */
+import { z } from 'zod';
+
+const MAX_REQUEST = 100_000;
+
+export const ModeSchema = z.enum(['agent', 'plan', 'goal']);
+export const RoleSchema = z.enum(['viewer', 'approver', 'admin']);
+const Id = z.string().min(1).max(200);
+
+/** RFC 9457: what every error response carries; `errors` names the fields a body got wrong. */
+export const ProblemSchema = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  instance: z.string().optional(),
+  errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+});
+
+export const StartRunBody = z.strictObject({
+  request: z.string().trim().min(1, 'say what you want done').max(MAX_REQUEST),
+  model: z.string().min(1).max(2000).optional(),
+  mode: ModeSchema.optional(),
+  session: Id.optional(),
+  /** Plugin folders, each one of those the server was started with. */
+  plugins: z.array(z.string().min(1).max(4096)).max(64).optional(),
+});
+
+export const AnswerBody = z.strictObject({
+  text: z.string().max(MAX_REQUEST).default(''),
+  /** For a confirmation of held writes: yes (true) or no (false). */
+  confirm: z.boolean().optional(),
+});
+
+export const ApprovalBody = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().max(4000).optional(),
+  /** A plan or goal card: also let its confirm-once writes run without asking. */
+  consent_writes: z.boolean().optional(),
+});
+
+export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() });
+export const ModeBody = z.strictObject({ mode: ModeSchema });
+export const TokenBody = z.strictObject({
+  name: z
+    .string()
+    .min(1)
+    .max(64)
+    .regex(/^[A-Za-z0-9._@-]+$/, 'letters, digits, . _ @ and -'),
+  role: RoleSchema,
+});
+
+export const RunsQuery = z.strictObject({
+  status: z.enum(['running', 'paused', 'done', 'failed']).optional(),
+  session: Id.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(400).optional(),
+});
+export const ApprovalsQuery = z.strictObject({
+  status: z.enum(['pending', 'approved', 'rejected', 'expired']).optional(),
+  run: Id.optional(),
+});
+
+const Json = z.record(z.string(), z.unknown());
+const Outcome = z.enum([
+  'ran',
+  'held_for_confirmation',
+  'awaiting_approval',
+  'denied_by_mode',
+  'denied_by_policy',
+  'repeat',
+  'unknown_tool',
+  'invalid_arguments',
+  'error',
+]);
+const Card = z.object({
+  title: z.string(),
+  request: z.string(),
+  items: z.array(z.object({ tool: z.string(), title: z.string(), lines: z.array(z.string()), undo: z.string(), call: z.string() })),
+  offers_write_consent: z.literal(true).optional(),
+});
+const Confirmation = z.object({
+  tools: z.array(z.string()),
+  items: z.array(z.object({ call_id: z.string(), tool: z.string(), args: Json.nullable() })),
+});
+
+export const RunSummarySchema = z.object({
+  id: z.string(),
+  session_id: z.string(),
+  status: z.enum(['running', 'paused', 'done', 'failed']),
+  reason: z.string().nullable(),
+  request: z.string(),
+  mode: ModeSchema,
+  model: z.string(),
+  model_calls: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  /** Waiting for a free slot on this server (KEEL_MAX_CONCURRENT_RUNS). */
+  queued: z.boolean(),
+});
+export const RunListSchema = z.object({ runs: z.array(RunSummarySchema), next_cursor: z.string().nullable() });
+
+/** `keel run --json`'s shape, with what a client also wants to know of a run still going. */
+export const RunSchema = z.object({
+  run_id: z.string(),
+  session_id: z.string(),
+  status: z.enum(['running', 'paused', 'done', 'failed']),
+  queued: z.boolean(),
+  reason: z.string().nullable(),
+  request: z.string(),
+  answer: z.string().nullable(),
+  question: z.string().optional(),
+  confirm: Confirmation.optional(),
+  approval: z.object({ id: z.string(), card: Card }).optional(),
+  mode: ModeSchema,
+  model: z.string(),
+  model_calls: z.number().int(),
+  effects: z.array(z.object({ call_id: z.string(), tool: z.string(), effect: z.string(), args: Json })),
+  requests: z.array(
+    z.object({
+      system: z.string(),
+      tools: z.array(z.object({ name: z.string(), description: z.string(), available: z.boolean() })),
+      input_tokens: z.number().optional(),
+      dropped: z.array(z.string()),
+    }),
+  ),
+  steps: z.array(
+    z.object({
+      call_id: z.string(),
+      tool: z.string(),
+      args: Json.nullable(),
+      outcome: Outcome,
+      result: z.string(),
+      is_error: z.boolean(),
+      decision: z.enum(['yes', 'no']).optional(),
+      consent_writes: z.literal(true).optional(),
+    }),
+  ),
+  notes: z.array(z.string()),
+  warnings: z.array(z.string()),
+  contract: Json.nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const LegAcceptedSchema = z.object({
+  run_id: z.string(),
+  session_id: z.string(),
+  /** queued: waiting for a free slot; running: being worked now. */
+  status: z.enum(['queued', 'running']),
+  events: z.string(),
+});
+
+export const ApprovalSchema = z.object({
+  id: z.string(),
+  run_id: z.string(),
+  status: z.enum(['pending', 'approved', 'rejected', 'expired']),
+  /** The pause of its run this card answers. */
+  pause_seq: z.number().int(),
+  card: Card,
+  items: z.array(
+    z.object({
+      call_id: z.string(),
+      tool: z.string(),
+      args: Json,
+      card: z.object({ title: z.string(), lines: z.array(z.string()) }),
+    }),
+  ),
+  requested_at: z.string(),
+  expires_at: z.string(),
+  answered_at: z.string().nullable(),
+  answered_by: z.string().nullable(),
+  reason: z.string().nullable(),
+  consent_writes: z.boolean(),
+});
+export const ApprovalListSchema = z.object({ approvals: z.array(ApprovalSchema) });
+export const ApprovalAnsweredSchema = z.object({ approval: ApprovalSchema, run: LegAcceptedSchema.nullable() });
+
+export const SessionSchema = z.object({
+  id: z.string(),
+  mode: ModeSchema,
+  contract: Json.nullable(),
+  last_run_id: z.string().nullable(),
+  updated_at: z.string(),
+  runs: z.array(RunSummarySchema),
+});
+
+const Row = z.object({ kind: z.string(), tool: z.string().optional(), message: z.string() });
+export const PluginsSchema = z.object({
+  plugins: z.array(
+    z.object({
+      name: z.string(),
+      version: z.string(),
+      dir: z.string(),
+      status: z.enum(['loaded', 'degraded', 'failed']),
+      tools: z.array(
+        z.object({
+          name: z.string(),
+          effect: z.string(),
+          gate: z.string(),
+          declared_gate: z.string(),
+          pinned: z.boolean(),
+          answers_directly: z.boolean(),
+          guidance: z.boolean(),
+          contract_modes: z.string(),
+          via: z.string(),
+          undo: z.string().optional(),
+          gate_source: z.string().optional(),
+          rule: z.string().optional(),
+          denied: z.literal(true).optional(),
+          modes: z.array(ModeSchema).optional(),
+        }),
+      ),
+      failures: z.array(Row),
+      degraded: z.array(Row),
+      drift: z.array(Row),
+      runtime_failures: z.number().int(),
+    }),
+  ),
+  /** Tools in the pool that no plugin owns: the core's own (ask_user, memory, contracts). */
+  builtins: z.array(z.object({ name: z.string(), effect: z.string(), gate: z.string() })),
+  policy_unmatched: z.array(z.string()),
+});
+
+export const HealthSchema = z.object({ status: z.enum(['ok', 'starting', 'stopping']), version: z.string() });
+export const ReadySchema = z.object({
+  ready: z.boolean(),
+  store: z.string(),
+  running: z.number().int(),
+  queued: z.number().int(),
+  limit: z.number().int(),
+});
+export const TokenSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  role: RoleSchema,
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+});
+export const TokenListSchema = z.object({ tokens: z.array(TokenSchema) });
+export const TokenCreatedSchema = TokenSchema.extend({ token: z.string() });
+export const WhoAmISchema = z.object({ name: z.string(), role: RoleSchema });

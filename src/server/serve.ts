@@ -1,0 +1,200 @@
+/**
+ * `keel serve`: Keel as a service. Runs execute in this process on the one engine and store, at
+ * most KEEL_MAX_CONCURRENT_RUNS at a time (the rest wait in order). On start, runs a server that
+ * died left mid-leg are taken over (calls in flight are reported, never run again), and runs this
+ * server paused when it was stopped go on. On SIGTERM/SIGINT it stops taking work, lets running legs
+ * reach a safe point (bounded), leaves paused runs paused, and exits.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { Keel, limitsFromEnv } from '../keel/keel.js';
+import type { Leg } from '../loop/legs.js';
+import { ownerAlive } from '../loop/run.js';
+import type { LoopEvent, RunStatus, Store } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { createApp } from './app.js';
+import { Notifier } from './notify.js';
+import { Hub, LegRunner } from './runner.js';
+import { Tokens } from './tokens.js';
+
+/** Why this server paused a run when it was stopped: the next start carries such runs on. */
+export const SHUTDOWN = 'the server was stopped';
+
+export interface ServeOptions {
+  host?: string;
+  port?: number;
+  pluginDirs?: string[];
+  model?: string;
+  /** Model spec prefixes a request may choose besides the default. */
+  allowedModels?: string[];
+  corsOrigins?: string[];
+  env?: NodeJS.ProcessEnv;
+  /** Plugin folders when none are given and KEEL_PLUGINS is unset (the CLI passes the bundled ones). */
+  defaultPluginDirs?: string[];
+  version?: string;
+  log?: (line: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  keel: Keel;
+  /** The admin token made on this home's first start (shown once), if this was it. */
+  adminToken?: string;
+  /** Runs taken over or carried on at start. */
+  recovered: string[];
+  /** Stops taking work, lets running legs reach a safe point (bounded), closes everything. */
+  close(): Promise<void>;
+}
+
+function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === '') return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n <= 0) throw new KeelError('config', `${name}=${v} is not a positive whole number`);
+  return n;
+}
+
+export async function startServer(o: ServeOptions = {}): Promise<RunningServer> {
+  const env = o.env ?? process.env;
+  const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const limit = positive(env, 'KEEL_MAX_CONCURRENT_RUNS', 16);
+  const shutdownMs = positive(env, 'KEEL_SHUTDOWN_TIMEOUT_MS', 10_000);
+  const maxBodyBytes = positive(env, 'KEEL_MAX_BODY_BYTES', 1_000_000);
+  limitsFromEnv(env); // a bad limit is refused before the server listens
+  const keel = new Keel({ env, defaultPluginDirs: o.defaultPluginDirs });
+  const store = keel.store;
+  if (!store) throw new KeelError('config', 'keel serve needs a store');
+  const tokens = Tokens.at(keel.home);
+  const config = keel.getConfig();
+  keel.policy();
+  const pluginDirs = keel.pluginDirs(o.pluginDirs);
+  const notifier = new Notifier(config.notify ?? [], { audit: (row) => store.audit(row), env });
+  const hub = new Hub();
+  let state: 'starting' | 'ok' | 'stopping' = 'starting';
+  const runner = new LegRunner({
+    limit,
+    onEvent: (runId, e) => {
+      if (e.type === 'text_delta') hub.delta(runId, e.text);
+      else {
+        hub.wake(runId);
+        notify(notifier, runId, e);
+      }
+    },
+    onError: (runId, err) => log(`keel serve: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`),
+  });
+
+  const adminToken = tokens.firstAdmin()?.token;
+  // Mount the plugins before listening: a broken plugin shows in the log and /v1/plugins, not mid-request.
+  await keel.registry(pluginDirs);
+
+  const app = createApp({
+    keel,
+    store,
+    tokens,
+    hub,
+    runner,
+    pluginDirs,
+    model: o.model ?? env.KEEL_MODEL,
+    allowedModels: o.allowedModels ?? [],
+    corsOrigins: o.corsOrigins ?? [],
+    maxBodyBytes,
+    version: o.version ?? '0.0.0',
+    state: () => state,
+    pollMs: positive(env, 'KEEL_SERVE_POLL_MS', 1000),
+  });
+
+  const server = await new Promise<ReturnType<typeof serve>>((resolveListen, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: o.host ?? '127.0.0.1', port: o.port ?? 7373 }, () => resolveListen(s));
+    s.once('error', reject);
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+
+  const recovered = await recover(keel, store, runner, log);
+  state = 'ok';
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      state = 'stopping';
+      server.close();
+      const n = keel.interrupt(SHUTDOWN);
+      if (n) log(`keel serve: stopping: ${n} running leg(s) pause at their next safe point`);
+      const settled = await runner.stop(shutdownMs);
+      if (!settled) log(`keel serve: legs still running after ${shutdownMs} ms: the next start takes their runs over`);
+      if ('closeAllConnections' in server) server.closeAllConnections();
+      await notifier.drain(2000);
+      await keel.close();
+    })());
+  return { url, port: addr.port, keel, adminToken, recovered, close };
+}
+
+/**
+ * Runs that need this server on start: ones a dead process left mid-leg (taken over), ones whose
+ * card was answered while no one carried them on, and ones this server paused when it stopped.
+ */
+async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: string) => void): Promise<string[]> {
+  const out: string[] = [];
+  for (const status of ['running', 'paused'] as RunStatus[]) {
+    let before: { created_at: string; id: string } | undefined;
+    while (true) {
+      const page = await store.listRuns({ status, limit: 200, before });
+      if (!page.length) break;
+      before = { created_at: page[page.length - 1].created_at, id: page[page.length - 1].id };
+      for (const summary of page) {
+        const run = await store.loadRun(summary.id);
+        if (!run) continue;
+        const stale = run.status === 'running' && !ownerAlive(run.owner, run.updated_at);
+        const stopped = run.status === 'paused' && run.pause?.kind === 'interrupted' && run.pause.why === SHUTDOWN;
+        const answered =
+          run.status === 'paused' &&
+          run.pause?.kind === 'approval' &&
+          (await store.getApproval(run.pause.approval_id))?.status !== 'pending';
+        if (!stale && !stopped && !answered) continue;
+        let leg: Leg;
+        try {
+          leg = await keel.continueLeg(run.id);
+        } catch (err) {
+          log(`keel serve: run ${run.id} could not be carried on: ${err instanceof Error ? err.message : String(err)}`);
+          continue;
+        }
+        runner.submit(leg);
+        out.push(run.id);
+      }
+    }
+  }
+  if (out.length) log(`keel serve: carrying on ${out.length} run(s) left by an earlier server: ${out.join(', ')}`);
+  return out;
+}
+
+/** Webhooks: a card to answer, a run that waits, a run that failed. */
+function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
+  const at = new Date().toISOString();
+  if (e.type === 'paused') {
+    const p = e.pause;
+    if (p.kind === 'approval') {
+      notifier.publish({
+        type: 'approval_created',
+        run_id: runId,
+        at,
+        data: { approval_id: p.approval_id, title: p.card.title, request: p.card.request, items: p.card.items },
+      });
+    }
+    notifier.publish({
+      type: 'run_paused',
+      run_id: runId,
+      at,
+      data:
+        p.kind === 'approval'
+          ? { kind: p.kind, approval_id: p.approval_id }
+          : p.kind === 'ask_user'
+            ? { kind: p.kind, question: p.question }
+            : { kind: p.kind, why: p.why },
+    });
+  }
+  if (e.type === 'run_finished' && e.result.status === 'failed') {
+    notifier.publish({ type: 'run_failed', run_id: runId, at, data: { reason: e.result.reason, answer: e.result.answer } });
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * API tokens: who may call `keel serve`, and as what. Only a hash of each token is kept, in a file
+ * under KEEL_HOME readable by its owner only; the token itself is shown once, when it is made.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { KeelError } from '../util/errors.js';
+
+export type Role = 'viewer' | 'approver' | 'admin';
+export const ROLES: readonly Role[] = ['viewer', 'approver', 'admin'];
+
+/** Viewers read; approvers also start runs and answer questions and cards; admins also manage tokens. */
+export function allows(role: Role, needed: Role): boolean {
+  return ROLES.indexOf(role) >= ROLES.indexOf(needed);
+}
+
+export interface TokenRecord {
+  id: string;
+  name: string;
+  role: Role;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+interface Stored extends TokenRecord {
+  /** sha256 of the token, hex. */
+  hash: string;
+}
+
+const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+const PREFIX = 'keel_';
+
+export class Tokens {
+  private cache: { mtimeMs: number; rows: Stored[] } | undefined;
+
+  constructor(readonly file: string) {}
+
+  static at(home: string): Tokens {
+    return new Tokens(join(home, 'tokens.json'));
+  }
+
+  private read(): Stored[] {
+    if (!existsSync(this.file)) return [];
+    const mtimeMs = statSync(this.file).mtimeMs;
+    if (this.cache?.mtimeMs === mtimeMs) return this.cache.rows;
+    let rows: Stored[];
+    try {
+      const parsed = JSON.parse(readFileSync(this.file, 'utf8')) as { tokens?: Stored[] };
+      rows = Array.isArray(parsed.tokens) ? parsed.tokens : [];
+    } catch (err) {
+      throw new KeelError('config', `${this.file}: not a token file Keel can read (${(err as Error).message})`);
+    }
+    this.cache = { mtimeMs, rows };
+    return rows;
+  }
+
+  private write(rows: Stored[]): void {
+    mkdirSync(dirname(this.file), { recursive: true, mode: 0o700 });
+    const tmp = `${this.file}.${process.pid}.tmp`;
+    writeFileSync(tmp, `${JSON.stringify({ tokens: rows }, null, 2)}\n`, { mode: 0o600 });
+    chmodSync(tmp, 0o600);
+    renameSync(tmp, this.file);
+    this.cache = undefined;
+  }
+
+  list(): TokenRecord[] {
+    return this.read().map(({ hash: _h, ...r }) => r);
+  }
+
+  /** A new token: returned once, stored as a hash. An active token's name is not reused. */
+  create(name: string, role: Role, now = new Date()): TokenRecord & { token: string } {
+    if (!ROLES.includes(role)) throw new KeelError('bad_input', `unknown role ${role}: use viewer, approver or admin`);
+    const rows = [...this.read()];
+    if (rows.some((r) => r.name === name && !r.revoked_at)) {
+      throw new KeelError('conflict', `a token named ${name} exists already: revoke it first, or choose another name`);
+    }
+    const token = `${PREFIX}${randomBytes(32).toString('base64url')}`;
+    const rec: TokenRecord = { id: `tok_${randomUUID().slice(0, 8)}`, name, role, created_at: now.toISOString(), revoked_at: null };
+    rows.push({ ...rec, hash: hashOf(token) });
+    this.write(rows);
+    return { ...rec, token };
+  }
+
+  /** Revokes a token by id or name: it stops working at once, on a running server too. */
+  revoke(idOrName: string, now = new Date()): TokenRecord {
+    const rows = this.read().map((r) => ({ ...r }));
+    const row = rows.find((r) => !r.revoked_at && (r.id === idOrName || r.name === idOrName));
+    if (!row) throw new KeelError('not_found', `no active token ${idOrName} (keel tokens list shows them)`);
+    row.revoked_at = now.toISOString();
+    this.write(rows);
+    const { hash: _h, ...rec } = row;
+    return rec;
+  }
+
+  /** Who a presented token is, or undefined (unknown, revoked, malformed). */
+  verify(token: string | undefined): { name: string; role: Role } | undefined {
+    if (!token?.startsWith(PREFIX) || token.length > 200) return undefined;
+    const h = hashOf(token);
+    const row = this.read().find((r) => r.hash === h && !r.revoked_at);
+    return row ? { name: row.name, role: row.role } : undefined;
+  }
+
+  /** On a server's first start: an admin token, shown once. Undefined when tokens exist already. */
+  firstAdmin(): (TokenRecord & { token: string }) | undefined {
+    if (this.read().length > 0) return undefined;
+    return this.create('admin', 'admin');
+  }
+}
