@@ -93,10 +93,14 @@ export interface TestServer {
 }
 
 /** startServer in this process, on a fresh home with the fixture plugins; admin, approver and viewer tokens. */
-export async function testServer(env: Record<string, string> = {}, home = tempHome('keel-serve-')): Promise<TestServer> {
+export async function testServer(
+  env: Record<string, string> = {},
+  home = tempHome('keel-serve-'),
+  pluginDirs: string[] = [FIXTURES],
+): Promise<TestServer> {
   const srv = await startServer({
     port: 0,
-    pluginDirs: [FIXTURES],
+    pluginDirs,
     allowedModels: ['script:'],
     env: { ...process.env, KEEL_HOME: home, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '', KEEL_CONFIRM_ONCE_TOOLS: '', ...env },
     log: () => {},
