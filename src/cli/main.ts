@@ -13,6 +13,7 @@ import { startTelemetryFromEnv } from '../util/telemetry.js';
 import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
 import { registerPluginsInit } from './plugins-init.js';
+import { Remote } from './remote.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
 
 /** Keel's version, from its package.json. */
@@ -67,7 +68,13 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .description('Keel: an agent core where every tool declares its effect, and the core enforces it.')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride()
-    .showHelpAfterError('(keel --help lists the commands)');
+    .showHelpAfterError('(keel --help lists the commands)')
+    .option(
+      '--server <url>',
+      'talk to a keel serve (run, resume, runs, approvals) instead of the local store; default KEEL_SERVER, with KEEL_TOKEN',
+    );
+  /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
+  const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
 
   program
     .command('run')
@@ -79,12 +86,30 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-s, --session <id>', 'continue a session: the run sees its transcript, mode and contract (see keel runs show)')
     .option('--json', 'print one JSON object (S1)')
     .action(async (message: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
-      const r = await getKeel().run(
-        message.join(' '),
-        { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
-        printer(!!o.json),
-      );
-      finish(r, !!o.json);
+      const server = remote();
+      if (server) {
+        finish(
+          await server.run(
+            message.join(' '),
+            { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
+            printer(!!o.json),
+          ),
+          !!o.json,
+        );
+        return;
+      }
+      // Spans go to an OTLP collector only when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is loaded otherwise).
+      const stopTelemetry = await startTelemetryFromEnv(io.env);
+      try {
+        const r = await getKeel().run(
+          message.join(' '),
+          { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
+          printer(!!o.json),
+        );
+        finish(r, !!o.json);
+      } finally {
+        await stopTelemetry?.();
+      }
     });
 
   program
@@ -98,8 +123,23 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--json', 'print one JSON object')
     .action(async (runId: string, o: { answer?: string; yes?: boolean; no?: boolean; model?: string; json?: boolean }) => {
       if (o.yes && o.no) throw new KeelError('bad_input', '--yes and --no contradict each other: pass one of them');
-      const k = getKeel();
       let confirm = o.yes ? true : o.no ? false : undefined;
+      const server = remote();
+      if (server) {
+        if (o.model)
+          throw new KeelError('bad_input', '--model does not apply with --server: the server continues the run with its own model');
+        if (o.answer === undefined && confirm === undefined) {
+          finish(await server.continueRun(runId, printer(!!o.json)), !!o.json);
+          return;
+        }
+        if (confirm === undefined && process.stdin.isTTY) {
+          const r = await server.getRun(runId);
+          if (r.confirm) confirm = await askYesNo(`${r.question}\nConfirm ${r.confirm.tools.join(', ')}? [y/n] `);
+        }
+        finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(!!o.json)), !!o.json);
+        return;
+      }
+      const k = getKeel();
       if (o.answer === undefined && confirm === undefined) {
         finish(await k.continueRun(runId, printer(!!o.json), { model: o.model }), !!o.json);
         return;
@@ -119,7 +159,8 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
     .option('--json', 'print JSON')
     .action(async (o: { limit: number; json?: boolean }) => {
-      const rows = await getKeel().listRuns({ limit: o.limit });
+      const server = remote();
+      const rows = server ? await server.listRuns(o.limit) : await getKeel().listRuns({ limit: o.limit });
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs
@@ -139,6 +180,17 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .argument('<run_id>')
     .option('--json', 'print the whole run state as JSON')
     .action(async (runId: string, o: { json?: boolean }) => {
+      const server = remote();
+      if (server) {
+        // The server's view of the run: keel run --json's shape, with its session, model and times.
+        const r = await server.getRun(runId);
+        io.out(
+          o.json
+            ? `${JSON.stringify(r)}\n`
+            : `${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${renderEnd(r as RunResult)}`,
+        );
+        return;
+      }
       const run = await getKeel().getRun(runId);
       io.out(o.json ? `${JSON.stringify(run)}\n` : renderRunShow(run));
     });
@@ -178,7 +230,8 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .addOption(new Option('--status <status>', 'only this status').choices(['pending', 'approved', 'rejected', 'expired']))
     .option('--json', 'print JSON')
     .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
-      const rows = await getKeel().listApprovals({ status: o.status });
+      const server = remote();
+      const rows = server ? await server.listApprovals(o.status) : await getKeel().listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
       else if (!rows.length) io.out('No approvals.\n');
       else {
@@ -199,10 +252,13 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       cmd.option('--allow-writes', 'a plan or goal: also let the confirm-once writes made while carrying it out run without asking');
     }
     cmd.action(async (id: string, o: { reason?: string; as?: string; json?: boolean; allowWrites?: boolean }) => {
-      const actor = o.as ?? osUser(io.env);
-      const { approval, result } = await getKeel().respondToApproval(id, decision, actor, o.reason ?? null, printer(!!o.json), {
-        consentWrites: o.allowWrites,
-      });
+      const server = remote();
+      if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
+      const { approval, result } = server
+        ? await server.respondToApproval(id, decision, o.reason ?? null, printer(!!o.json), { consentWrites: o.allowWrites })
+        : await getKeel().respondToApproval(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
+            consentWrites: o.allowWrites,
+          });
       if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
       finish(result, !!o.json);
     });

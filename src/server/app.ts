@@ -218,10 +218,19 @@ export function createApp(d: ServerDeps): Hono {
 
   const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
 
-  /** A run's leg, taken by the runner (driven now, or queued): what the caller is told. */
-  function accepted(leg: Leg): z.infer<typeof S.LegAcceptedSchema> {
+  /**
+   * A run's leg, taken by the runner (driven now, or queued): what the caller is told. For a leg
+   * that continues a run, `events` starts after what the journal held before it: the leg's own events.
+   */
+  async function accepted(leg: Leg, fresh = false): Promise<z.infer<typeof S.LegAcceptedSchema>> {
+    const after = fresh ? 0 : await store.latestEventId();
     const status = runner.submit(leg);
-    return { run_id: leg.run_id, session_id: leg.session_id, status, events: `/v1/runs/${leg.run_id}/events` };
+    return {
+      run_id: leg.run_id,
+      session_id: leg.session_id,
+      status,
+      events: `/v1/runs/${leg.run_id}/events${after ? `?after=${after}` : ''}`,
+    };
   }
 
   const summary = (r: RunSummary) => ({ ...r, queued: runner.isQueued(r.id) });
@@ -313,7 +322,7 @@ export function createApp(d: ServerDeps): Hono {
         subject: leg.run_id,
         detail: JSON.stringify({ mode: body.mode ?? null, session: body.session ?? null }),
       });
-      return json(c, 202, accepted(leg));
+      return json(c, 202, await accepted(leg, true));
     },
   );
 
@@ -386,7 +395,26 @@ export function createApp(d: ServerDeps): Hono {
         subject: runId,
         detail: JSON.stringify({ confirm: body.confirm ?? null }),
       });
-      return json(c, 202, accepted(leg));
+      return json(c, 202, await accepted(leg));
+    },
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/runs/:id/continue',
+      summary: 'Carry on a run that waits for no one: its card answered, interrupted, or left by a server that stopped',
+      role: 'approver',
+      ok: { status: 202, description: 'the run goes on', schema: S.LegAcceptedSchema },
+      errors: [400, 401, 403, 404, 409],
+    },
+    async (c, { who }) => {
+      const runId = c.req.param('id') as string;
+      if (runner.isQueued(runId) || runner.isActive(runId))
+        throw new HttpProblem(409, `run ${runId} is being worked by this server already`);
+      const leg = await keel.continueLeg(runId);
+      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'continue_run', subject: runId, detail: '' });
+      return json(c, 202, await accepted(leg));
     },
   );
 
@@ -497,7 +525,7 @@ export function createApp(d: ServerDeps): Hono {
         consentWrites: body.consent_writes,
       });
       hub.wake(approval.run_id);
-      const run = accepted(leg);
+      const run = await accepted(leg);
       if (approval.status === 'expired') {
         // The run ends (nothing runs); the caller is told the card had expired.
         return problem(c, 410, `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`);
