@@ -749,7 +749,12 @@ process's) CPU time over the burst / C; cores: that CPU time / wall. client: thi
       date: new Date().toISOString(),
       node: process.version,
       git: gitInfo(),
-      machine: { os: `${process.platform} ${process.arch}`, cpu: cpus()[0]?.model ?? 'unknown', cpus: cpus().length, memory_gb: round(totalmem() / 2 ** 30) },
+      machine: {
+        os: `${process.platform} ${process.arch}`,
+        cpu: cpus()[0]?.model ?? 'unknown',
+        cpus: cpus().length,
+        memory_gb: round(totalmem() / 2 ** 30),
+      },
       load_average_1m: round(load, 2),
       method: {
         workload: `${STEPS} model calls per run on script:FILE, each after delay_ms ${DELAY_MS}: ${TOOL_STEPS} calls of calendar_lookup (test/fixtures/plugins/calendar, effect read) with a different day each, then a text answer`,
@@ -757,7 +762,8 @@ process's) CPU time over the burst / C; cores: that CPU time / wall. client: thi
         limit: 'C / ideal run latency (runs/s); fraction_of_limit = runs/s / limit = ideal / wall for one burst',
         burst: `C runs started at once; ${REPS} burst(s) per level after ${WARMUP} warm-up runs; percentiles over every run of every burst, wall and runs/s the median burst`,
         http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --allow-model script: (dist/), fresh KEEL_HOME per level, KEEL_MAX_CONCURRENT_RUNS=C, KEEL_COUNT_TOKENS=0; client node:http keep-alive agent, no socket limit${PRECONNECT ? ', C connections opened before each burst' : ''}; approver token; TTFE = POST sent → first SSE event; finish = POST sent → run_finished`,
-        library: 'new Keel({ home, env }) from dist/ in a fresh plain-node process, C concurrent keel.run(request, { model, pluginDirs }) promises; TTFE = call → first onEvent',
+        library:
+          'new Keel({ home, env }) from dist/ in a fresh plain-node process, C concurrent keel.run(request, { model, pluginDirs }) promises; TTFE = call → first onEvent',
         checks: `every run: run_finished done, ${STEPS} model calls, ${TOOL_STEPS} tool results without error; ${READ_BACK} per burst read back with GET /v1/runs/:id`,
         cpu: 'utime+stime of the server process (/proc/PID/stat) or the library process (process.cpuUsage) over the burst; client = this process',
         rss: 'http: VmRSS after warm-up (idle) and max(VmHWM, VmRSS sampled every 20 ms); library: rss after warm-up and maxRSS',

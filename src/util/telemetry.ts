@@ -183,19 +183,21 @@ function tracesUrl(env: NodeJS.ProcessEnv): string | undefined {
  * that batches spans to it over OTLP/HTTP (JSON); the SDK is loaded only then. Returns the
  * function that flushes and shuts it down (it never throws: an unreachable collector loses the
  * spans, not the run), or undefined when nothing was registered.
- *
- * The resource is the SDK's default: `service.name` is `unknown_service:node` (OTEL_SERVICE_NAME
- * needs @opentelemetry/resources, not a direct dependency).
+ * The service is named by OTEL_SERVICE_NAME (default `keel`).
  */
 export async function startTelemetryFromEnv(env: NodeJS.ProcessEnv): Promise<(() => Promise<void>) | undefined> {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
   const url = tracesUrl(env);
   if (!url) return undefined;
-  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }] = await Promise.all([
+  const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
     import('@opentelemetry/sdk-trace-base'),
     import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/resources'),
   ]);
-  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))] });
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'keel' }),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))],
+  });
   if (!trace.setGlobalTracerProvider(provider)) {
     // Another provider is registered already (the embedding application's): it keeps the spans.
     await provider.shutdown().catch(() => {});

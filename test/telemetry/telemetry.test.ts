@@ -318,7 +318,10 @@ test('telemetry: startTelemetryFromEnv does nothing without an endpoint, and exp
   t.after(() => collector.close());
   const port = (collector.address() as AddressInfo).port;
 
-  const shutdown = await startTelemetryFromEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}/` });
+  const shutdown = await startTelemetryFromEnv({
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}/`,
+    OTEL_SERVICE_NAME: 'keel-assistant',
+  });
   assert.ok(shutdown);
   t.after(() => trace.disable());
   const h = new Harness([{ tool_calls: [DUES] }, { text: 'Two bills are due.' }]);
@@ -329,5 +332,6 @@ test('telemetry: startTelemetryFromEnv does nothing without an endpoint, and exp
   assert.ok(bodies.every((b) => b.url === '/v1/traces'));
   const sent = bodies.map((b) => b.body).join('\n');
   for (const name of ['invoke_agent keel', 'execute_tool upcoming_dues', 'chat ']) assert.ok(sent.includes(name), name);
+  assert.ok(sent.includes('keel-assistant'), 'the service is named by OTEL_SERVICE_NAME');
   assert.equal(trace.getTracer('keel').startSpan('probe').isRecording(), false, 'shut down: the global provider is gone');
 });
