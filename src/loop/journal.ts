@@ -6,6 +6,8 @@
 import type { LoopEvent, Pause, PauseSummary, RunEvent, RunOutcome, RunResult } from '../types/index.js';
 import type { RunWriter } from './run.js';
 
+/** A menu of at most this many tools is named in the journal. */
+const MENU_NAMES = 64;
 const menus = new WeakMap<object, { name: string; available: boolean }[]>();
 
 /** The journal's form of an event (none for a text delta: the assistant event carries the whole text). */
@@ -16,13 +18,16 @@ export function toRunEvent(e: LoopEvent): RunEvent | undefined {
     case 'run_started':
       return { type: e.type, run_id: e.run_id, session_id: e.session_id, mode: e.mode, request: e.request, resumed: e.resumed };
     case 'model_request': {
+      // Counts, and the names of a small menu: a pool of thousands would otherwise weigh on every step.
+      const declared = e.tools.length;
+      if (declared > MENU_NAMES) return { type: e.type, step: e.step, declared, dropped: e.dropped.length };
       // A menu is the same array across steps and runs while it is valid: summarised once.
       let tools = menus.get(e.tools);
       if (!tools) {
         tools = e.tools.map((t) => ({ name: t.name, available: t.available }));
         menus.set(e.tools, tools);
       }
-      return { type: e.type, step: e.step, tools, dropped: e.dropped };
+      return { type: e.type, step: e.step, declared, dropped: e.dropped.length, tools };
     }
     case 'assistant':
       return { type: e.type, step: e.step, text: e.text, tool_calls: e.tool_calls };

@@ -254,7 +254,11 @@ export type PauseSummary =
  */
 export type RunEvent =
   | { type: 'run_started'; run_id: string; session_id: string; mode: Mode; request: string; resumed: boolean }
-  | { type: 'model_request'; step: number; tools: { name: string; available: boolean }[]; dropped: string[] }
+  /**
+   * A request's menu: how many tools were declared and how many of the pool were left off, and the
+   * declared names when there are at most 64 (the run's trace holds every request's whole menu).
+   */
+  | { type: 'model_request'; step: number; declared: number; dropped: number; tools?: { name: string; available: boolean }[] }
   | { type: 'assistant'; step: number; text: string; tool_calls: ToolCall[] }
   | { type: 'tool_result'; step: number; record: CallRecord }
   | { type: 'paused'; pause: PauseSummary }

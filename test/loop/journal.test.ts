@@ -33,7 +33,9 @@ test('R14: every emitted event but a text delta carries the id of its journal ro
     'the journal keeps the compact form of each',
   );
   const request = stored.find((s) => s.event.type === 'model_request')?.event;
-  assert.ok(request?.type === 'model_request' && request.tools.some((x) => x.name === 'search_inbox'));
+  assert.ok(request?.type === 'model_request' && request.tools?.some((x) => x.name === 'search_inbox'));
+  assert.equal(request.declared, request.tools?.length);
+  assert.ok(request.dropped > 0, 'the pool tools left off the menu are counted');
   assert.ok(!('system' in request), 'a request is kept without its prompt');
   const finished = stored.at(-1)?.event;
   assert.ok(finished?.type === 'run_finished' && finished.result.answer === 'Found one.' && !('steps' in finished.result));
