@@ -4,6 +4,7 @@
  * handler's fresh check reads (C5), and mode changes — and is the one place that answers "which
  * mode is this run in now".
  */
+import { mapEvents } from '../loop/journal.js';
 import { type RunView, RunWriter } from '../loop/run.js';
 import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -54,21 +55,8 @@ export class Sessions {
    * Follows a leg: as its run starts, binds the run to its session and stores the session record
    * (so the session's mode can change while its first run works).
    */
-  async *track(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-    let done = false;
-    try {
-      while (true) {
-        const n = await gen.next();
-        if (n.done) {
-          done = true;
-          return n.value;
-        }
-        yield await this.follow(n.value);
-      }
-    } finally {
-      // A consumer that stops early closes the leg too (its timer, its spans, its count).
-      if (!done) await gen.return(undefined as never);
-    }
+  track(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    return mapEvents(gen, (e) => this.follow(e));
   }
 
   /** As a run starts, binds it to its session and stores the session record. */

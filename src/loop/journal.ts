@@ -52,10 +52,13 @@ export function outcomeOf(r: RunResult): RunOutcome {
 }
 
 /**
- * Follows a leg, keeping each event in the run's journal before passing it on with its id. A
- * consumer that stops early closes the leg too.
+ * Follows a leg, passing each event through `f` on its way out. A consumer that stops early closes
+ * the leg too (its timer, its spans, its count of running legs).
  */
-export async function* journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+export async function* mapEvents(
+  gen: AsyncGenerator<LoopEvent, RunResult>,
+  f: (e: LoopEvent) => Promise<LoopEvent>,
+): AsyncGenerator<LoopEvent, RunResult> {
   let done = false;
   try {
     while (true) {
@@ -64,11 +67,17 @@ export async function* journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, 
         done = true;
         return n.value;
       }
-      const e = n.value;
-      const id = await run.record(e);
-      yield id === undefined ? e : { ...e, id };
+      yield await f(n.value);
     }
   } finally {
     if (!done) await gen.return(undefined as never);
   }
+}
+
+/** Keeps each event of a leg in the run's journal before passing it on with its id. */
+export function journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+  return mapEvents(gen, async (e) => {
+    const id = await run.record(e);
+    return id === undefined ? e : { ...e, id };
+  });
 }

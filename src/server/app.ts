@@ -234,6 +234,9 @@ export function createApp(d: ServerDeps): Hono {
   }
 
   const summary = (r: RunSummary) => ({ ...r, queued: runner.isQueued(r.id) });
+  /** Every change made through the API is audited with the token's name. */
+  const audit = (who: Who, action: string, subject: string, detail: string) =>
+    store.audit({ at: new Date().toISOString(), actor: who.name, action, subject, detail });
 
   route(
     {
@@ -315,13 +318,7 @@ export function createApp(d: ServerDeps): Hono {
         dirs = body.plugins.map((p) => resolve(p));
       }
       const leg = await keel.startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session });
-      await store.audit({
-        at: new Date().toISOString(),
-        actor: who.name,
-        action: 'start_run',
-        subject: leg.run_id,
-        detail: JSON.stringify({ mode: body.mode ?? null, session: body.session ?? null }),
-      });
+      await audit(who, 'start_run', leg.run_id, JSON.stringify({ mode: body.mode ?? null, session: body.session ?? null }));
       return json(c, 202, await accepted(leg, true));
     },
   );
@@ -388,13 +385,7 @@ export function createApp(d: ServerDeps): Hono {
     async (c, { body, who }) => {
       const runId = c.req.param('id') as string;
       const leg = await keel.answerRun(runId, { text: body.text, ...(body.confirm !== undefined ? { confirm: body.confirm } : {}) });
-      await store.audit({
-        at: new Date().toISOString(),
-        actor: who.name,
-        action: 'answer_question',
-        subject: runId,
-        detail: JSON.stringify({ confirm: body.confirm ?? null }),
-      });
+      await audit(who, 'answer_question', runId, JSON.stringify({ confirm: body.confirm ?? null }));
       return json(c, 202, await accepted(leg));
     },
   );
@@ -413,7 +404,7 @@ export function createApp(d: ServerDeps): Hono {
       if (runner.isQueued(runId) || runner.isActive(runId))
         throw new HttpProblem(409, `run ${runId} is being worked by this server already`);
       const leg = await keel.continueLeg(runId);
-      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'continue_run', subject: runId, detail: '' });
+      await audit(who, 'continue_run', runId, '');
       return json(c, 202, await accepted(leg));
     },
   );
@@ -559,7 +550,7 @@ export function createApp(d: ServerDeps): Hono {
     async (c, { body, who }) => {
       const id = c.req.param('id') as string;
       await keel.setMode(id, body.mode);
-      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'set_mode', subject: id, detail: JSON.stringify(body) });
+      await audit(who, 'set_mode', id, JSON.stringify(body));
       return json(c, 200, await sessionView(id));
     },
   );
@@ -607,7 +598,7 @@ export function createApp(d: ServerDeps): Hono {
     },
     async (c, { body, who }) => {
       const t = tokens.create(body.name, body.role);
-      await store.audit({ at: t.created_at, actor: who.name, action: 'create_token', subject: t.id, detail: JSON.stringify(body) });
+      await audit(who, 'create_token', t.id, JSON.stringify(body));
       return json(c, 201, t);
     },
   );
@@ -623,7 +614,7 @@ export function createApp(d: ServerDeps): Hono {
     },
     async (c, { who }) => {
       const t = tokens.revoke(c.req.param('id') as string);
-      await store.audit({ at: new Date().toISOString(), actor: who.name, action: 'revoke_token', subject: t.id, detail: t.name });
+      await audit(who, 'revoke_token', t.id, t.name);
       return json(c, 200, t);
     },
   );
