@@ -3,7 +3,7 @@
  * (POST /v1/runs, then the run's Server-Sent Events until `run_finished`), against the same workload
  * driven in-process through the library (no HTTP), measured in the same bench run.
  *
- *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 2] [--delay 50] [--warmup 50]
+ *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 3] [--delay 50] [--warmup 50]
  *     [--no-preconnect] [--profile] [--no-write]
  *
  * Workload: every run is 5 model calls on the scripted model (`script:FILE`), each after `--delay` ms
@@ -23,6 +23,9 @@
  * - library: the same C runs as C concurrent `keel.run()` promises in a fresh plain-node process
  *   importing dist/ (`new Keel({ home, env })`), with the same warm-up. Time to first event = call →
  *   first onEvent; time to finish = call → resolved.
+ * - library-nostore: the same, with `new Keel({ home, env, store: null })`: the engine alone. CPU per
+ *   run splits into engine (library-nostore), store (library − library-nostore) and HTTP/SSE
+ *   (http − library).
  *
  * Each side does --reps bursts per level (its samples pooled for the percentiles, wall time and
  * runs/s the median burst). CPU time of the server process (/proc/PID/stat), of the library process
@@ -56,7 +59,7 @@ const SIZES = arg('sizes', QUICK ? '100,300' : '100,300,1000')
   .split(',')
   .map((s) => Number(s.trim()))
   .filter((n) => Number.isInteger(n) && n > 0);
-const REPS = Number(arg('reps', QUICK ? '1' : '2'));
+const REPS = Number(arg('reps', QUICK ? '1' : '3'));
 const DELAY_MS = Number(arg('delay', '50'));
 const WARMUP = Number(arg('warmup', '50'));
 const STEPS = 5;
@@ -146,6 +149,8 @@ interface Burst {
   finish_ms: number[];
   /** CPU time of the process doing the work (server, or library process), ms. */
   cpu_ms: number;
+  /** Of that, kernel time (system calls: sockets, the SQLite file), ms. */
+  cpu_sys_ms: number;
   /** CPU time of the HTTP client (this process), ms; http only. */
   client_cpu_ms?: number;
   /** Highest resident size seen while the burst ran (sampled every 20 ms), MB; http only. */
@@ -155,7 +160,7 @@ interface Burst {
 }
 
 interface Row {
-  side: 'http' | 'library';
+  side: 'http' | 'library' | 'library-nostore';
   concurrency: number;
   runs: number;
   reps: number;
@@ -172,6 +177,8 @@ interface Row {
   cpu_ms_per_run: number;
   /** CPU cores the working process kept busy during the burst (CPU time / wall time). */
   cpu_cores_busy: number;
+  /** The share of that CPU time spent in the kernel. */
+  cpu_sys_share: number;
   /** The runs/s one fully busy core allows at this CPU cost per run. */
   cpu_bound_runs_per_s: number;
   client_cpu_ms_per_run?: number;
@@ -207,6 +214,7 @@ function rowOf(side: Row['side'], c: number, bursts: Burst[], rssIdle: number, r
     finish_ms: dist(bursts.flatMap((b) => b.finish_ms)),
     cpu_ms_per_run: round(cpu / runs, 3),
     cpu_cores_busy: round(cpu / wallSum, 2),
+    cpu_sys_share: round(bursts.reduce((a, b) => a + b.cpu_sys_ms, 0) / cpu, 2),
     cpu_bound_runs_per_s: round(1000 / (cpu / runs)),
     ...(clientCpu !== undefined
       ? { client_cpu_ms_per_run: round(clientCpu / runs, 3), client_cpu_cores_busy: round(clientCpu / wallSum, 2) }
@@ -218,11 +226,12 @@ function rowOf(side: Row['side'], c: number, bursts: Burst[], rssIdle: number, r
 
 // --- /proc ----------------------------------------------------------------------------------------
 
-/** utime + stime of a process, ms. */
-function procCpuMs(pid: number): number {
+/** utime + stime of a process, and stime alone, ms. */
+function procCpuMs(pid: number): { total: number; sys: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  const [user, sys] = [Number(fields[11]), Number(fields[12])].map((t) => (t * 1000) / CLK_TCK);
+  return { total: user + sys, sys };
 }
 
 /** A field of /proc/PID/status (VmRSS, VmHWM), MB. */
@@ -435,7 +444,7 @@ async function httpBurst(srv: Server, model: string, c: number, tag: string): Pr
   const runs = await Promise.all(Array.from({ length: c }, (_, i) => httpRun(srv.url, srv.token, model, requestText(tag, i))));
   const wall = now() - t0;
   const client = selfCpuMs() - client0;
-  const cpu = procCpuMs(srv.pid) - cpu0;
+  const cpu1 = procCpuMs(srv.pid);
   clearInterval(poll);
   rssMax = Math.max(rssMax, procMemMb(srv.pid, 'VmRSS'));
   const errors = runs.flatMap((r) => (r.error ? [r.error] : []));
@@ -452,7 +461,8 @@ async function httpBurst(srv: Server, model: string, c: number, tag: string): Pr
     wall_ms: wall,
     ttfe_ms: ok.map((r) => r.ttfe as number),
     finish_ms: ok.map((r) => r.finish as number),
-    cpu_ms: cpu,
+    cpu_ms: cpu1.total - cpu0.total,
+    cpu_sys_ms: cpu1.sys - cpu0.sys,
     client_cpu_ms: client,
     rss_sampled_mb: rssMax,
     ok: ok.length,
@@ -486,13 +496,13 @@ async function httpLevel(c: number, profileDir?: string): Promise<Row> {
 /** The in-process side: dist/'s Keel, C concurrent keel.run() promises per burst; prints JSON. */
 const DRIVER = `
 import { pathToFileURL } from 'node:url';
-const [root, home, plugin, model, cS, warmS, repsS, stepsS, toolStepsS] = process.argv.slice(2);
+const [root, home, plugin, model, store, cS, warmS, repsS, stepsS, toolStepsS] = process.argv.slice(2);
 const [c, warm, reps, steps, toolSteps] = [cS, warmS, repsS, stepsS, toolStepsS].map(Number);
 const { Keel } = await import(pathToFileURL(root + '/dist/src/keel/keel.js').href);
-const keel = new Keel({ home, env: process.env });
+const keel = new Keel({ home, env: process.env, ...(store === 'none' ? { store: null } : {}) });
 await keel.registry([plugin]);
 const now = () => performance.now();
-const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+const cpu = () => { const u = process.cpuUsage(); return { total: (u.user + u.system) / 1000, sys: u.system / 1000 }; };
 const text = (tag, i) => tag + ' ' + i + ': what is on my calendar on Monday, Tuesday, Wednesday and Thursday?';
 async function one(tag, i) {
   const t0 = now();
@@ -522,7 +532,7 @@ for (let rep = 0; rep < reps; rep++) {
   const runs = await batch(c, 'burst ' + rep);
   const wall = now() - t0;
   const ok = runs.filter((r) => !r.error);
-  bursts.push({ wall_ms: wall, ttfe_ms: ok.map((r) => r.ttfe), finish_ms: ok.map((r) => r.finish), cpu_ms: cpu() - c0,
+  bursts.push({ wall_ms: wall, ttfe_ms: ok.map((r) => r.ttfe), finish_ms: ok.map((r) => r.finish), cpu_ms: cpu().total - c0.total, cpu_sys_ms: cpu().sys - c0.sys,
     ok: ok.length, errors: runs.filter((r) => r.error).map((r) => r.error) });
 }
 const rssPeak = process.resourceUsage().maxRSS / 1024;
@@ -547,17 +557,17 @@ function runDriver(driver: string, args: string[], env: NodeJS.ProcessEnv): Prom
   });
 }
 
-async function libraryLevel(driver: string, c: number): Promise<Row> {
+async function libraryLevel(driver: string, c: number, store: 'sqlite' | 'none'): Promise<Row> {
   const home = tempDir(`keel-bench-lib-${c}-`);
   try {
     const model = writeScript(home);
     const out = await runDriver(
       driver,
-      [ROOT, home, PLUGIN, model, String(c), String(WARMUP), String(REPS), String(STEPS), String(TOOL_STEPS)],
+      [ROOT, home, PLUGIN, model, store, String(c), String(WARMUP), String(REPS), String(STEPS), String(TOOL_STEPS)],
       benchEnv(home),
     );
     const r = JSON.parse(out) as { bursts: Burst[]; rssIdle: number; rssPeak: number };
-    return rowOf('library', c, r.bursts, r.rssIdle, r.rssPeak);
+    return rowOf(store === 'none' ? 'library-nostore' : 'library', c, r.bursts, r.rssIdle, r.rssPeak);
   } finally {
     rmSync(home, { recursive: true, force: true });
     tempDirs.delete(home);
@@ -581,6 +591,7 @@ function table(rows: Row[]): string {
     'finish p99',
     'CPU ms/run',
     'cores',
+    'sys',
     'client ms/run',
     'RSS idle→peak MB',
   ];
@@ -598,6 +609,7 @@ function table(rows: Row[]): string {
     r.finish_ms.p99.toFixed(0),
     r.cpu_ms_per_run.toFixed(2),
     r.cpu_cores_busy.toFixed(2),
+    `${(r.cpu_sys_share * 100).toFixed(0)}%`,
     r.client_cpu_ms_per_run === undefined ? '-' : r.client_cpu_ms_per_run.toFixed(2),
     `${r.rss_idle_mb.toFixed(0)}→${r.rss_peak_mb.toFixed(0)}`,
   ]);
@@ -614,15 +626,16 @@ interface Comparison {
   http_share_of_gap: number;
   /** Server CPU per run / library CPU per run. */
   cpu_ratio: number;
-  /** CPU per run the API adds over the library (server minus library), ms. */
-  http_cpu_ms_per_run: number;
+  /** CPU ms per run, split: the engine alone (library-nostore), the store's writes (library − that), HTTP/SSE (server − library). */
+  cpu_ms_per_run: { engine: number; store: number; http_sse: number; server_total: number };
 }
 
 function compare(rows: Row[]): Comparison[] {
   return SIZES.flatMap((c) => {
     const h = rows.find((r) => r.side === 'http' && r.concurrency === c);
     const l = rows.find((r) => r.side === 'library' && r.concurrency === c);
-    if (!h || !l) return [];
+    const n = rows.find((r) => r.side === 'library-nostore' && r.concurrency === c);
+    if (!h || !l || !n) return [];
     const gapH = h.wall_ms - IDEAL_MS;
     const gapL = l.wall_ms - IDEAL_MS;
     return [
@@ -631,29 +644,53 @@ function compare(rows: Row[]): Comparison[] {
         wall_ratio: round(h.wall_ms / l.wall_ms, 2),
         http_share_of_gap: round(gapH > 0 ? Math.min(1, Math.max(0, (gapH - gapL) / gapH)) : 0, 2),
         cpu_ratio: round(h.cpu_ms_per_run / l.cpu_ms_per_run, 2),
-        http_cpu_ms_per_run: round(h.cpu_ms_per_run - l.cpu_ms_per_run, 3),
+        cpu_ms_per_run: {
+          engine: round(n.cpu_ms_per_run, 2),
+          store: round(l.cpu_ms_per_run - n.cpu_ms_per_run, 2),
+          http_sse: round(h.cpu_ms_per_run - l.cpu_ms_per_run, 2),
+          server_total: round(h.cpu_ms_per_run, 2),
+        },
       },
     ];
   });
 }
 
-/** Where it bends, from the figures: which resource ran out first, and what the API adds. */
+/** Where it bends, from the figures: which resource runs out first, and what each layer costs. */
 function notesOf(rows: Row[], cmp: Comparison[]): string {
   const parts: string[] = [];
   const cores = cpus().length;
-  for (const c of SIZES) {
-    const h = rows.find((r) => r.side === 'http' && r.concurrency === c);
-    const l = rows.find((r) => r.side === 'library' && r.concurrency === c);
-    const k = cmp.find((x) => x.concurrency === c);
-    if (!h || !l || !k) continue;
-    const busy = h.cpu_cores_busy >= 0.85;
-    const clientHeavy = (h.client_cpu_cores_busy ?? 0) + h.cpu_cores_busy > cores * 0.9;
+  const http = rows.filter((r) => r.side === 'http');
+  const bound = http.filter((h) => h.cpu_cores_busy >= 0.85);
+  if (bound.length) {
+    const first = bound[0];
+    const cap = median(bound.map((h) => h.runs_per_s));
     parts.push(
-      `C=${c}: http ${(h.fraction_of_limit * 100).toFixed(0)}% of the limit (library ${(l.fraction_of_limit * 100).toFixed(0)}%); ` +
-        `server ${h.cpu_ms_per_run.toFixed(2)} ms CPU/run vs library ${l.cpu_ms_per_run.toFixed(2)} (×${k.cpu_ratio}), ` +
-        `server ${busy ? 'CPU-bound' : 'not CPU-bound'} (${h.cpu_cores_busy.toFixed(2)} cores busy over the burst, one event loop)` +
-        `${clientHeavy ? `; the client took ${(h.client_cpu_cores_busy ?? 0).toFixed(2)} cores of ${cores}, so server and client compete for CPU` : ''}; ` +
-        `the HTTP/SSE layer accounts for ${(k.http_share_of_gap * 100).toFixed(0)}% of the time over the ideal ${IDEAL_MS} ms.`,
+      `The server is CPU-bound from C=${first.concurrency} on (${bound.map((h) => `${h.cpu_cores_busy.toFixed(2)}`).join('/')} cores busy: its one event loop is saturated), ` +
+        `so throughput flattens at ~${cap.toFixed(0)} runs/s (≈ 1000 / ${median(bound.map((h) => h.cpu_ms_per_run)).toFixed(1)} ms CPU per run, ${(median(bound.map((h) => h.cpu_sys_share)) * 100).toFixed(0)}% of it in the kernel) while the limit grows with C, ` +
+        'and time to first event grows with C because the POSTs queue behind the running runs on the same loop.',
+    );
+  } else {
+    parts.push('The server never saturated a core: the gap is latency per step, not throughput.');
+  }
+  const k = cmp.find((x) => x.concurrency === TARGET.size) ?? cmp[cmp.length - 1];
+  if (k) {
+    const s = k.cpu_ms_per_run;
+    parts.push(
+      `CPU per run at C=${k.concurrency}: engine ${s.engine.toFixed(2)} ms, SQLite writes ${s.store.toFixed(2)} ms, HTTP+SSE ${s.http_sse.toFixed(2)} ms ` +
+        `(server ${s.server_total.toFixed(2)} ms, ×${k.cpu_ratio} the library's); the HTTP/SSE layer accounts for ${(k.http_share_of_gap * 100).toFixed(0)}% of the http side's time over the ideal ${IDEAL_MS} ms.`,
+    );
+    const lib = rows.find((r) => r.side === 'library' && r.concurrency === k.concurrency);
+    if (lib) {
+      parts.push(
+        `Even without HTTP the library process ${lib.cpu_cores_busy >= 0.85 ? 'is CPU-bound too' : 'is not CPU-bound'} at C=${k.concurrency} (${(lib.fraction_of_limit * 100).toFixed(0)}% of the limit, cap ~${lib.cpu_bound_runs_per_s.toFixed(0)} runs/s).`,
+      );
+    }
+  }
+  const client = http.map((h) => h.client_cpu_cores_busy ?? 0);
+  if (http.length) {
+    const worst = Math.max(...http.map((h, i) => h.cpu_cores_busy + client[i]));
+    parts.push(
+      `The client used ${Math.min(...client).toFixed(2)}–${Math.max(...client).toFixed(2)} cores; with the server that is at most ${worst.toFixed(2)} of ${cores}${worst > cores * 0.9 ? ': they compete for CPU' : ', so the client is not the limit'}.`,
     );
   }
   return parts.join(' ');
@@ -705,16 +742,14 @@ async function main(): Promise<void> {
   );
   try {
     for (const c of SIZES) {
-      const lib = await libraryLevel(driver, c);
-      rows.push(lib);
-      console.log(
-        `  C=${c} library: ${lib.wall_ms.toFixed(0)} ms, ${(lib.fraction_of_limit * 100).toFixed(1)}% of the limit, ${lib.ok}/${lib.runs} ok`,
-      );
-      const http = await httpLevel(c, profileDir);
-      rows.push(http);
-      console.log(
-        `  C=${c} http:    ${http.wall_ms.toFixed(0)} ms, ${(http.fraction_of_limit * 100).toFixed(1)}% of the limit, ${http.ok}/${http.runs} ok`,
-      );
+      for (const side of ['library-nostore', 'library', 'http'] as const) {
+        const row =
+          side === 'http' ? await httpLevel(c, profileDir) : await libraryLevel(driver, c, side === 'library' ? 'sqlite' : 'none');
+        rows.push(row);
+        console.log(
+          `  C=${c} ${side.padEnd(15)} ${row.wall_ms.toFixed(0)} ms, ${(row.fraction_of_limit * 100).toFixed(1)}% of the limit, ${row.ok}/${row.runs} ok`,
+        );
+      }
     }
   } finally {
     agent.destroy();
@@ -729,11 +764,13 @@ async function main(): Promise<void> {
   console.log(`
 TTFE: POST sent → first SSE event (http), call → first event (library). finish: to run_finished. wall: the
 whole burst; runs/s = C / wall; limit = C / ${IDEAL_MS} ms. CPU ms/run: the server's (or the library
-process's) CPU time over the burst / C; cores: that CPU time / wall. client: this process's CPU (http only).`);
+process's) CPU time over the burst / C; cores: that CPU time / wall; sys: its kernel share. client: this
+process's CPU (http only).`);
   console.log('\nhttp vs library (same C, same machine, same bench run):');
   for (const k of cmp) {
+    const s = k.cpu_ms_per_run;
     console.log(
-      `  C=${String(k.concurrency).padEnd(5)} wall ×${k.wall_ratio.toFixed(2)}   CPU/run ×${k.cpu_ratio.toFixed(2)} (+${k.http_cpu_ms_per_run.toFixed(2)} ms)   HTTP/SSE share of the time over ideal ${(k.http_share_of_gap * 100).toFixed(0)}%`,
+      `  C=${String(k.concurrency).padEnd(5)} wall ×${k.wall_ratio.toFixed(2)}   server CPU/run ×${k.cpu_ratio.toFixed(2)} = engine ${s.engine.toFixed(2)} + store ${s.store.toFixed(2)} + HTTP/SSE ${s.http_sse.toFixed(2)} ms   HTTP/SSE share of the time over ideal ${(k.http_share_of_gap * 100).toFixed(0)}%`,
     );
   }
   const errors = rows.flatMap((r) => r.error_samples.map((e) => `${r.side} C=${r.concurrency}: ${e}`));
@@ -764,6 +801,7 @@ process's) CPU time over the burst / C; cores: that CPU time / wall. client: thi
         http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --allow-model script: (dist/), fresh KEEL_HOME per level, KEEL_MAX_CONCURRENT_RUNS=C, KEEL_COUNT_TOKENS=0; client node:http keep-alive agent, no socket limit${PRECONNECT ? ', C connections opened before each burst' : ''}; approver token; TTFE = POST sent → first SSE event; finish = POST sent → run_finished`,
         library:
           'new Keel({ home, env }) from dist/ in a fresh plain-node process, C concurrent keel.run(request, { model, pluginDirs }) promises; TTFE = call → first onEvent',
+        library_nostore: 'the same with store: null (the engine alone, nothing persisted)',
         checks: `every run: run_finished done, ${STEPS} model calls, ${TOOL_STEPS} tool results without error; ${READ_BACK} per burst read back with GET /v1/runs/:id`,
         cpu: 'utime+stime of the server process (/proc/PID/stat) or the library process (process.cpuUsage) over the burst; client = this process',
         rss: 'http: VmRSS after warm-up (idle) and max(VmHWM, VmRSS sampled every 20 ms); library: rss after warm-up and maxRSS',
