@@ -4,7 +4,7 @@
  * driven in-process through the library (no HTTP), measured in the same bench run.
  *
  *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 3] [--delay 50] [--warmup 50]
- *     [--no-preconnect] [--profile] [--no-write]
+ *     [--no-preconnect] [--profile] [--no-write] [--max-runs N]
  *
  * Workload: every run is 5 model calls on the scripted model (`script:FILE`), each after `--delay` ms
  * (50): 4 replies that call the fixture calendar plugin's read tool `calendar_lookup` with a different
@@ -33,6 +33,10 @@
  * busy core allows. Peak RSS: the server's VmHWM and the library process's maxRSS, with their
  * resident size after warm-up (idle) for the growth. Every run is checked: status done, 5 model
  * calls, 4 tool results without error; a sample is also read back with GET /v1/runs/:id.
+ *
+ * --max-runs N: the server runs at most N legs at once (KEEL_MAX_CONCURRENT_RUNS=N, e.g. its default
+ * 16) and queues the rest, so its limit is N / 250 ms: how close a loaded server stays to what its
+ * configured concurrency allows. Writes bench/results/serve-maxN.json.
  *
  * Writes bench/results/serve.json. No wall-clock assertion: figures, ratios and an honest verdict.
  */
@@ -70,6 +74,13 @@ const PROFILE = process.argv.includes('--profile');
 const WRITE = !process.argv.includes('--no-write');
 /** The issue's target: at least 90% of the limit at 300 concurrent runs. */
 const TARGET = { size: 300, fraction: 0.9 };
+/**
+ * --max-runs N: the server runs at most N legs at once (KEEL_MAX_CONCURRENT_RUNS; the rest queue),
+ * and its limit is N / ideal run latency. Default: N = C, the stress case where every run is live.
+ */
+const MAX_RUNS = process.argv.includes('--max-runs') ? Number(arg('max-runs', '16')) : undefined;
+/** How many legs the server runs at once at concurrency c. */
+const slotsAt = (c: number) => Math.min(c, MAX_RUNS ?? c);
 /** How many runs per burst are also read back with GET /v1/runs/:id. */
 const READ_BACK = 10;
 const CLK_TCK = 100;
@@ -187,10 +198,10 @@ interface Row {
   rss_peak_mb: number;
 }
 
-function rowOf(side: Row['side'], c: number, bursts: Burst[], rssIdle: number, rssPeak: number): Row {
+function rowOf(side: Row['side'], c: number, bursts: Burst[], rssIdle: number, rssPeak: number, slots = c): Row {
   const walls = bursts.map((b) => b.wall_ms);
   const wall = median(walls);
-  const limit = c / (IDEAL_MS / 1000);
+  const limit = slots / (IDEAL_MS / 1000);
   const rps = c / (wall / 1000);
   const cpu = bursts.reduce((a, b) => a + b.cpu_ms, 0);
   const wallSum = walls.reduce((a, b) => a + b, 0);
@@ -473,7 +484,7 @@ async function httpBurst(srv: Server, model: string, c: number, tag: string): Pr
 async function httpLevel(c: number, profileDir?: string): Promise<Row> {
   const home = tempDir(`keel-bench-serve-${c}-`);
   const model = writeScript(home);
-  const srv = await startServerProcess(home, c, profileDir);
+  const srv = await startServerProcess(home, slotsAt(c), profileDir);
   try {
     // Warm-up: the JIT, the registry, the store's statements; not measured.
     const warm = await Promise.all(Array.from({ length: WARMUP }, (_, i) => httpRun(srv.url, srv.token, model, requestText('warm-up', i))));
@@ -483,7 +494,7 @@ async function httpLevel(c: number, profileDir?: string): Promise<Row> {
     const bursts: Burst[] = [];
     for (let rep = 0; rep < REPS; rep++) bursts.push(await httpBurst(srv, model, c, `burst ${rep}`));
     const hwm = procMemMb(srv.pid, 'VmHWM');
-    return rowOf('http', c, bursts, idle, Math.max(hwm, ...bursts.map((b) => b.rss_sampled_mb ?? 0)));
+    return rowOf('http', c, bursts, idle, Math.max(hwm, ...bursts.map((b) => b.rss_sampled_mb ?? 0)), slotsAt(c));
   } finally {
     await srv.stop();
     rmSync(home, { recursive: true, force: true });
@@ -781,7 +792,7 @@ process's CPU (http only).`);
   console.log(`\n(${((now() - started) / 1000).toFixed(1)} s; load ${load.toFixed(1)})`);
 
   if (WRITE) {
-    const file = join(ROOT, 'bench', 'results', 'serve.json');
+    const file = join(ROOT, 'bench', 'results', MAX_RUNS ? `serve-max${MAX_RUNS}.json` : 'serve.json');
     const out = {
       date: new Date().toISOString(),
       node: process.version,

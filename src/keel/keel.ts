@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -85,6 +86,12 @@ export interface PauseResponder {
   decide(approval: { id: string; card: ApprovalCard }): Promise<ApprovalAnswer | undefined>;
 }
 
+/** Every leg listens to the interruption signal: a server drives hundreds at once. */
+function listenable(c: AbortController): AbortController {
+  setMaxListeners(0, c.signal);
+  return c;
+}
+
 export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
 }
@@ -123,7 +130,7 @@ export class Keel {
   private loaded: { file: string | null; config: KeelConfig } | undefined;
   private operator: OperatorPolicy | undefined;
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
-  private interruption = new AbortController();
+  private interruption = listenable(new AbortController());
   private running = 0;
 
   constructor(opts: KeelOptions = {}) {
@@ -418,7 +425,7 @@ export class Keel {
   interrupt(why = 'interrupted'): number {
     const n = this.running;
     this.interruption.abort(why);
-    this.interruption = new AbortController();
+    this.interruption = listenable(new AbortController());
     return n;
   }
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
 import type { ToolCall } from '../types/index.js';
@@ -64,6 +64,26 @@ function toReply(entry: ScriptEntry, seq: number): AssistantReply {
 }
 
 /** `script:FILE`: replies from a YAML list, one per model call, offline and deterministic. */
+/** Scripts read so far, by path, kept while the file is unchanged (a server starts many runs on one). */
+const parsed = new Map<string, { mtimeMs: number; size: number; entries: ScriptEntry[] }>();
+
+function readScript(path: string, shown: string): ScriptEntry[] {
+  let text: string;
+  let st: { mtimeMs: number; size: number };
+  try {
+    st = statSync(path);
+    const hit = parsed.get(path);
+    if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.entries;
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ModelError(`cannot read script ${shown}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+  }
+  const entries = parseScript(text, shown);
+  if (parsed.size > 256) parsed.clear();
+  parsed.set(path, { mtimeMs: st.mtimeMs, size: st.size, entries });
+  return entries;
+}
+
 export class ScriptModel implements ModelClient {
   readonly spec: string;
   private readonly entries: ScriptEntry[];
@@ -76,13 +96,7 @@ export class ScriptModel implements ModelClient {
     if (entries) {
       this.entries = entries;
     } else {
-      let text: string;
-      try {
-        text = readFileSync(this.file, 'utf8');
-      } catch (err) {
-        throw new ModelError(`cannot read script ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
-      }
-      this.entries = parseScript(text, file);
+      this.entries = readScript(this.file, file);
     }
   }
 

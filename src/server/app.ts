@@ -158,10 +158,11 @@ export function createApp(d: ServerDeps): Hono {
 
   if (d.corsOrigins.length)
     app.use('/v1/*', cors({ origin: d.corsOrigins, allowHeaders: ['authorization', 'content-type', 'last-event-id'] }));
-  app.use(
-    '/v1/*',
-    bodyLimit({ maxSize: d.maxBodyBytes, onError: (c) => problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes`) }),
-  );
+  // Only calls that take a body are limited (the middleware costs every request it sees).
+  const limitBody = bodyLimit({
+    maxSize: d.maxBodyBytes,
+    onError: (c) => problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes`),
+  });
   app.onError((err, c) => {
     if (err instanceof HttpProblem) return problem(c, err.status, err.message, err.errors);
     if (err instanceof KeelError) return problem(c, STATUS_OF[err.code], err.message);
@@ -176,7 +177,7 @@ export function createApp(d: ServerDeps): Hono {
     handler: (c: Context, input: Input<B, Q>) => Response | Promise<Response>,
   ): void {
     routes.push(spec as AnyRoute);
-    app.on(spec.method.toUpperCase(), spec.path, async (c) => {
+    const handle = async (c: Context): Promise<Response> => {
       let who: Who = { name: 'anonymous', role: 'viewer' };
       if (spec.role) {
         const token = bearer(c);
@@ -213,7 +214,9 @@ export function createApp(d: ServerDeps): Hono {
         query = parsed.data;
       }
       return handler(c, { body, query, who } as Input<B, Q>);
-    });
+    };
+    if (spec.body) app.on(spec.method.toUpperCase(), spec.path, limitBody, handle);
+    else app.on(spec.method.toUpperCase(), spec.path, handle);
   }
 
   const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
@@ -639,7 +642,10 @@ export function createApp(d: ServerDeps): Hono {
     let wake: (() => void) | undefined;
     const deltas: string[] = [];
     let streaming = false;
+    /** Set by a wake-up that came while the stream was busy: the next read must not wait. */
+    let dirty = false;
     const poke = () => {
+      dirty = true;
       wake?.();
       wake = undefined;
     };
@@ -658,34 +664,43 @@ export function createApp(d: ServerDeps): Hono {
     try {
       while (!closed) {
         const rows: StoredEvent[] = await store.listEvents({ ...query, after: last, limit: 200 });
+        // One write per wake-up: a step's events (and its deltas) go out together.
+        let out = '';
         let final = false;
         for (const r of rows) {
-          await stream.writeSSE({
-            id: String(r.id),
-            event: runId === '*' ? inboxName(r.event) : r.event.type,
-            data: JSON.stringify({ id: r.id, run_id: r.run_id, at: r.at, ...r.event }),
-          });
+          const name = runId === '*' ? inboxName(r.event) : r.event.type;
+          out += `id: ${r.id}\nevent: ${name}\ndata: ${JSON.stringify({ id: r.id, run_id: r.run_id, at: r.at, ...r.event })}\n\n`;
           last = r.id;
           if (r.event.type === 'model_request') streaming = true;
           if (r.event.type === 'assistant' || r.event.type === 'run_finished') streaming = false;
           if (runId !== '*' && isFinal(r.event)) final = true;
         }
-        if (rows.length) idleSince = Date.now();
-        if (final) break;
-        if (rows.length === 200) continue;
         // A delta belongs to the reply being streamed: one that comes after its reply is dropped.
         for (const text of deltas.splice(0)) {
-          if (streaming) await stream.writeSSE({ event: 'text_delta', data: JSON.stringify({ run_id: runId, text }) });
+          if (streaming && !final) out += `event: text_delta\ndata: ${JSON.stringify({ run_id: runId, text })}\n\n`;
         }
-        if (closed) break;
+        if (out) {
+          await stream.write(out);
+          idleSince = Date.now();
+        }
+        if (final || closed) break;
+        if (rows.length === 200) continue;
         if (Date.now() - idleSince > 15_000) {
           await stream.write(': keep-alive\n\n');
           idleSince = Date.now();
         }
-        await new Promise<void>((res) => {
-          wake = res;
-          setTimeout(poke, d.pollMs).unref();
-        });
+        if (!dirty) {
+          await new Promise<void>((res) => {
+            const timer = setTimeout(poke, d.pollMs);
+            wake = () => {
+              clearTimeout(timer);
+              res();
+            };
+          });
+        }
+        dirty = false;
+        // Let the rest of a burst land first: one read and one write for all of it.
+        await new Promise((res) => setImmediate(res));
       }
     } finally {
       unsubscribe();

@@ -70,6 +70,14 @@ CREATE INDEX IF NOT EXISTS runs_status ON runs(status, created_at DESC);
 `;
 
 type Row = Record<string, unknown>;
+
+/** Stores of this process with journal rows not yet committed. */
+const PENDING = new Set<SqliteStore>();
+
+/** Every other store of this process commits its journal group (before a write or a journal read). */
+function commitOthers(self: SqliteStore): void {
+  for (const s of [...PENDING]) if (s !== self) s.commitEvents();
+}
 type Stored = { messages: number; steps: number; requests: number };
 
 /** The embedded store: one SQLite file (WAL), safe to share between processes. */
@@ -84,6 +92,10 @@ export class SqliteStore implements Store {
   private uncommittedBlobs: string[] = [];
   /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
   private readonly transaction: (write: () => void) => void;
+  /** Statements of the queries built from a filter, one per shape. */
+  private readonly shapes = new Map<string, Database.Statement>();
+  /** Journal rows written since the last commit (see appendEvent). */
+  private eventsPending = false;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   private readonly stored = new Map<string, Stored>();
 
@@ -229,15 +241,19 @@ export class SqliteStore implements Store {
   }
 
   async createRun(run: RunState): Promise<void> {
-    this.inTransaction(run.id, () => {
-      this.stmt.insertRun.run(this.runParams(run));
-      this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
-      this.writeRun(run);
+    this.write(() => {
+      this.inTransaction(run.id, () => {
+        this.stmt.insertRun.run(this.runParams(run));
+        this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
+        this.writeRun(run);
+      });
     });
   }
 
   async saveRun(run: RunState): Promise<void> {
-    this.inTransaction(run.id, () => this.writeRun(run));
+    this.write(() => {
+      this.inTransaction(run.id, () => this.writeRun(run));
+    });
   }
 
   /**
@@ -295,7 +311,7 @@ export class SqliteStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
-    const r = this.db.prepare('SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
+    const r = this.shaped('SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
     if (!r) return undefined;
     return {
       id: r.id as string,
@@ -307,12 +323,12 @@ export class SqliteStore implements Store {
   }
 
   async saveSession(s: SessionRecord): Promise<void> {
-    this.db
-      .prepare(
+    this.write(() => {
+      this.shaped(
         `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
-      )
-      .run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
+           ON CONFLICT(id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
+      ).run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
+    });
   }
 
   async listRuns(q: RunQuery = {}): Promise<RunSummary[]> {
@@ -332,18 +348,76 @@ export class SqliteStore implements Store {
     }
     const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
-    return this.db.prepare(sql).all(...args, q.limit ?? 50) as RunSummary[];
+    return this.shaped(sql).all(...args, q.limit ?? 50) as RunSummary[];
   }
 
+  /**
+   * Journal rows commit in groups: the first of a tick opens a transaction that the store's next
+   * write of any kind (a step saved, a pause, a claim), or the end of the tick, commits — so a
+   * step's events cost one commit, not one each. This connection reads them at once; others see
+   * them within the tick (every store of this process commits its group before it writes or reads
+   * the journal, so two stores in one process never wait on each other). A crash loses at most
+   * that tick's events, which no other process was shown.
+   */
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
+    if (!this.eventsPending) {
+      commitOthers(this);
+      this.db.exec('BEGIN IMMEDIATE');
+      this.eventsPending = true;
+      PENDING.add(this);
+      setImmediate(() => this.commitEvents());
+    }
     return Number(this.stmt.appendEvent.run(runId, event.type, at, JSON.stringify(event)).lastInsertRowid);
   }
 
+  /**
+   * A write: after the other stores of this process commit their groups (a store waiting on another
+   * in the same thread would wait for ever), inside this store's group, which commits with it.
+   */
+  private write<T>(f: () => T): T {
+    commitOthers(this);
+    try {
+      return f();
+    } finally {
+      this.commitEvents();
+    }
+  }
+
+  /** Commits the journal rows written since the last commit. */
+  commitEvents(): void {
+    if (!this.eventsPending) return;
+    this.eventsPending = false;
+    PENDING.delete(this);
+    if (!this.db.open || !this.db.inTransaction) return;
+    try {
+      this.db.exec('COMMIT');
+    } catch (err) {
+      try {
+        this.db.exec('ROLLBACK');
+      } catch {
+        // nothing left to roll back
+      }
+      process.stderr.write(`keel: the store could not keep a run's latest events: ${(err as Error).message}\n`);
+    }
+  }
+
+  /** A statement for a query built from a filter: prepared once per shape. */
+  private shaped(sql: string): Database.Statement {
+    let st = this.shapes.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      this.shapes.set(sql, st);
+    }
+    return st;
+  }
+
   async latestEventId(): Promise<number> {
-    return (this.db.prepare('SELECT COALESCE(MAX(id), 0) AS id FROM run_events').get() as { id: number }).id;
+    commitOthers(this);
+    return (this.shaped('SELECT COALESCE(MAX(id), 0) AS id FROM run_events').get() as { id: number }).id;
   }
 
   async listEvents(q: EventQuery = {}): Promise<StoredEvent[]> {
+    commitOthers(this);
     const where: string[] = ['id > ?'];
     const args: (string | number)[] = [q.after ?? 0];
     if (q.run_id) {
@@ -355,7 +429,7 @@ export class SqliteStore implements Store {
       args.push(...q.types);
     }
     const sql = `SELECT id, run_id, at, body FROM run_events WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`;
-    return (this.db.prepare(sql).all(...args, q.limit ?? 1000) as Row[]).map((r) => ({
+    return (this.shaped(sql).all(...args, q.limit ?? 1000) as Row[]).map((r) => ({
       id: r.id as number,
       run_id: r.run_id as string,
       at: r.at as string,
@@ -364,19 +438,25 @@ export class SqliteStore implements Store {
   }
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
-    return this.stmt.claim.run(owner, new Date().toISOString(), runId, seq).changes === 1;
+    return this.write(() => {
+      return this.stmt.claim.run(owner, new Date().toISOString(), runId, seq).changes === 1;
+    });
   }
 
   async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
-    return this.stmt.takeOver.run(owner, new Date().toISOString(), runId, seq, deadOwner).changes === 1;
+    return this.write(() => {
+      return this.stmt.takeOver.run(owner, new Date().toISOString(), runId, seq, deadOwner).changes === 1;
+    });
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
-    this.stmt.insertApproval.run({
-      ...a,
-      items: JSON.stringify(a.items),
-      card: JSON.stringify(a.card),
-      consent_writes: a.consent_writes ? 1 : 0,
+    this.write(() => {
+      this.stmt.insertApproval.run({
+        ...a,
+        items: JSON.stringify(a.items),
+        card: JSON.stringify(a.card),
+        consent_writes: a.consent_writes ? 1 : 0,
+      });
     });
   }
 
@@ -406,7 +486,7 @@ export class SqliteStore implements Store {
       args.push(filter.run_id);
     }
     const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY requested_at, rowid`;
-    return (this.db.prepare(sql).all(...args) as Row[]).map((r) => this.approvalFromRow(r));
+    return (this.shaped(sql).all(...args) as Row[]).map((r) => this.approvalFromRow(r));
   }
 
   async answerApproval(
@@ -417,11 +497,15 @@ export class SqliteStore implements Store {
     at: string,
     consentWrites = false,
   ): Promise<boolean> {
-    return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, id).changes === 1;
+    return this.write(() => {
+      return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, id).changes === 1;
+    });
   }
 
   async audit(row: AuditRecord): Promise<void> {
-    this.stmt.audit.run(row.at, row.actor, row.action, row.subject, row.detail);
+    this.write(() => {
+      this.stmt.audit.run(row.at, row.actor, row.action, row.subject, row.detail);
+    });
   }
 
   async listAudit(subject?: string): Promise<AuditRecord[]> {
@@ -432,11 +516,15 @@ export class SqliteStore implements Store {
   }
 
   async ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean> {
-    return this.stmt.ledgerStart.run(row.approval_id, row.call_id, row.tool, row.args_json).changes === 1;
+    return this.write(() => {
+      return this.stmt.ledgerStart.run(row.approval_id, row.call_id, row.tool, row.args_json).changes === 1;
+    });
   }
 
   async ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-    this.stmt.ledgerFinish.run(result, isError ? 1 : 0, approvalId, callId);
+    this.write(() => {
+      this.stmt.ledgerFinish.run(result, isError ? 1 : 0, approvalId, callId);
+    });
   }
 
   async ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {
@@ -445,9 +533,11 @@ export class SqliteStore implements Store {
   }
 
   async memoryAdd(text: string): Promise<Memory> {
-    const now = new Date().toISOString();
-    const id = Number(this.stmt.memoryAdd.run(text, now, now).lastInsertRowid);
-    return this.stmt.memoryGet.get(id) as Memory;
+    return this.write(() => {
+      const now = new Date().toISOString();
+      const id = Number(this.stmt.memoryAdd.run(text, now, now).lastInsertRowid);
+      return this.stmt.memoryGet.get(id) as Memory;
+    });
   }
 
   async memorySearch(query: string, limit: number): Promise<Memory[]> {
@@ -460,19 +550,24 @@ export class SqliteStore implements Store {
   }
 
   async memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined> {
-    const m = this.stmt.memoryGet.get(id) as Memory | undefined;
-    if (!m) return undefined;
-    this.db
-      .prepare('UPDATE memories SET text = ?, status = ?, updated_at = ? WHERE id = ?')
-      .run(patch.text ?? m.text, patch.status ?? m.status, new Date().toISOString(), id);
-    return this.stmt.memoryGet.get(id) as Memory;
+    return this.write(() => {
+      const m = this.stmt.memoryGet.get(id) as Memory | undefined;
+      if (!m) return undefined;
+      this.db
+        .prepare('UPDATE memories SET text = ?, status = ?, updated_at = ? WHERE id = ?')
+        .run(patch.text ?? m.text, patch.status ?? m.status, new Date().toISOString(), id);
+      return this.stmt.memoryGet.get(id) as Memory;
+    });
   }
 
   async addFeedback(runId: string, text: string): Promise<void> {
-    this.stmt.feedback.run(runId, text, new Date().toISOString());
+    this.write(() => {
+      this.stmt.feedback.run(runId, text, new Date().toISOString());
+    });
   }
 
   async close(): Promise<void> {
+    this.commitEvents();
     if (this.db.open) this.db.close();
   }
 }
