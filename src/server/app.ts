@@ -11,6 +11,7 @@ import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
+import { expireApprovals } from '../approvals/respond.js';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { toResult } from '../loop/result.js';
@@ -496,7 +497,7 @@ export function createApp(d: ServerDeps): Hono {
     },
     async (c) => {
       const id = c.req.param('id') as string;
-      await keel.listApprovals({ status: 'pending' }); // marks it expired if it is
+      await expireApprovals(store); // a card past its expiry reads as expired
       const a = await store.getApproval(id);
       if (!a) throw new KeelError('not_found', `no approval ${id}`);
       return json(c, 200, a);

@@ -66,6 +66,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const store = keel.store;
   if (!store) throw new KeelError('config', 'keel serve needs a store');
   const tokens = Tokens.at(keel.home);
+  // The config and the operator's policy are read now: a mistake in either stops the server before it listens.
   const config = keel.getConfig();
   keel.policy();
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
