@@ -8,6 +8,7 @@
 import { resolve } from 'node:path';
 import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import { getCookie } from 'hono/cookie';
 import { cors } from 'hono/cors';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
@@ -18,14 +19,17 @@ import { toResult } from '../loop/result.js';
 import { ModelError } from '../models/types.js';
 import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { mountConsole } from './console.js';
 import type { Hub, LegRunner } from './runner.js';
 import * as S from './schemas.js';
-import { allows, type Role, type Tokens } from './tokens.js';
+import { allows, type Role, type Tokens, type WebSessions } from './tokens.js';
 
 export interface ServerDeps {
   keel: Keel;
   store: Store;
   tokens: Tokens;
+  /** The console's logins (a cookie may read the API; only the console's forms write with it). */
+  web: WebSessions;
   hub: Hub;
   runner: LegRunner;
   /** The plugin folders the server was started with: a run may name only these. */
@@ -69,6 +73,9 @@ type Input<B, Q> = {
   query: Q extends Schema ? z.output<Q> : undefined;
   who: Who;
 };
+
+/** The console's session cookie. */
+export const SESSION_COOKIE = 'keel_session';
 
 type AnyRoute = RouteSpec<Schema | undefined, Schema | undefined>;
 
@@ -171,7 +178,11 @@ export function createApp(d: ServerDeps): Hono {
     console.error(`keel serve: ${c.req.method} ${c.req.path}:`, err);
     return problem(c, 500, 'the server failed to handle this request; its log says why');
   });
-  app.notFound((c) => problem(c, 404, `no route ${c.req.method} ${c.req.path}`));
+  app.notFound((c) =>
+    c.req.path.startsWith('/v1/')
+      ? problem(c, 404, `no route ${c.req.method} ${c.req.path}`)
+      : c.html('<p>Not found. <a href="/">Back to the inbox</a></p>', 404),
+  );
 
   function route<B extends Schema | undefined = undefined, Q extends Schema | undefined = undefined>(
     spec: RouteSpec<B, Q>,
@@ -182,8 +193,12 @@ export function createApp(d: ServerDeps): Hono {
       let who: Who = { name: 'anonymous', role: 'viewer' };
       if (spec.role) {
         const token = bearer(c);
-        if (!token) return problem(c, 401, 'this call needs a token: send Authorization: Bearer TOKEN (keel tokens create makes one)');
-        const found = tokens.verify(token);
+        // The console's session cookie reads (the live streams an EventSource opens); it never writes here.
+        const viaCookie = !token && spec.method === 'get' ? d.web.get(getCookie(c, SESSION_COOKIE))?.who : undefined;
+        if (!token && !viaCookie) {
+          return problem(c, 401, 'this call needs a token: send Authorization: Bearer TOKEN (keel tokens create makes one)');
+        }
+        const found = viaCookie ?? tokens.verify(token);
         if (!found) return problem(c, 401, 'the token is not valid (unknown or revoked)');
         if (!allows(found.role, spec.role)) {
           return problem(
@@ -239,8 +254,9 @@ export function createApp(d: ServerDeps): Hono {
 
   const summary = (r: RunSummary) => ({ ...r, queued: runner.isQueued(r.id) });
   /** Every change made through the API is audited with the token's name. */
-  const audit = (who: Who, action: string, subject: string, detail: string) =>
-    store.audit({ at: new Date().toISOString(), actor: who.name, action, subject, detail });
+  const audit = async (who: Who, action: string, subject: string, detail: string) => {
+    await store.audit({ at: new Date().toISOString(), actor: who.name, action, subject, detail });
+  };
 
   route(
     {
@@ -624,6 +640,19 @@ export function createApp(d: ServerDeps): Hono {
   );
 
   app.get('/v1/openapi.json', (c) => c.json(openApi(routes, d.version)));
+
+  mountConsole(app, {
+    keel,
+    store,
+    web: d.web,
+    pluginDirs: d.pluginDirs,
+    model: d.model,
+    sessionCookie: SESSION_COOKIE,
+    accepted,
+    audit,
+    isQueued: (id) => runner.isQueued(id),
+    wake: (id) => hub.wake(id),
+  });
 
   async function sessionView(id: string) {
     const rec = await store.getSession(id);

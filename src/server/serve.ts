@@ -15,7 +15,7 @@ import { KeelError } from '../util/errors.js';
 import { createApp } from './app.js';
 import { Notifier } from './notify.js';
 import { Hub, LegRunner } from './runner.js';
-import { Tokens } from './tokens.js';
+import { Tokens, WebSessions } from './tokens.js';
 
 /** Why this server paused a run when it was stopped: the next start carries such runs on. */
 export const SHUTDOWN = 'the server was stopped';
@@ -93,6 +93,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     keel,
     store,
     tokens,
+    web: new WebSessions(tokens),
     hub,
     runner,
     pluginDirs,

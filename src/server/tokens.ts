@@ -107,3 +107,49 @@ export class Tokens {
     return this.create('admin', 'admin');
   }
 }
+
+/**
+ * The console's logins: a token is exchanged once for a session (an HttpOnly, SameSite=Strict cookie
+ * holding a random id) with its own CSRF token for form posts. Kept in memory: a restarted server
+ * asks to log in again. A revoked token ends its sessions at the next request.
+ */
+export class WebSessions {
+  private readonly byId = new Map<string, { token: string; csrf: string; expires: number }>();
+
+  constructor(
+    private readonly tokens: Tokens,
+    private readonly ttlMs = 12 * 60 * 60_000,
+  ) {}
+
+  /** A session for a valid token, or undefined. */
+  create(token: string): { id: string; csrf: string; who: { name: string; role: Role } } | undefined {
+    const who = this.tokens.verify(token);
+    if (!who) return undefined;
+    if (this.byId.size > 10_000) this.sweep();
+    const id = randomBytes(32).toString('base64url');
+    const csrf = randomBytes(24).toString('base64url');
+    this.byId.set(id, { token, csrf, expires: Date.now() + this.ttlMs });
+    return { id, csrf, who };
+  }
+
+  /** Who a session is (its token still valid), with its CSRF token. */
+  get(id: string | undefined): { who: { name: string; role: Role }; csrf: string } | undefined {
+    const s = id ? this.byId.get(id) : undefined;
+    if (!s || !id) return undefined;
+    const who = s.expires > Date.now() ? this.tokens.verify(s.token) : undefined;
+    if (!who) {
+      this.byId.delete(id);
+      return undefined;
+    }
+    return { who, csrf: s.csrf };
+  }
+
+  end(id: string | undefined): void {
+    if (id) this.byId.delete(id);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const [id, s] of this.byId) if (s.expires <= now) this.byId.delete(id);
+  }
+}

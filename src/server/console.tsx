@@ -1,0 +1,819 @@
+/**
+ * The web console of `keel serve`, at `/`: the approval inbox, runs and their traces, the plugins'
+ * drift panel, sessions. Server-rendered (Hono JSX: every value is escaped), a small client script
+ * for live updates (EventSource on the API, which re-renders the live region), plain forms that work
+ * without it. A token is exchanged for an HttpOnly, SameSite=Strict session cookie; every form post
+ * carries the session's CSRF token; roles apply (a viewer sees no buttons, and is refused anyway).
+ */
+import type { Context, Hono } from 'hono';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import type { Child, FC } from 'hono/jsx';
+import { expireApprovals } from '../approvals/respond.js';
+import type { Keel } from '../keel/keel.js';
+import type { Leg } from '../loop/legs.js';
+import type { Registry } from '../plugin-host/host.js';
+import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { CONSOLE_CSS, CONSOLE_JS } from './console-assets.js';
+import { allows, type Role, type WebSessions } from './tokens.js';
+
+interface Who {
+  name: string;
+  role: Role;
+}
+
+export interface ConsoleDeps {
+  keel: Keel;
+  store: Store;
+  web: WebSessions;
+  pluginDirs: string[];
+  model?: string;
+  sessionCookie: string;
+  /** Hands a leg to the server's runner (the same path the API takes). */
+  accepted(leg: Leg): Promise<unknown>;
+  audit(who: Who, action: string, subject: string, detail: string): Promise<void>;
+  isQueued(runId: string): boolean;
+  wake(runId: string): void;
+}
+
+const LOGIN_COOKIE = 'keel_login';
+const OUTCOME_TEXT: Record<CallRecord['outcome'], string> = {
+  ran: 'ran',
+  held_for_confirmation: 'held',
+  awaiting_approval: 'awaiting approval',
+  denied_by_mode: 'denied by mode',
+  denied_by_policy: 'denied by policy',
+  repeat: 'repeat',
+  unknown_tool: 'unknown tool',
+  invalid_arguments: 'invalid arguments',
+  error: 'error',
+};
+
+const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> = ({ title, who, csrf, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <title>{`${title} · Keel`}</title>
+      <link rel="stylesheet" href="/assets/console.css" />
+      <script type="module" src="/assets/console.js" />
+    </head>
+    <body>
+      <header>
+        <a class="brand" href="/">
+          Keel
+        </a>
+        {who && (
+          <nav aria-label="Main">
+            <a href="/">Inbox</a>
+            <a href="/runs">Runs</a>
+            <a href="/plugins">Plugins</a>
+          </nav>
+        )}
+        {who && csrf && (
+          <form method="post" action="/logout" class="who">
+            <input type="hidden" name="csrf" value={csrf} />
+            <span>
+              {who.name} ({who.role})
+            </span>
+            <button type="submit">Log out</button>
+          </form>
+        )}
+      </header>
+      <main id="main">{children}</main>
+    </body>
+  </html>
+);
+
+const Badge: FC<{ kind: string; children?: Child }> = ({ kind, children }) => <span class={`badge b-${kind}`}>{children}</span>;
+
+const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, canAnswer, csrf }) => (
+  <article class="card" id={`card-${a.id}`} aria-labelledby={`t-${a.id}`}>
+    <h3 id={`t-${a.id}`}>{a.card.title}</h3>
+    <p class="request">
+      Asked: <q>{a.card.request}</q> · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
+    </p>
+    {a.card.items.map((i) => (
+      <section class="item">
+        <h4>
+          {i.title} <Badge kind="destructive">{i.tool}</Badge>
+        </h4>
+        <ul>
+          {i.lines.map((l) => (
+            <li>{l}</li>
+          ))}
+        </ul>
+        <p class="undo">{i.undo}</p>
+        <code class="call">{i.call}</code>
+      </section>
+    ))}
+    {a.status === 'pending' ? (
+      <p class="meta">Expires {a.expires_at}</p>
+    ) : (
+      <p class={`meta status-${a.status}`}>
+        {a.status === 'expired'
+          ? `Expired at ${a.expires_at}: nothing ran.`
+          : `${a.status === 'approved' ? 'Approved' : 'Rejected'} by ${a.answered_by ?? 'someone'}${a.reason ? `: ${a.reason}` : ''}`}
+      </p>
+    )}
+    {a.status === 'pending' && canAnswer && (
+      <form method="post" action={`/approvals/${a.id}`} class="answer">
+        <input type="hidden" name="csrf" value={csrf} />
+        <label>
+          Reason (optional) <input type="text" name="reason" maxlength={4000} />
+        </label>
+        {a.card.offers_write_consent && (
+          <label class="check">
+            <input type="checkbox" name="consent_writes" value="1" /> Also let its writes run without asking
+          </label>
+        )}
+        <div class="buttons">
+          <button type="submit" name="decision" value="approve" class="approve">
+            Approve
+          </button>
+          <button type="submit" name="decision" value="reject" class="reject">
+            Reject
+          </button>
+        </div>
+      </form>
+    )}
+  </article>
+);
+
+const Question: FC<{ run: RunState; canAnswer: boolean; csrf: string }> = ({ run, canAnswer, csrf }) => {
+  const p = run.pause?.kind === 'ask_user' ? run.pause : undefined;
+  if (!p) return null;
+  return (
+    <article class="card question">
+      <h3>{p.question}</h3>
+      <p class="request">
+        Asked while working on <q>{run.request}</q> · <a href={`/runs/${run.id}`}>run {run.id}</a>
+      </p>
+      {p.confirm && <p>Held until you confirm: {p.confirm.tools.join(', ')}</p>}
+      {canAnswer && (
+        <form method="post" action={`/runs/${run.id}/answer`} class="answer">
+          <input type="hidden" name="csrf" value={csrf} />
+          <label>
+            Answer <input type="text" name="text" maxlength={100000} />
+          </label>
+          <div class="buttons">
+            {p.confirm ? (
+              [
+                <button type="submit" name="confirm" value="yes" class="approve">
+                  Yes
+                </button>,
+                <button type="submit" name="confirm" value="no" class="reject">
+                  No
+                </button>,
+              ]
+            ) : (
+              <button type="submit">Answer</button>
+            )}
+          </div>
+        </form>
+      )}
+    </article>
+  );
+};
+
+const RunRows: FC<{ runs: (RunSummary & { queued: boolean })[] }> = ({ runs }) =>
+  runs.length ? (
+    <table class="runs">
+      <thead>
+        <tr>
+          <th scope="col">Run</th>
+          <th scope="col">Status</th>
+          <th scope="col">Request</th>
+          <th scope="col">Model calls</th>
+          <th scope="col">Updated</th>
+        </tr>
+      </thead>
+      <tbody>
+        {runs.map((r) => (
+          <tr>
+            <td>
+              <a href={`/runs/${r.id}`}>{r.id}</a>
+            </td>
+            <td>
+              <Badge kind={r.status}>{r.queued ? 'queued' : r.status}</Badge> {r.reason ?? ''}
+            </td>
+            <td>{r.request.length > 120 ? `${r.request.slice(0, 120)}…` : r.request}</td>
+            <td>{r.model_calls}</td>
+            <td>{r.updated_at.replace('T', ' ').slice(0, 19)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  ) : (
+    <p>No runs.</p>
+  );
+
+const Transcript: FC<{ messages: readonly Message[] }> = ({ messages }) => (
+  <ol class="transcript">
+    {messages.map((m) =>
+      m.role === 'user' ? (
+        <li class="m-user">
+          <strong>User</strong> {m.content}
+        </li>
+      ) : m.role === 'assistant' ? (
+        <li class="m-assistant">
+          <strong>Model</strong> {m.content}
+          {m.tool_calls.map((c) => (
+            <div class="m-call">
+              calls <code>{c.name}</code> <code class="id">{c.id}</code>
+            </div>
+          ))}
+        </li>
+      ) : (
+        <li class={m.is_error ? 'm-tool err' : 'm-tool'}>
+          <strong>{m.name}</strong> <code class="id">{m.call_id}</code> <pre>{m.content}</pre>
+        </li>
+      ),
+    )}
+  </ol>
+);
+
+export function mountConsole(app: Hono, d: ConsoleDeps): void {
+  const { keel, store, web } = d;
+
+  app.get('/assets/console.css', (c) =>
+    c.body(CONSOLE_CSS, 200, { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'max-age=300' }),
+  );
+  app.get('/assets/console.js', (c) =>
+    c.body(CONSOLE_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'max-age=300' }),
+  );
+
+  // Pages: a strict policy (only Keel's own script and style), never framed, no sniffing.
+  app.use('*', async (c, next) => {
+    await next();
+    if (c.req.path.startsWith('/v1/')) return;
+    c.header('content-security-policy', "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'");
+    c.header('x-content-type-options', 'nosniff');
+    c.header('referrer-policy', 'same-origin');
+  });
+
+  const page = (c: Context, status: number, title: string, body: Child, who?: Who, csrf?: string) =>
+    c.html(
+      <Layout title={title} who={who} csrf={csrf}>
+        {body}
+      </Layout>,
+      status as 200,
+    );
+
+  /** The logged-in user, or a redirect to the login page. */
+  function session(c: Context): { who: Who; csrf: string } | undefined {
+    return web.get(getCookie(c, d.sessionCookie));
+  }
+
+  /** A form post: a session, its CSRF token, and a role that may make it. */
+  async function form(c: Context, needed: Role): Promise<{ who: Who; data: Record<string, string> } | Response> {
+    const s = session(c);
+    if (!s)
+      return page(
+        c,
+        401,
+        'Log in',
+        <p>
+          Your session has ended. <a href="/login">Log in</a> again.
+        </p>,
+      );
+    const raw = await c.req.parseBody();
+    const data = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, typeof v === 'string' ? v : '']));
+    if (data.csrf !== s.csrf)
+      return page(c, 403, 'Refused', <p>This form is stale or was not sent by the console: refused.</p>, s.who, s.csrf);
+    if (!allows(s.who.role, needed)) {
+      return page(c, 403, 'Refused', <p>{`${s.who.name} is a ${s.who.role}: this needs an ${needed}.`}</p>, s.who, s.csrf);
+    }
+    return { who: s.who, data };
+  }
+
+  /** A user's mistake (an answered card, an unknown run) shown as a page, not a stack. */
+  async function guarded(c: Context, who: Who, csrf: string, f: () => Promise<Response>): Promise<Response> {
+    try {
+      return await f();
+    } catch (err) {
+      if (!(err instanceof KeelError)) throw err;
+      const status = err.code === 'not_found' ? 404 : err.code === 'bad_input' ? 400 : err.code === 'expired' ? 410 : 409;
+      return page(c, status, 'Not done', <p class="error">{err.message}</p>, who, csrf);
+    }
+  }
+
+  app.get('/login', (c) => {
+    const nonce = crypto.randomUUID();
+    setCookie(c, LOGIN_COOKIE, nonce, { httpOnly: true, sameSite: 'Strict', path: '/login', secure: secure(c) });
+    return page(
+      c,
+      200,
+      'Log in',
+      <form method="post" action="/login" class="login">
+        <h1>Log in</h1>
+        <input type="hidden" name="csrf" value={nonce} />
+        <label>
+          Token <input type="password" name="token" autocomplete="current-password" required />
+        </label>
+        <button type="submit">Log in</button>
+        <p class="hint">
+          A token comes from <code>keel tokens create</code>.
+        </p>
+      </form>,
+    );
+  });
+
+  app.post('/login', async (c) => {
+    const body = await c.req.parseBody();
+    const nonce = getCookie(c, LOGIN_COOKIE);
+    if (!nonce || body.csrf !== nonce)
+      return page(
+        c,
+        403,
+        'Refused',
+        <p>
+          This login form is stale: <a href="/login">try again</a>.
+        </p>,
+      );
+    const s = typeof body.token === 'string' ? web.create(body.token.trim()) : undefined;
+    if (!s) {
+      return page(
+        c,
+        401,
+        'Log in',
+        <p class="error">
+          That token is not valid (unknown or revoked). <a href="/login">Try again</a>.
+        </p>,
+      );
+    }
+    deleteCookie(c, LOGIN_COOKIE, { path: '/login' });
+    setCookie(c, d.sessionCookie, s.id, { httpOnly: true, sameSite: 'Strict', path: '/', secure: secure(c), maxAge: 12 * 3600 });
+    return c.redirect('/', 303);
+  });
+
+  app.post('/logout', async (c) => {
+    const f = await form(c, 'viewer');
+    if (f instanceof Response) return f;
+    web.end(getCookie(c, d.sessionCookie));
+    deleteCookie(c, d.sessionCookie, { path: '/' });
+    return c.redirect('/login', 303);
+  });
+
+  // Every page below needs a session.
+  const pages = ['/', '/runs', '/runs/:id', '/plugins', '/sessions/:id'];
+  for (const p of pages) {
+    app.get(p, async (c, next) => {
+      if (!session(c)) return c.redirect('/login', 303);
+      await next();
+    });
+  }
+
+  async function inbox(who: Who, csrf: string) {
+    await expireApprovals(store);
+    const pending = await store.listApprovals({ status: 'pending' });
+    const day = Date.now() - 24 * 3600_000;
+    const closed = (await store.listApprovals())
+      .filter((a) => a.status !== 'pending' && Date.parse(a.answered_at ?? a.expires_at) > day)
+      .reverse()
+      .slice(0, 10);
+    const questions: RunState[] = [];
+    for (const r of await store.listRuns({ status: 'paused', limit: 100 })) {
+      const run = await store.loadRun(r.id);
+      if (run?.pause?.kind === 'ask_user') questions.push(run);
+    }
+    const can = allows(who.role, 'approver');
+    return (
+      <div>
+        <h1>Inbox</h1>
+        <section aria-labelledby="h-cards">
+          <h2 id="h-cards">Waiting for approval ({pending.length})</h2>
+          {pending.length ? pending.map((a) => <Card a={a} canAnswer={can} csrf={csrf} />) : <p>Nothing waits for approval.</p>}
+        </section>
+        <section aria-labelledby="h-q">
+          <h2 id="h-q">Questions ({questions.length})</h2>
+          {questions.length ? questions.map((r) => <Question run={r} canAnswer={can} csrf={csrf} />) : <p>No questions.</p>}
+        </section>
+        {closed.length > 0 && (
+          <section aria-labelledby="h-closed">
+            <h2 id="h-closed">Answered or expired today</h2>
+            {closed.map((a) => (
+              <Card a={a} canAnswer={false} csrf={csrf} />
+            ))}
+          </section>
+        )}
+      </div>
+    );
+  }
+
+  app.get('/', async (c) => {
+    const s = session(c) as { who: Who; csrf: string };
+    // The live stream starts where this page's view of the journal ends: nothing falls between.
+    const after = await store.latestEventId();
+    const body = await inbox(s.who, s.csrf);
+    if (c.req.query('fragment')) return c.html(body);
+    return page(
+      c,
+      200,
+      'Inbox',
+      <div data-live={`/v1/events?after=${after}`} data-fragment="/?fragment=1">
+        {body}
+      </div>,
+      s.who,
+      s.csrf,
+    );
+  });
+
+  app.get('/runs', async (c) => {
+    const s = session(c) as { who: Who; csrf: string };
+    const status = c.req.query('status');
+    const valid = status === 'running' || status === 'paused' || status === 'done' || status === 'failed' ? status : undefined;
+    const runs = (await store.listRuns({ status: valid, limit: 100 })).map((r) => ({ ...r, queued: d.isQueued(r.id) }));
+    return page(
+      c,
+      200,
+      'Runs',
+      <div>
+        <h1>Runs</h1>
+        <form method="get" action="/runs" class="filters">
+          <label>
+            Status{' '}
+            <select name="status">
+              <option value="">any</option>
+              {['running', 'paused', 'done', 'failed'].map((v) => (
+                <option value={v} selected={v === valid}>
+                  {v}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button type="submit">Filter</button>
+        </form>
+        <RunRows runs={runs} />
+        {allows(s.who.role, 'approver') && (
+          <form method="post" action="/runs" class="start">
+            <h2>Start a run</h2>
+            <input type="hidden" name="csrf" value={s.csrf} />
+            <label>
+              Request <textarea name="request" required maxlength={100000} />
+            </label>
+            <label>
+              Mode{' '}
+              <select name="mode">
+                <option value="agent">Agent</option>
+                <option value="plan">Plan</option>
+                <option value="goal">Goal</option>
+              </select>
+            </label>
+            <label>
+              Session (optional) <input type="text" name="session" />
+            </label>
+            <button type="submit">Start</button>
+          </form>
+        )}
+      </div>,
+      s.who,
+      s.csrf,
+    );
+  });
+
+  app.post('/runs', async (c) => {
+    const f = await form(c, 'approver');
+    if (f instanceof Response) return f;
+    const s = session(c) as { csrf: string };
+    return guarded(c, f.who, s.csrf, async () => {
+      const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === f.data.mode);
+      if (!f.data.request?.trim()) throw new KeelError('bad_input', 'say what you want done');
+      const leg = await keel.startRun(f.data.request, {
+        model: d.model,
+        pluginDirs: d.pluginDirs,
+        mode,
+        session: f.data.session?.trim() || undefined,
+      });
+      await d.audit(f.who, 'start_run', leg.run_id, JSON.stringify({ mode: mode ?? null, via: 'console' }));
+      await d.accepted(leg);
+      return c.redirect(`/runs/${leg.run_id}`, 303);
+    });
+  });
+
+  app.get('/runs/:id', async (c) => {
+    const s = session(c) as { who: Who; csrf: string };
+    return guarded(c, s.who, s.csrf, async () => {
+      const run = await keel.getRun(c.req.param('id'));
+      const body = await runPage(run, s.who, s.csrf);
+      if (c.req.query('fragment')) return c.html(body);
+      const live = run.status === 'running' || run.status === 'paused';
+      return page(
+        c,
+        200,
+        `Run ${run.id}`,
+        <div data-live={live ? `/v1/runs/${run.id}/events` : undefined} data-fragment={`/runs/${run.id}?fragment=1`}>
+          {body}
+        </div>,
+        s.who,
+        s.csrf,
+      );
+    });
+  });
+
+  async function runPage(run: RunState, who: Who, csrf: string) {
+    let registry: Registry | undefined;
+    try {
+      registry = await keel.registry(run.plugin_dirs);
+    } catch {
+      registry = undefined; // a run whose plugins no longer mount still shows its trace
+    }
+    const effectOf = (tool: string) => registry?.byName.get(tool)?.declaration.effect;
+    const approvals = await store.listApprovals({ run_id: run.id });
+    const can = allows(who.role, 'approver');
+    const pendingCard =
+      run.pause?.kind === 'approval' ? approvals.find((a) => a.id === (run.pause as { approval_id: string }).approval_id) : undefined;
+    return (
+      <div>
+        <h1>
+          Run <code>{run.id}</code>
+        </h1>
+        <p class="summary">
+          <Badge kind={run.status}>{d.isQueued(run.id) ? 'queued' : run.status}</Badge> {run.reason ?? ''} · mode {run.mode} · model{' '}
+          <code>{run.model}</code> · {run.model_calls} model call(s) · session <a href={`/sessions/${run.session_id}`}>{run.session_id}</a>
+        </p>
+        <p class="request">
+          <q>{run.request}</q>
+        </p>
+        {run.answer && (
+          <section aria-labelledby="h-answer">
+            <h2 id="h-answer">Answer</h2>
+            <pre class="answer-text">{run.answer}</pre>
+          </section>
+        )}
+        {pendingCard?.status === 'pending' && <Card a={pendingCard} canAnswer={can} csrf={csrf} />}
+        {run.pause?.kind === 'ask_user' && <Question run={run} canAnswer={can} csrf={csrf} />}
+        <section aria-labelledby="h-calls">
+          <h2 id="h-calls">Calls</h2>
+          {run.steps.length ? (
+            <table class="calls">
+              <thead>
+                <tr>
+                  <th scope="col">Step</th>
+                  <th scope="col">Call</th>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Arguments</th>
+                  <th scope="col">Result</th>
+                </tr>
+              </thead>
+              <tbody>
+                {run.steps.map((r) => (
+                  <tr class={`o-${r.outcome}`}>
+                    <td data-label="Step">{r.step}</td>
+                    <td data-label="Call">
+                      <code class="id">{r.call_id}</code>
+                    </td>
+                    <td data-label="Tool">
+                      {r.tool} {r.effect && <Badge kind={r.effect}>{r.effect}</Badge>}
+                    </td>
+                    <td data-label="Outcome">
+                      <Badge kind={r.outcome}>{OUTCOME_TEXT[r.outcome]}</Badge>
+                    </td>
+                    <td data-label="Arguments">
+                      <code>{JSON.stringify(r.args)}</code>
+                    </td>
+                    <td data-label="Result">
+                      <pre>{r.result}</pre>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : (
+            <p>No calls yet.</p>
+          )}
+        </section>
+        <section aria-labelledby="h-requests">
+          <h2 id="h-requests">Model requests</h2>
+          {run.requests.map((q) => (
+            <details class="request-menu">
+              <summary>
+                Step {q.step}: {q.tools.length} tool(s) declared
+                {q.tools.some((t) => !t.available) ? `, ${q.tools.filter((t) => !t.available).length} unavailable in ${run.mode} mode` : ''}
+                {q.dropped.length ? `, ${q.dropped.length} left off` : ''}
+                {q.input_tokens !== undefined ? ` · ${q.input_tokens} input tokens` : ''}
+              </summary>
+              <ul class="menu">
+                {q.tools.map((t) => (
+                  <li class={t.available ? '' : 'unavailable'}>
+                    <code>{t.name}</code> {effectOf(t.name) && <Badge kind={effectOf(t.name) as string}>{effectOf(t.name)}</Badge>}
+                    {!t.available && <Badge kind="unavailable">declared, unavailable</Badge>}
+                  </li>
+                ))}
+              </ul>
+              {q.dropped.length > 0 && <p class="dropped">Left off the menu: {q.dropped.join(', ')}</p>}
+            </details>
+          ))}
+        </section>
+        {run.effects.length > 0 && (
+          <section aria-labelledby="h-effects">
+            <h2 id="h-effects">Effects recorded</h2>
+            <ul>
+              {run.effects.map((e) => (
+                <li>
+                  <code>{e.tool}</code> <Badge kind={e.effect}>{e.effect}</Badge> <code class="id">{e.call_id}</code>{' '}
+                  <code>{JSON.stringify(e.args)}</code>
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+        {approvals.length > 0 && (
+          <section aria-labelledby="h-approvals">
+            <h2 id="h-approvals">Approvals</h2>
+            <ul>
+              {approvals.map((a) => (
+                <li>
+                  <code>{a.id}</code> {a.card.title}: <Badge kind={a.status}>{a.status}</Badge>
+                  {a.answered_by ? ` by ${a.answered_by}` : ''}
+                  {a.reason ? ` (${a.reason})` : ''}
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
+        <section aria-labelledby="h-conv">
+          <h2 id="h-conv">Conversation</h2>
+          <Transcript messages={run.messages} />
+        </section>
+        {(run.notes.length > 0 || run.warnings.length > 0) && (
+          <section aria-labelledby="h-notes">
+            <h2 id="h-notes">Notes</h2>
+            <ul>
+              {[...run.warnings.map((w) => `warning: ${w}`), ...run.notes].map((n) => (
+                <li>{n}</li>
+              ))}
+            </ul>
+          </section>
+        )}
+      </div>
+    );
+  }
+
+  app.post('/approvals/:id', async (c) => {
+    const f = await form(c, 'approver');
+    if (f instanceof Response) return f;
+    const s = session(c) as { csrf: string };
+    return guarded(c, f.who, s.csrf, async () => {
+      const decision = f.data.decision === 'approve' ? 'approve' : f.data.decision === 'reject' ? 'reject' : undefined;
+      if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
+      const { approval, leg } = await keel.answerApproval(c.req.param('id'), decision, f.who.name, f.data.reason?.trim() || null, {
+        consentWrites: f.data.consent_writes === '1',
+      });
+      d.wake(approval.run_id);
+      await d.accepted(leg);
+      return c.redirect(`/runs/${approval.run_id}`, 303);
+    });
+  });
+
+  app.post('/runs/:id/answer', async (c) => {
+    const f = await form(c, 'approver');
+    if (f instanceof Response) return f;
+    const s = session(c) as { csrf: string };
+    return guarded(c, f.who, s.csrf, async () => {
+      const runId = c.req.param('id');
+      const confirm = f.data.confirm === 'yes' ? true : f.data.confirm === 'no' ? false : undefined;
+      const leg = await keel.answerRun(runId, { text: f.data.text ?? '', ...(confirm !== undefined ? { confirm } : {}) });
+      await d.audit(f.who, 'answer_question', runId, JSON.stringify({ confirm: confirm ?? null, via: 'console' }));
+      await d.accepted(leg);
+      return c.redirect(`/runs/${runId}`, 303);
+    });
+  });
+
+  app.get('/plugins', async (c) => {
+    const s = session(c) as { who: Who; csrf: string };
+    const reg = await keel.registry(d.pluginDirs);
+    return page(
+      c,
+      200,
+      'Plugins',
+      <div>
+        <h1>Plugins</h1>
+        {(reg.policy?.unmatched ?? []).map((u) => (
+          <p class="warning">{u}</p>
+        ))}
+        {reg.plugins.map((p) => (
+          <section class={`plugin p-${p.status}`} aria-labelledby={`p-${p.name}`}>
+            <h2 id={`p-${p.name}`}>
+              {p.name} <small>{p.version}</small> <Badge kind={p.status}>{p.status}</Badge>
+            </h2>
+            <p class="dir">
+              <code>{p.dir}</code>
+            </p>
+            {[...p.failures, ...p.degraded].map((r) => (
+              <p class="row refused">
+                <Badge kind="refused">{r.kind.replaceAll('_', ' ')}</Badge> {r.tool && <code>{r.tool}</code>} {r.message}
+              </p>
+            ))}
+            {p.drift.map((r) => (
+              <p class="row drift">
+                <Badge kind="drift">{r.kind.replaceAll('_', ' ')}</Badge> {r.tool && <code>{r.tool}</code>} {r.message}
+              </p>
+            ))}
+            {p.tools.length > 0 && (
+              <table class="tools">
+                <thead>
+                  <tr>
+                    <th scope="col">Tool</th>
+                    <th scope="col">Effect</th>
+                    <th scope="col">Gate</th>
+                    <th scope="col">Guidance</th>
+                    <th scope="col">Pinned</th>
+                    <th scope="col">Answers directly</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {p.tools.map((t) => (
+                    <tr>
+                      <td>
+                        <code>{t.name}</code>
+                      </td>
+                      <td>
+                        <Badge kind={t.effect}>{t.effect}</Badge>
+                      </td>
+                      <td>
+                        {t.gate}
+                        {t.gate !== t.declared_gate ? ` (declared ${t.declared_gate}${t.gate_source ? `; ${t.gate_source}` : ''})` : ''}
+                        {t.denied ? ' · denied by policy' : ''}
+                      </td>
+                      <td>{t.guidance ? 'yes' : 'no'}</td>
+                      <td>{t.pinned ? 'yes' : 'no'}</td>
+                      <td>{t.answers_directly ? 'yes' : 'no'}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </section>
+        ))}
+      </div>,
+      s.who,
+      s.csrf,
+    );
+  });
+
+  app.get('/sessions/:id', async (c) => {
+    const s = session(c) as { who: Who; csrf: string };
+    return guarded(c, s.who, s.csrf, async () => {
+      const id = c.req.param('id');
+      const rec = await store.getSession(id);
+      if (!rec) throw new KeelError('not_found', `no session ${id}`);
+      const runs = (await store.listRuns({ session_id: id, limit: 100 })).map((r) => ({ ...r, queued: d.isQueued(r.id) }));
+      return page(
+        c,
+        200,
+        `Session ${id}`,
+        <div>
+          <h1>
+            Session <code>{id}</code>
+          </h1>
+          <p>
+            Mode: <Badge kind={`mode-${rec.mode}`}>{rec.mode}</Badge>
+          </p>
+          {allows(s.who.role, 'approver') && (
+            <form method="post" action={`/sessions/${id}/mode`} class="mode">
+              <input type="hidden" name="csrf" value={s.csrf} />
+              <label>
+                Switch to{' '}
+                <select name="mode">
+                  {(['agent', 'plan', 'goal'] as Mode[]).map((m) => (
+                    <option value={m} selected={m === rec.mode}>
+                      {m}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <button type="submit">Switch</button>
+            </form>
+          )}
+          <h2>Approved contract</h2>
+          {rec.contract ? <pre>{JSON.stringify(rec.contract, null, 2)}</pre> : <p>None.</p>}
+          <h2>Runs</h2>
+          <RunRows runs={runs} />
+        </div>,
+        s.who,
+        s.csrf,
+      );
+    });
+  });
+
+  app.post('/sessions/:id/mode', async (c) => {
+    const f = await form(c, 'approver');
+    if (f instanceof Response) return f;
+    const s = session(c) as { csrf: string };
+    return guarded(c, f.who, s.csrf, async () => {
+      const id = c.req.param('id');
+      const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === f.data.mode);
+      if (!mode) throw new KeelError('bad_input', 'choose agent, plan or goal');
+      await keel.setMode(id, mode);
+      await d.audit(f.who, 'set_mode', id, JSON.stringify({ mode, via: 'console' }));
+      return c.redirect(`/sessions/${id}`, 303);
+    });
+  });
+}
+
+/** Behind TLS (directly or through a proxy that says so), cookies are marked Secure. */
+function secure(c: Context): boolean {
+  return new URL(c.req.url).protocol === 'https:' || c.req.header('x-forwarded-proto') === 'https';
+}
