@@ -293,7 +293,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       return await f();
     } catch (err) {
       if (!(err instanceof KeelError)) throw err;
-      const status = err.code === 'not_found' ? 404 : err.code === 'bad_input' ? 400 : err.code === 'expired' ? 410 : 409;
+      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409 }[err.code];
       return page(c, status, 'Not done', <p class="error">{err.message}</p>, who, csrf);
     }
   }

@@ -7,6 +7,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
+import { expireApprovals } from '../approvals/respond.js';
 import { Keel, limitsFromEnv } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
@@ -117,10 +118,32 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const recovered = await recover(keel, store, runner, log);
   state = 'ok';
 
+  // Cards past their expiry are marked expired as time passes, not only when someone looks: the
+  // journal then tells every open inbox, and the run ends with nothing run.
+  const sweepMs = positive(env, 'KEEL_SERVE_SWEEP_MS', 30_000);
+  const sweep = setInterval(() => {
+    expireApprovals(store)
+      .then(async (expired) => {
+        for (const a of expired) {
+          hub.wake(a.run_id);
+          try {
+            runner.submit(await keel.continueLeg(a.run_id));
+          } catch (err) {
+            log(
+              `keel serve: run ${a.run_id} could not be ended after its card expired: ${err instanceof Error ? err.message : String(err)}`,
+            );
+          }
+        }
+      })
+      .catch((err) => log(`keel serve: could not sweep expired cards: ${err instanceof Error ? err.message : String(err)}`));
+  }, sweepMs);
+  sweep.unref();
+
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       state = 'stopping';
+      clearInterval(sweep);
       server.close();
       const n = keel.interrupt(SHUTDOWN);
       if (n) log(`keel serve: stopping: ${n} running leg(s) pause at their next safe point`);

@@ -243,3 +243,49 @@ test('console: the inbox weighs under 100 KB and paints within 300 ms on loopbac
   writeFileSync(join(SHOTS, 'figures.json'), `${JSON.stringify(figures, null, 2)}\n`);
   await page.close();
 });
+
+test('console: a card that expires while shown says so, live, and its run ends without running anything (A4)', async (t) => {
+  const e = await testServer({ KEEL_APPROVAL_TTL_MINUTES: '0.005', KEEL_SERVE_SWEEP_MS: '100' });
+  t.after(() => e.close());
+  const page = await browser.newPage();
+  await page.goto(`${e.url}/login`);
+  await page.getByLabel('Token').fill(e.approver);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForSelector('[data-live-open="1"]', { state: 'attached' });
+  const model = script(e.home, [{ tool_calls: [TRASH] }, { text: 'never' }]);
+  const r = await e.api('POST', '/v1/runs', { token: e.approver, body: { request: 'trash soon', model } });
+  const card = page.locator('article.card', { hasText: 'trash soon' });
+  await card.getByRole('button', { name: 'Approve' }).waitFor();
+  await card.getByText(/Expired at .*nothing ran/).waitFor({ timeout: 10_000 });
+  assert.equal(await card.getByRole('button', { name: 'Approve' }).count(), 0, 'no button on an expired card');
+  for (let i = 0; i < 100; i++) {
+    if ((await e.api('GET', `/v1/runs/${r.body.run_id}`, { token: e.viewer })).body.reason === 'approval_expired') break;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  assert.equal((await e.api('GET', `/v1/runs/${r.body.run_id}`, { token: e.viewer })).body.reason, 'approval_expired');
+  assert.equal(calls(e.home, 'mail-calls.log').length, 0);
+  await page.close();
+});
+
+test('console: a session page switches the mode (audited with the token name); a viewer has no switch', async () => {
+  const model = script(s.home, [{ text: 'Hello.' }], 'hello.yaml');
+  const r = await s.api('POST', '/v1/runs', { token: s.approver, body: { request: 'say hello', model } });
+  const viewer = await login(s.viewer);
+  await viewer.goto(`${s.url}/sessions/${r.body.session_id}`);
+  await viewer.getByRole('heading', { name: /Session/ }).waitFor();
+  assert.equal(await viewer.getByRole('button', { name: 'Switch' }).count(), 0);
+  await viewer.close();
+  const page = await login(s.approver);
+  await page.goto(`${s.url}/sessions/${r.body.session_id}`);
+  await page.getByLabel('Switch to').selectOption('plan');
+  await page.getByRole('button', { name: 'Switch' }).click();
+  await page.waitForURL(new RegExp(`/sessions/${r.body.session_id}$`));
+  assert.match(await page.locator('main').innerText(), /Mode: plan/);
+  assert.equal((await s.api('GET', `/v1/sessions/${r.body.session_id}`, { token: s.viewer })).body.mode, 'plan');
+  const audit = await s.srv.keel.store!.listAudit(r.body.session_id);
+  assert.deepEqual(
+    audit.map((a) => [a.actor, a.action]),
+    [['ana-phone', 'set_mode']],
+  );
+  await page.close();
+});
