@@ -266,7 +266,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   }
 
   /** A form post: a session, its CSRF token, and a role that may make it. */
-  async function form(c: Context, needed: Role): Promise<{ who: Who; data: Record<string, string> } | Response> {
+  async function form(c: Context, needed: Role): Promise<{ who: Who; csrf: string; data: Record<string, string> } | Response> {
     const s = session(c);
     if (!s)
       return page(
@@ -284,7 +284,16 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     if (!allows(s.who.role, needed)) {
       return page(c, 403, 'Refused', <p>{`${s.who.name} is a ${s.who.role}: this needs an ${needed}.`}</p>, s.who, s.csrf);
     }
-    return { who: s.who, data };
+    return { who: s.who, csrf: s.csrf, data };
+  }
+
+  /** A form post that changes something: session, CSRF token and role checked, mistakes shown as a page. */
+  function post(path: string, needed: Role, handle: (c: Context, who: Who, data: Record<string, string>) => Promise<Response>): void {
+    app.post(path, async (c) => {
+      const f = await form(c, needed);
+      if (f instanceof Response) return f;
+      return guarded(c, f.who, f.csrf, () => handle(c, f.who, f.data));
+    });
   }
 
   /** A user's mistake (an answered card, an unknown run) shown as a page, not a stack. */
@@ -472,23 +481,18 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     );
   });
 
-  app.post('/runs', async (c) => {
-    const f = await form(c, 'approver');
-    if (f instanceof Response) return f;
-    const s = session(c) as { csrf: string };
-    return guarded(c, f.who, s.csrf, async () => {
-      const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === f.data.mode);
-      if (!f.data.request?.trim()) throw new KeelError('bad_input', 'say what you want done');
-      const leg = await keel.startRun(f.data.request, {
-        model: d.model,
-        pluginDirs: d.pluginDirs,
-        mode,
-        session: f.data.session?.trim() || undefined,
-      });
-      await d.audit(f.who, 'start_run', leg.run_id, JSON.stringify({ mode: mode ?? null, via: 'console' }));
-      await d.accepted(leg);
-      return c.redirect(`/runs/${leg.run_id}`, 303);
+  post('/runs', 'approver', async (c, who, data) => {
+    const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === data.mode);
+    if (!data.request?.trim()) throw new KeelError('bad_input', 'say what you want done');
+    const leg = await keel.startRun(data.request, {
+      model: d.model,
+      pluginDirs: d.pluginDirs,
+      mode,
+      session: data.session?.trim() || undefined,
     });
+    await d.audit(who, 'start_run', leg.run_id, JSON.stringify({ mode: mode ?? null, via: 'console' }));
+    await d.accepted(leg);
+    return c.redirect(`/runs/${leg.run_id}`, 303);
   });
 
   app.get('/runs/:id', async (c) => {
@@ -651,34 +655,24 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     );
   }
 
-  app.post('/approvals/:id', async (c) => {
-    const f = await form(c, 'approver');
-    if (f instanceof Response) return f;
-    const s = session(c) as { csrf: string };
-    return guarded(c, f.who, s.csrf, async () => {
-      const decision = f.data.decision === 'approve' ? 'approve' : f.data.decision === 'reject' ? 'reject' : undefined;
-      if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
-      const { approval, leg } = await keel.answerApproval(c.req.param('id'), decision, f.who.name, f.data.reason?.trim() || null, {
-        consentWrites: f.data.consent_writes === '1',
-      });
-      d.wake(approval.run_id);
-      await d.accepted(leg);
-      return c.redirect(`/runs/${approval.run_id}`, 303);
+  post('/approvals/:id', 'approver', async (c, who, data) => {
+    const decision = data.decision === 'approve' ? 'approve' : data.decision === 'reject' ? 'reject' : undefined;
+    if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
+    const { approval, leg } = await keel.answerApproval(c.req.param('id') as string, decision, who.name, data.reason?.trim() || null, {
+      consentWrites: data.consent_writes === '1',
     });
+    d.wake(approval.run_id);
+    await d.accepted(leg);
+    return c.redirect(`/runs/${approval.run_id}`, 303);
   });
 
-  app.post('/runs/:id/answer', async (c) => {
-    const f = await form(c, 'approver');
-    if (f instanceof Response) return f;
-    const s = session(c) as { csrf: string };
-    return guarded(c, f.who, s.csrf, async () => {
-      const runId = c.req.param('id');
-      const confirm = f.data.confirm === 'yes' ? true : f.data.confirm === 'no' ? false : undefined;
-      const leg = await keel.answerRun(runId, { text: f.data.text ?? '', ...(confirm !== undefined ? { confirm } : {}) });
-      await d.audit(f.who, 'answer_question', runId, JSON.stringify({ confirm: confirm ?? null, via: 'console' }));
-      await d.accepted(leg);
-      return c.redirect(`/runs/${runId}`, 303);
-    });
+  post('/runs/:id/answer', 'approver', async (c, who, data) => {
+    const runId = c.req.param('id') as string;
+    const confirm = data.confirm === 'yes' ? true : data.confirm === 'no' ? false : undefined;
+    const leg = await keel.answerRun(runId, { text: data.text ?? '', ...(confirm !== undefined ? { confirm } : {}) });
+    await d.audit(who, 'answer_question', runId, JSON.stringify({ confirm: confirm ?? null, via: 'console' }));
+    await d.accepted(leg);
+    return c.redirect(`/runs/${runId}`, 303);
   });
 
   app.get('/plugins', async (c) => {
@@ -756,7 +750,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   app.get('/sessions/:id', async (c) => {
     const s = session(c) as { who: Who; csrf: string };
     return guarded(c, s.who, s.csrf, async () => {
-      const id = c.req.param('id');
+      const id = c.req.param('id') as string;
       const rec = await store.getSession(id);
       if (!rec) throw new KeelError('not_found', `no session ${id}`);
       const runs = (await store.listRuns({ session_id: id, limit: 100 })).map((r) => ({ ...r, queued: d.isQueued(r.id) }));
@@ -798,18 +792,13 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     });
   });
 
-  app.post('/sessions/:id/mode', async (c) => {
-    const f = await form(c, 'approver');
-    if (f instanceof Response) return f;
-    const s = session(c) as { csrf: string };
-    return guarded(c, f.who, s.csrf, async () => {
-      const id = c.req.param('id');
-      const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === f.data.mode);
-      if (!mode) throw new KeelError('bad_input', 'choose agent, plan or goal');
-      await keel.setMode(id, mode);
-      await d.audit(f.who, 'set_mode', id, JSON.stringify({ mode, via: 'console' }));
-      return c.redirect(`/sessions/${id}`, 303);
-    });
+  post('/sessions/:id/mode', 'approver', async (c, who, data) => {
+    const id = c.req.param('id') as string;
+    const mode = (['agent', 'plan', 'goal'] as Mode[]).find((m) => m === data.mode);
+    if (!mode) throw new KeelError('bad_input', 'choose agent, plan or goal');
+    await keel.setMode(id, mode);
+    await d.audit(who, 'set_mode', id, JSON.stringify({ mode, via: 'console' }));
+    return c.redirect(`/sessions/${id}`, 303);
   });
 }
 
