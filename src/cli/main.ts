@@ -256,9 +256,18 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
       const { approval, result } = server
         ? await server.respondToApproval(id, decision, o.reason ?? null, printer(!!o.json), { consentWrites: o.allowWrites })
-        : await getKeel().respondToApproval(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
+        : await getKeel().answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
             consentWrites: o.allowWrites,
           });
+      if (!result) {
+        // An MCP session's card: the MCP server holding the call carries it out (or not) now.
+        io.out(
+          o.json
+            ? `${JSON.stringify({ approval })}\n`
+            : `Approval ${approval.id}: ${approval.status}. The MCP client waiting on it gets the outcome.\n`,
+        );
+        return;
+      }
       if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
       finish(result, !!o.json);
     });
@@ -333,6 +342,50 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         };
       });
       await stopTelemetry?.();
+      code = 0;
+    });
+
+  const mcp = program.command('mcp').description("Keel as an MCP server: any MCP client gets Keel's governed tools");
+  mcp
+    .command('serve')
+    .description("offer the plugins' tools over MCP (stdio, or Streamable HTTP with --http), every call governed by Keel")
+    .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
+    .addOption(
+      new Option('--mode <mode>', 'the session mode: plan and goal refuse writes (the tools stay listed)')
+        .choices(['agent', 'plan', 'goal'])
+        .default('agent'),
+    )
+    .option(
+      '--http <port>',
+      'serve Streamable HTTP on 127.0.0.1 at this port (0: any) instead of stdio; calls need an approver token',
+      (v) => portNumber(v),
+    )
+    .option(
+      '--wait <seconds>',
+      'how long a call waits for its approval card before it returns, naming the card',
+      (v) => positiveNumber(v, '--wait'),
+      120,
+    )
+    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait: number }) => {
+      const { serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
+      const k = getKeel();
+      const opts = { keel: k, pluginDirs: k.pluginDirs(o.plugins), mode: o.mode, waitMs: o.wait * 1000, version: VERSION };
+      await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
+      let srv: { close(): Promise<void> };
+      if (o.http !== undefined) {
+        const { Tokens } = await import('../server/tokens.js');
+        const http = await serveMcpHttp({ ...opts, tokens: Tokens.at(k.home), port: o.http });
+        io.out(`keel mcp serve: listening on ${http.url}\n`);
+        srv = http;
+      } else {
+        // stdout is the protocol's: nothing else is written there.
+        srv = await serveMcpStdio(opts);
+      }
+      await new Promise<void>((resolveStop) => {
+        stopServer = () => resolveStop();
+        if (o.http === undefined) process.stdin.once('end', () => resolveStop());
+      });
+      await srv.close();
       code = 0;
     });
 
@@ -438,6 +491,12 @@ async function askYesNo(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+function positiveNumber(v: string, flag: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new KeelError('bad_input', `${flag} must be a positive number, got "${v}"`);
+  return n;
 }
 
 function portNumber(v: string): number {

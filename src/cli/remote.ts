@@ -122,13 +122,13 @@ export class Remote {
     reason: string | null,
     onEvent?: (e: LoopEvent) => void,
     options: { consentWrites?: boolean } = {},
-  ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
-    const r = await this.call<{ approval: ApprovalRecord; run: Accepted }>('POST', `/v1/approvals/${encodeURIComponent(id)}`, {
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
+    const r = await this.call<{ approval: ApprovalRecord; run: Accepted | null }>('POST', `/v1/approvals/${encodeURIComponent(id)}`, {
       decision,
       ...(reason ? { reason } : {}),
       ...(options.consentWrites ? { consent_writes: true } : {}),
     });
-    return { approval: r.approval, result: await this.follow(r.run, onEvent) };
+    return { approval: r.approval, result: r.run ? await this.follow(r.run, onEvent) : undefined };
   }
 
   async listRuns(limit: number): Promise<RunSummary[]> {

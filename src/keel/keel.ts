@@ -86,6 +86,12 @@ export interface PauseResponder {
   decide(approval: { id: string; card: ApprovalCard }): Promise<ApprovalAnswer | undefined>;
 }
 
+/**
+ * A run whose model is `mcp:CLIENT` is a `keel mcp serve` session: its cards are carried out by the
+ * MCP server that holds the waiting call, not by a leg of the run.
+ */
+export const MCP_MODEL_PREFIX = 'mcp:';
+
 /** Every leg listens to the interruption signal: a server drives hundreds at once. */
 function listenable(c: AbortController): AbortController {
   setMaxListeners(0, c.signal);
@@ -171,6 +177,11 @@ export class Keel {
   /** The plugins of these folders, mounted exactly as a run mounts them (R8: status, tools, drift). */
   registry(dirs?: readonly string[]): Promise<Registry> {
     return this.registries.mount(this.pluginDirs(dirs));
+  }
+
+  /** Mounts these plugin folders again, after their manifests changed (`keel mcp serve` watches them). */
+  remount(dirs?: readonly string[]): Promise<Registry> {
+    return this.registries.remount(this.pluginDirs(dirs));
   }
 
   /** The delegates of every mounted plugin-folder set (C8). */
@@ -296,6 +307,7 @@ export class Keel {
   /**
    * A3: answers an approval (the one function every surface uses), then continues its run. For a
    * plan or goal card, `consentWrites` also lets its confirm-once writes run without asking (R16).
+   * An MCP session's card is refused here (see answerCard).
    */
   async respondToApproval(
     id: string,
@@ -305,7 +317,32 @@ export class Keel {
     onEvent?: (e: LoopEvent) => void,
     options: { consentWrites?: boolean } = {},
   ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+    const store = this.requireStore();
+    const card = await store.getApproval(id);
+    if (card && (await store.loadRun(card.run_id))?.model.startsWith(MCP_MODEL_PREFIX)) {
+      throw new KeelError(
+        'bad_input',
+        `approval ${id} belongs to an MCP session (run ${card.run_id}), whose server carries the call out: answer it with answerCard (or keel approvals approve|reject ${id})`,
+      );
+    }
+    const { approval, result } = await this.answerCard(id, decision, actor, reason, onEvent, options);
+    return { approval, result: result as RunResult };
+  }
+
+  /**
+   * Answers any card — a run's, or an MCP session's — and continues what waits on it: a run's leg
+   * here (its result returned), or the MCP call its server holds (no result here).
+   */
+  async answerCard(
+    id: string,
+    decision: ApprovalDecision,
+    actor: string,
+    reason: string | null = null,
+    onEvent?: (e: LoopEvent) => void,
+    options: { consentWrites?: boolean } = {},
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
     const { approval, leg } = await this.answerApproval(id, decision, actor, reason, options);
+    if (!leg) return { approval };
     return { approval, result: await this.continued(approval, () => collect(leg.drive(), onEvent)) };
   }
 
@@ -320,8 +357,10 @@ export class Keel {
     actor: string,
     reason: string | null = null,
     options: { consentWrites?: boolean } = {},
-  ): Promise<{ approval: ApprovalRecord; leg: Leg }> {
+  ): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
     const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason, new Date(), options);
+    // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
+    if ((await this.getRun(approval.run_id)).model.startsWith(MCP_MODEL_PREFIX)) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval));
     return { approval, leg };
   }

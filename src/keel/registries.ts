@@ -83,6 +83,19 @@ export class Registries {
     return promise;
   }
 
+  /**
+   * Mounts a plugin-folder set again (its manifests changed: a plugin added, removed or edited);
+   * the previous mount is closed once the new one stands. Runs already holding it keep it.
+   */
+  async remount(dirs: readonly string[]): Promise<Registry> {
+    const key = dirs.join('\u0000');
+    const old = this.mounted.get(key);
+    this.mounted.delete(key);
+    const fresh = await this.mount(dirs);
+    await (await old?.registry.catch(() => undefined))?.close();
+    return fresh;
+  }
+
   /** The delegates of a mounted plugin-folder set, if any are configured. */
   subagents(): Subagents[] {
     return [...this.mounted.values()].flatMap((m) => (m.subagents ? [m.subagents] : []));

@@ -15,6 +15,7 @@ export const ToolDeclarationSchema = z
     pinned: z.boolean().optional().describe('The shortlist never drops this tool.'),
     answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
     undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
+    idempotent: z.boolean().optional().describe('Calling it again with the same arguments changes nothing more (told to MCP clients).'),
     contract_modes: z
       .enum(['declare', 'hide'])
       .optional()
@@ -55,6 +56,7 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
     answers_directly: d.answers_directly ?? false,
     undo: d.undo,
     contract_modes: d.contract_modes ?? 'hide',
+    ...(d.idempotent !== undefined ? { idempotent: d.idempotent } : {}),
   };
 }
 

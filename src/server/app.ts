@@ -536,7 +536,8 @@ export function createApp(d: ServerDeps): Hono {
         consentWrites: body.consent_writes,
       });
       hub.wake(approval.run_id);
-      const run = await accepted(leg);
+      // An MCP session's card: the MCP server holding the call carries it out; no leg runs here.
+      const run = leg ? await accepted(leg) : null;
       if (approval.status === 'expired') {
         // The run ends (nothing runs); the caller is told the card had expired.
         return problem(c, 410, `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`);

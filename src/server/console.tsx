@@ -662,7 +662,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       consentWrites: data.consent_writes === '1',
     });
     d.wake(approval.run_id);
-    await d.accepted(leg);
+    if (leg) await d.accepted(leg);
     return c.redirect(`/runs/${approval.run_id}`, 303);
   });
 

@@ -25,6 +25,8 @@ export interface Declaration {
   answers_directly: boolean;
   undo?: string;
   contract_modes: 'declare' | 'hide';
+  /** Calling it again with the same arguments changes nothing more (an MCP client is told so). */
+  idempotent?: boolean;
 }
 
 export type JsonSchema = Record<string, unknown>;

@@ -1,0 +1,240 @@
+/**
+ * `keel mcp serve` with the MCP SDK's own client, over stdio and Streamable HTTP: tools listed with
+ * annotations from their declarations; a read runs; a confirm-once write asked once by elicitation
+ * (accepted: runs; declined: does not); a destructive call approved with `keel approvals approve`
+ * while the client waits — runs once — and after a timeout and a second call, still once; plan mode
+ * refuses a write with the tool still listed; an upstream MCP server's write tools are gated.
+ */
+import assert from 'node:assert/strict';
+import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type CallToolResult, ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { calls, ensureBuilt, FIXTURES, json, KEEL_BIN, keel, ROOT, tempHome } from '../support/helpers.js';
+
+const FILESYSTEM = join(ROOT, 'test', 'fixtures', 'mcp', 'filesystem');
+
+function env(home: string): Record<string, string> {
+  const e: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env))
+    if (v !== undefined && k !== 'KEEL_PLUGINS' && k !== 'KEEL_CONFIRM_ONCE_TOOLS') e[k] = v;
+  return { ...e, KEEL_HOME: home, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` };
+}
+
+/** A client over stdio; `elicit` answers the server's questions (absent: the client cannot be asked). */
+async function stdioClient(home: string, args: string[], elicit?: (message: string) => 'accept' | 'decline') {
+  ensureBuilt();
+  const asked: string[] = [];
+  const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities: elicit ? { elicitation: {} } : {} });
+  if (elicit) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      const message = String(req.params.message);
+      asked.push(message);
+      return { action: elicit(message), content: {} };
+    });
+  }
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [KEEL_BIN, 'mcp', 'serve', ...args],
+    env: env(home),
+    cwd: ROOT,
+    stderr: 'pipe',
+  });
+  await client.connect(transport);
+  return { client, asked, close: () => client.close() };
+}
+
+const textOf = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
+const reminders = (home: string) =>
+  existsSync(join(home, 'reminders.jsonl')) ? readFileSync(join(home, 'reminders.jsonl'), 'utf8').trim().split('\n') : [];
+const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
+
+async function pendingApproval(home: string): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const list = json<{ id: string }[]>(await keel(['approvals', 'list', '--status', 'pending', '--json'], { KEEL_HOME: home }));
+    if (list.length) return list[0].id;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no card appeared');
+}
+
+test('mcp serve (stdio): tools with annotations from their declarations; a read runs; a confirm-once write asked once by elicitation for two calls', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES], () => 'accept');
+  t.after(() => c.close());
+  const { tools } = await c.client.listTools();
+  const by = new Map(tools.map((x) => [x.name, x]));
+  assert.equal(by.get('calendar_lookup')?.annotations?.readOnlyHint, true);
+  assert.equal(by.get('calendar_lookup')?.annotations?.destructiveHint, false);
+  assert.equal(by.get('trash_email')?.annotations?.destructiveHint, true);
+  assert.equal(by.get('create_reminder')?.annotations?.readOnlyHint, false);
+  assert.equal(by.get('create_reminder')?.annotations?.destructiveHint, false);
+  assert.deepEqual(by.get('create_reminder')?.inputSchema.required, ['title']);
+  assert.ok(!by.has('ask_user') && !by.has('memory_search'), "the core's own tools are the agent loop's, not offered");
+
+  const read = await c.client.callTool({ name: 'calendar_lookup', arguments: { day: 'Friday' } });
+  assert.equal(textOf(read), 'No events on Friday.');
+  assert.equal(read.isError, undefined);
+
+  const first = await c.client.callTool({ name: 'create_reminder', arguments: { title: 'pay rent' } });
+  const second = await c.client.callTool({ name: 'create_reminder', arguments: { title: 'call mum' } });
+  assert.match(textOf(first), /Reminder "pay rent" created/);
+  assert.match(textOf(second), /Reminder "call mum" created/);
+  assert.equal(c.asked.length, 1, 'asked once per session and tool');
+  assert.match(c.asked[0], /create_reminder/);
+  assert.equal(reminders(home).length, 2);
+});
+
+test('mcp serve (stdio): a declined confirm-once write does not run, and the result says so', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES], () => 'decline');
+  t.after(() => c.close());
+  const r = await c.client.callTool({ name: 'create_reminder', arguments: { title: 'pay rent' } });
+  assert.equal(r.isError, true);
+  assert.match(textOf(r), /declined create_reminder/);
+  assert.deepEqual(reminders(home), []);
+});
+
+test('mcp serve (stdio): a destructive call waits for its card, approved with keel approvals approve — runs once', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES]);
+  t.after(() => c.close());
+  const progress: string[] = [];
+  const call = c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1'] } }, undefined, {
+    timeout: 60_000,
+    onprogress: (p) => progress.push(String(p.message)),
+  });
+  const id = await pendingApproval(home);
+  assert.equal(trashed(home).length, 0, 'nothing runs before the answer');
+  const ok = await keel(['approvals', 'approve', id], { KEEL_HOME: home });
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.match(ok.stdout, /MCP client waiting on it/);
+  const r = await call;
+  assert.match(textOf(r), /Moved 1 email/);
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}']);
+  assert.ok(
+    progress.some((m) => m.includes(`waiting for approval ${id}`)),
+    'progress while it waited',
+  );
+});
+
+test('mcp serve (stdio): a call that times out names its card; approved, a second call gets the outcome — the call ran once', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '0.3']);
+  t.after(() => c.close());
+  const first = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m2'] } });
+  assert.equal(first.isError, true);
+  const id = /approval (apr_\w+)/.exec(textOf(first))?.[1];
+  assert.ok(id, textOf(first));
+  assert.match(textOf(first), /nothing has run/);
+  assert.equal((await keel(['approvals', 'approve', id], { KEEL_HOME: home })).code, 0);
+  const second = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m2'] } });
+  assert.match(textOf(second), /Moved 1 email/);
+  const third = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m2'] } });
+  assert.match(textOf(third), /Moved 1 email/);
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}'], 'once, however often it is asked for');
+  const pending = json<unknown[]>(await keel(['approvals', 'list', '--status', 'pending', '--json'], { KEEL_HOME: home }));
+  assert.equal(pending.length, 0, 'no second card');
+});
+
+test('mcp serve --mode plan: a write stays listed and is refused with the mode’s denial; nothing runs', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--mode', 'plan'], () => 'accept');
+  t.after(() => c.close());
+  const { tools } = await c.client.listTools();
+  assert.ok(
+    tools.some((x) => x.name === 'create_reminder'),
+    'still listed',
+  );
+  const r = await c.client.callTool({ name: 'create_reminder', arguments: { title: 'pay rent' } });
+  assert.equal(r.isError, true);
+  assert.match(textOf(r), /plan mode/);
+  assert.equal(c.asked.length, 0, 'not even asked');
+  assert.deepEqual(reminders(home), []);
+  const read = await c.client.callTool({ name: 'calendar_lookup', arguments: { day: 'Monday' } });
+  assert.equal(textOf(read), 'No events on Monday.');
+});
+
+test('mcp serve: an upstream MCP server (the reference filesystem server) behind Keel gets its write tools gated', async (t) => {
+  const home = tempHome('keel-mcp-');
+  mkdirSync(join(home, 'files'), { recursive: true });
+  const c = await stdioClient(home, ['--plugins', FILESYSTEM, '--wait', '0.3']);
+  t.after(() => c.close());
+  const { tools } = await c.client.listTools();
+  const write = tools.find((x) => x.name === 'write_file');
+  assert.equal(write?.annotations?.destructiveHint, true, 'from Keel’s manifest, not the server’s own hints');
+  const r = await c.client.callTool({ name: 'write_file', arguments: { path: join(home, 'files', 'a.txt'), content: 'hello' } });
+  assert.equal(r.isError, true);
+  assert.match(textOf(r), /Waiting for approval apr_/);
+  assert.ok(!existsSync(join(home, 'files', 'a.txt')), 'nothing written before the owner approves');
+  const list = await c.client.callTool({ name: 'list_directory', arguments: { path: join(home, 'files') } });
+  assert.equal(list.isError, undefined, textOf(list));
+});
+
+test('mcp serve --http: Streamable HTTP on loopback with a bearer token; no token, no session', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const made = await keel(['tokens', 'create', '--name', 'ide', '--role', 'approver', '--json'], { KEEL_HOME: home });
+  const token = JSON.parse(made.stdout).token as string;
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [KEEL_BIN, 'mcp', 'serve', '--http', '0', '--plugins', FIXTURES], { env: env(home), cwd: ROOT });
+  t.after(() => child.kill('SIGKILL'));
+  const url = await new Promise<string>((res, rej) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) res(m[1]);
+    });
+    child.on('exit', (code) => rej(new Error(`exited ${code}`)));
+  });
+  const refused = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(refused.status, 401);
+
+  const client = new Client({ name: 'http-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: {} }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  t.after(() => client.close());
+  const { tools } = await client.listTools();
+  assert.equal(tools.find((x) => x.name === 'trash_email')?.annotations?.destructiveHint, true);
+  const read = await client.callTool({ name: 'calendar_lookup', arguments: { day: 'Sunday' } });
+  assert.equal(textOf(read), 'No events on Sunday.');
+  const w = await client.callTool({ name: 'create_reminder', arguments: { title: 'water plants' } });
+  assert.match(textOf(w), /Reminder "water plants" created/);
+  // With elicitation the card itself is shown to the client's user; accepted there, it runs once.
+  const d = await client.callTool({ name: 'trash_email', arguments: { ids: ['m3'] } });
+  assert.match(textOf(d), /Moved 1 email/);
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m3"]}']);
+  const audit = json<unknown>(await keel(['approvals', 'list', '--json'], { KEEL_HOME: home })) as { answered_by: string }[];
+  assert.equal(audit[0].answered_by, 'mcp:http-client');
+});
+
+test('mcp serve: a plugin added while clients are connected: notifications/tools/list_changed, and the new tool is listed', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const plugins = join(home, 'plugins');
+  cpSync(join(FIXTURES, 'calendar'), join(plugins, 'calendar'), { recursive: true });
+  const c = await stdioClient(home, ['--plugins', plugins]);
+  t.after(() => c.close());
+  let changed = 0;
+  c.client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    changed++;
+  });
+  assert.ok(!(await c.client.listTools()).tools.some((x) => x.name === 'weather_now'));
+  mkdirSync(join(plugins, 'weather'));
+  writeFileSync(
+    join(plugins, 'weather', 'index.js'),
+    "export default (api) => api.registerTool({ name: 'weather_now', description: 'The weather now', parameters: { type: 'object', properties: {} }, execute: async () => 'Sunny.' });\n",
+  );
+  writeFileSync(
+    join(plugins, 'weather', 'plugin.yaml'),
+    'name: weather\nversion: 1.0.0\nprovides: [tool]\ntools:\n  weather_now:\n    effect: read\n    idempotent: true\n',
+  );
+  for (let i = 0; i < 100 && changed === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(changed >= 1, 'the client was told');
+  const tool = (await c.client.listTools()).tools.find((x) => x.name === 'weather_now');
+  assert.equal(tool?.annotations?.readOnlyHint, true);
+  assert.equal(tool?.annotations?.idempotentHint, true, 'idempotentHint where the manifest says so');
+  assert.equal(textOf(await c.client.callTool({ name: 'weather_now', arguments: {} })), 'Sunny.');
+});
