@@ -365,6 +365,8 @@ class McpSession {
         return this.finish({ ...call, id: item.call_id, args: item.args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
       })();
       this.running.set(id, work);
+      // Once carried out, the card is done: the same call made later is a new request, with a new card.
+      void work.finally(() => this.cards.delete(key));
     }
     return work;
   }
