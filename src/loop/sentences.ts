@@ -72,4 +72,15 @@ export const SAY = {
   questionUnanswered: 'The question was not answered: the run was stopped.',
   /** A2: the approved tool is gone from the pool (its plugin did not mount this time). */
   noLongerAvailable: (name: string) => `${name} is no longer available (its plugin did not mount); nothing was run.`,
+  /** keel mcp serve: the user declined a confirm-once write when the client asked them (elicitation). */
+  declinedByUser: (name: string) => `Not run: the user declined ${name} (nothing changed).`,
+  /** keel mcp serve: a call for a tool the server does not offer to MCP clients. */
+  notOffered: (name: string) => `Not run: ${name} is not offered here.`,
+  /** keel mcp serve: the call's card was not answered in time; calling again gets its outcome. */
+  waitingForApproval: (id: string, title: string, name: string) =>
+    `Waiting for approval ${id} (${title}): nothing has run. The owner answers it in the console or with keel approvals approve|reject ${id}. Call ${name} again with the same arguments to get the outcome; it will not run twice.`,
+  /** keel mcp serve: the card the call waited on is gone from the store. */
+  approvalGone: (id: string) => `Not run: approval ${id} is no longer in the store. Nothing changed.`,
+  /** keel mcp serve: the card was rejected or expired. */
+  approvalNotGranted: (id: string, why: string) => `Not run: approval ${id} ${why}. Nothing changed.`,
 } as const;

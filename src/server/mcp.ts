@@ -27,6 +27,7 @@ import { expireApprovals, respondToApproval } from '../approvals/respond.js';
 import { type Keel, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { admitReply, type ExecuteContext, executeCall, prepareApproval, prepareCall, whenAborted } from '../loop/pipeline.js';
 import { RunWriter } from '../loop/run.js';
+import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
 import { deriveGateState, type GateState } from '../policy/gate.js';
 import type { ApprovalRecord, CallRecord, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
@@ -231,7 +232,7 @@ class McpSession {
       await this.audit(answer.action === 'accept' ? 'confirm_once_yes' : 'confirm_once_no', name);
       if (answer.action !== 'accept') {
         this.gate.declined.add(name);
-        return this.finish(call, tool, 'held_for_confirmation', `Not run: the user declined ${name} (nothing changed).`, true, true);
+        return this.finish(call, tool, 'held_for_confirmation', SAY.declinedByUser(name), true, true);
       }
       this.gate.consented.add(name);
       this.gate.declined.delete(name);
@@ -243,7 +244,7 @@ class McpSession {
       case 'repeat':
       case 'ask_user':
         // Not reachable: the session keeps no repeat ledger and ask_user is not listed.
-        return this.finish(call, tool, 'unknown_tool', `Not run: ${name} is not offered here.`, true, true);
+        return this.finish(call, tool, 'unknown_tool', SAY.notOffered(name), true, true);
       case 'needs_card':
         return this.card(prepared.tool, call, signal, progress);
       case 'execute': {
@@ -337,15 +338,12 @@ class McpSession {
       if (!a || a.status !== 'pending') break;
       const waited = Date.now() - started;
       if (waited >= this.o.waitMs || signal.aborted) {
-        return text(
-          `Waiting for approval ${id} (${a.card.title}): nothing has run. The owner answers it in the console or with keel approvals approve|reject ${id}. Call ${call.name} again with the same arguments to get the outcome; it will not run twice.`,
-          true,
-        );
+        return text(SAY.waitingForApproval(id, a.card.title, call.name), true);
       }
       await progress(waited, `waiting for approval ${id}`);
       await new Promise((r) => setTimeout(r, poll));
     }
-    if (!a) return text(`Approval ${id} is no longer in the store: nothing ran.`, true);
+    if (!a) return text(SAY.approvalGone(id), true);
     const key = callKey(call.name, call.args ?? {});
     if (a.status !== 'approved') {
       this.cards.delete(key); // a new call after a rejection makes a new card
@@ -353,7 +351,7 @@ class McpSession {
         a.status === 'expired'
           ? `expired at ${a.expires_at}`
           : `was rejected${a.answered_by ? ` by ${a.answered_by}` : ''}${a.reason ? `: ${a.reason}` : ''}`;
-      return this.finish(call, tool, 'error', `Not run: approval ${id} ${why}. Nothing changed.`, true, true);
+      return this.finish(call, tool, 'error', SAY.approvalNotGranted(id, why), true, true);
     }
     const item = a.items[0];
     let work = this.running.get(id);
