@@ -20,6 +20,7 @@ export { buildMenu, keepAll, type Menu, type Shortlist } from './prompt/menu.js'
 export { bm25Shortlist, DEFAULT_TOOL_CAP } from './prompt/shortlist.js';
 export { SqliteStore } from './store/sqlite.js';
 export { CORE_DECLARATIONS } from './tools/builtins.js';
+export { defineTool, type FromSchema, type ObjectSchema } from './tools/define.js';
 export { makeToolSpec } from './tools/spec.js';
 export * from './types/index.js';
 export { KeelError } from './util/errors.js';

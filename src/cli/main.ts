@@ -72,20 +72,22 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option(
       '--server <url>',
       'talk to a keel serve (run, resume, runs, approvals) instead of the local store; default KEEL_SERVER, with KEEL_TOKEN',
-    );
+    )
+    .version(VERSION, '-V, --version', "print Keel's version");
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
   const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
 
   program
     .command('run')
     .description('run a request to its end, a question, or an approval card')
-    .argument('<message...>', 'what you want done')
+    .argument('<message...>', 'what you want done; - reads it from stdin')
     .option('-m, --model <spec>', 'model spec (script:FILE, ollama:MODEL, openai:MODEL, …); default KEEL_MODEL')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
     .addOption(new Option('--mode <mode>', "session mode (default: the session's, else agent)").choices(['agent', 'plan', 'goal']))
     .option('-s, --session <id>', 'continue a session: the run sees its transcript, mode and contract (see keel runs show)')
     .option('--json', 'print one JSON object (S1)')
-    .action(async (message: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
+    .action(async (words: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
+      const message = words.length === 1 && words[0] === '-' ? [await readStdin()] : words;
       const server = remote();
       if (server) {
         finish(
@@ -491,6 +493,20 @@ async function askYesNo(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+/** `keel run -`: the request from stdin (bounded, like any request). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    size += (chunk as Buffer).length;
+    if (size > 1_000_000) throw new KeelError('bad_input', 'the request on stdin is larger than 1 MB');
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (!text) throw new KeelError('bad_input', 'keel run -: stdin was empty; say what you want done');
+  return text;
 }
 
 function positiveNumber(v: string, flag: string): number {

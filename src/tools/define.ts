@@ -1,0 +1,73 @@
+/**
+ * Typed tools for plugin authors: `defineTool` infers the handler's argument type from its schema —
+ * a zod schema (converted to JSON Schema for the model, and parsed before the handler runs), or a
+ * plain JSON Schema written `as const` — so a handler compiles under `strict` with no casts.
+ */
+import { z } from 'zod';
+import type { CardText, JsonSchema, ToolContext, ToolDefinition, ToolOutput } from '../types/index.js';
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+type RequiredKeys<S> = S extends { required: readonly (infer R)[] } ? R : never;
+type ObjectOf<S> = S extends { properties: infer P }
+  ? Simplify<
+      { -readonly [K in keyof P & RequiredKeys<S>]: FromSchema<P[K]> } & {
+        -readonly [K in Exclude<keyof P, RequiredKeys<S>>]?: FromSchema<P[K]>;
+      }
+    >
+  : Record<string, unknown>;
+
+/** The TypeScript type of a JSON Schema written `as const` (the subset tools use). */
+export type FromSchema<S> = S extends { enum: readonly (infer E)[] }
+  ? E
+  : S extends { const: infer C }
+    ? C
+    : S extends { type: 'string' }
+      ? string
+      : S extends { type: 'number' | 'integer' }
+        ? number
+        : S extends { type: 'boolean' }
+          ? boolean
+          : S extends { type: 'null' }
+            ? null
+            : S extends { type: 'array'; items: infer I }
+              ? FromSchema<I>[]
+              : S extends { type: 'object' }
+                ? ObjectOf<S>
+                : unknown;
+
+/** A JSON Schema for a tool's arguments: an object. */
+export type ObjectSchema = {
+  readonly type: 'object';
+  readonly properties?: Readonly<Record<string, unknown>>;
+  readonly required?: readonly string[];
+};
+
+interface Handlers<A> {
+  name: string;
+  description: string;
+  execute: (args: A, ctx: ToolContext) => ToolOutput | Promise<ToolOutput>;
+  /** The card's text for a call that needs approval. */
+  describe?: (args: A) => CardText;
+  /** A problem with the arguments the schema cannot express (a card is never made for them). */
+  validate?: (args: A) => string | undefined | Promise<string | undefined>;
+}
+
+export function defineTool<S extends z.ZodObject>(def: Handlers<z.output<S>> & { parameters: S }): ToolDefinition;
+export function defineTool<const S extends ObjectSchema>(def: Handlers<FromSchema<S>> & { parameters: S }): ToolDefinition;
+export function defineTool(def: Handlers<never> & { parameters: z.ZodObject | ObjectSchema }): ToolDefinition {
+  const p = def.parameters;
+  if (!(p instanceof z.ZodType)) return def as unknown as ToolDefinition;
+  // The model sees JSON Schema; the handler gets what the zod schema makes of the arguments (defaults, coercions).
+  const { $schema: _s, ...parameters } = z.toJSONSchema(p, { target: 'draft-7', io: 'input' }) as JsonSchema;
+  const parse = (args: unknown) => p.parse(args) as never;
+  return {
+    name: def.name,
+    description: def.description,
+    parameters,
+    execute: (args, ctx) => def.execute(parse(args), ctx),
+    ...(def.describe ? { describe: (args: Record<string, unknown>) => (def.describe as (a: never) => CardText)(parse(args)) } : {}),
+    ...(def.validate
+      ? { validate: (args: Record<string, unknown>) => (def.validate as (a: never) => string | undefined)(parse(args)) }
+      : {}),
+  };
+}
