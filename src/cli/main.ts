@@ -224,7 +224,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       io.out(o.json ? `${JSON.stringify(p)}\n` : renderPlugins([p]));
       code = p.status === 'loaded' ? 0 : 1;
     });
-  registerPluginsInit(plugins, io);
+  registerPluginsInit(plugins, io, VERSION);
 
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
   approvals
