@@ -2,17 +2,16 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
-import { BUNDLED_PLUGINS, Keel, keelHome, PACKAGE_ROOT } from '../keel/keel.js';
+import { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
+import type { Keel } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
-import { registryHealthy } from '../plugin-host/host.js';
 import type { Role } from '../server/tokens.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
-import { startTelemetryFromEnv } from '../util/telemetry.js';
 import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
-import { registerPluginsInit } from './plugins-init.js';
+import { registerPluginsInit } from './init-command.js';
 import { Remote } from './remote.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
 
@@ -47,12 +46,16 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   let code = 0;
   let keel: Keel | undefined;
   /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
-  const getKeel = (withStore = true) => {
+  // Loaded on first use: `keel --help` and `keel --version` import nothing they do not need.
+  const getKeel = async (withStore = true): Promise<Keel> => {
+    const { Keel } = await import('../keel/keel.js');
     // The CLI offers the bundled reference plugins when no folder is named; a library user gets none.
     const defaultPluginDirs = [BUNDLED_PLUGINS];
     keel ??= new Keel(withStore ? { env: io.env, defaultPluginDirs } : { env: io.env, store: null, defaultPluginDirs });
     return keel;
   };
+  const telemetry = async () => (await import('../util/telemetry.js')).startTelemetryFromEnv(io.env);
+
   const finish = (r: RunResult, json: boolean) => {
     // Warnings go to stderr whatever the format (and are in the JSON too): nothing fails silently.
     for (const w of r.warnings) io.err(`keel: warning: ${w}\n`);
@@ -101,9 +104,9 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         return;
       }
       // Spans go to an OTLP collector only when OTEL_EXPORTER_OTLP_ENDPOINT is set (nothing is loaded otherwise).
-      const stopTelemetry = await startTelemetryFromEnv(io.env);
+      const stopTelemetry = await telemetry();
       try {
-        const r = await getKeel().run(
+        const r = await (await getKeel()).run(
           message.join(' '),
           { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
           printer(!!o.json),
@@ -141,7 +144,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(!!o.json)), !!o.json);
         return;
       }
-      const k = getKeel();
+      const k = await getKeel();
       if (o.answer === undefined && confirm === undefined) {
         finish(await k.continueRun(runId, printer(!!o.json), { model: o.model }), !!o.json);
         return;
@@ -162,7 +165,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--json', 'print JSON')
     .action(async (o: { limit: number; json?: boolean }) => {
       const server = remote();
-      const rows = server ? await server.listRuns(o.limit) : await getKeel().listRuns({ limit: o.limit });
+      const rows = server ? await server.listRuns(o.limit) : await (await getKeel()).listRuns({ limit: o.limit });
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs
@@ -173,7 +176,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--as <actor>', 'who cancels (default: the OS user)')
     .option('--json', 'print the ended run as one JSON object')
     .action(async (runId: string, o: { reason?: string; as?: string; json?: boolean }) => {
-      const r = await getKeel().cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json));
+      const r = await (await getKeel()).cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json));
       finish(r, !!o.json);
       code = 0;
     });
@@ -193,7 +196,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         );
         return;
       }
-      const run = await getKeel().getRun(runId);
+      const run = await (await getKeel()).getRun(runId);
       io.out(o.json ? `${JSON.stringify(run)}\n` : renderRunShow(run));
     });
 
@@ -204,7 +207,8 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .argument('[dirs...]', 'plugin folders (default KEEL_PLUGINS or the bundled plugins)')
     .option('--json', 'print JSON')
     .action(async (dirs: string[], o: { json?: boolean }) => {
-      const reg = await getKeel(false).registry(dirs);
+      const reg = await (await getKeel(false)).registry(dirs);
+      const { registryHealthy } = await import('../plugin-host/host.js');
       io.out(
         o.json
           ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), policy: reg.policy })}\n`
@@ -218,7 +222,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .option('--json', 'print JSON')
     .action(async (name: string, o: { plugins: string[]; json?: boolean }) => {
-      const reg = await getKeel(false).registry(o.plugins);
+      const reg = await (await getKeel(false)).registry(o.plugins);
       const p = reg.plugins.find((x) => x.name === name);
       if (!p) throw new KeelError('not_found', `no plugin named ${name} (found: ${reg.plugins.map((x) => x.name).join(', ') || 'none'})`);
       io.out(o.json ? `${JSON.stringify(p)}\n` : renderPlugins([p]));
@@ -233,7 +237,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--json', 'print JSON')
     .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
       const server = remote();
-      const rows = server ? await server.listApprovals(o.status) : await getKeel().listApprovals({ status: o.status });
+      const rows = server ? await server.listApprovals(o.status) : await (await getKeel()).listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
       else if (!rows.length) io.out('No approvals.\n');
       else {
@@ -258,7 +262,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
       const { approval, result } = server
         ? await server.respondToApproval(id, decision, o.reason ?? null, printer(!!o.json), { consentWrites: o.allowWrites })
-        : await getKeel().answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
+        : await (await getKeel()).answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
             consentWrites: o.allowWrites,
           });
       if (!result) {
@@ -283,7 +287,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .addOption(new Option('--mode <mode>', 'starting mode').choices(['agent', 'plan', 'goal']).default('agent'))
     .action(async (o: { model?: string; plugins: string[]; mode: Mode }) => {
       const { chat } = await import('./chat.js');
-      code = await chat(getKeel(), {
+      code = await chat(await getKeel(), {
         model: o.model,
         pluginDirs: o.plugins,
         mode: o.mode,
@@ -319,7 +323,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('--cors <origin>', 'an origin allowed to call the API from a browser (repeatable); none by default', collectList, [])
     .action(async (o: { host: string; port: number; plugins: string[]; model?: string; allowModel: string[]; cors: string[] }) => {
       const { startServer } = await import('../server/serve.js');
-      const stopTelemetry = await startTelemetryFromEnv(io.env);
+      const stopTelemetry = await telemetry();
       const srv = await startServer({
         host: o.host,
         port: o.port,
@@ -370,7 +374,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     )
     .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait: number }) => {
       const { serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
-      const k = getKeel();
+      const k = await getKeel();
       const opts = { keel: k, pluginDirs: k.pluginDirs(o.plugins), mode: o.mode, waitMs: o.wait * 1000, version: VERSION };
       await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
       let srv: { close(): Promise<void> };
@@ -440,7 +444,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .description("delete and re-seed each plugin's data under KEEL_HOME (plugins that export reset(home))")
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .action(async (o: { plugins: string[] }) => {
-      const rows = await getKeel(false).resetData(o.plugins);
+      const rows = await (await getKeel(false)).resetData(o.plugins);
       for (const r of rows) io.out(`${r.plugin.padEnd(20)} ${r.status}${r.message ? `: ${r.message}` : ''}\n`);
       code = rows.some((r) => r.status === 'failed') ? 1 : 0;
     });

@@ -1,8 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { existsSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
 import { type ApprovalDecision, expireApprovals, respondToApproval } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
@@ -33,17 +30,11 @@ import type {
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { Registries, resolvePluginDirs } from './registries.js';
+
+export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
+
+import { keelHome } from '../config/paths.js';
 import { Sessions } from './sessions.js';
-
-/** Keel's package folder, whether this runs from src/ (tsx) or dist/src/. */
-export const PACKAGE_ROOT = (() => {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return dir;
-})();
-
-/** The reference plugins shipped with Keel (used when no plugin folder is given). */
-export const BUNDLED_PLUGINS = join(PACKAGE_ROOT, 'plugins');
 
 export interface KeelOptions {
   /** Keel's home: the store and plugin data live here. Default KEEL_HOME, else ~/.keel. */
@@ -96,10 +87,6 @@ export const MCP_MODEL_PREFIX = 'mcp:';
 function listenable(c: AbortController): AbortController {
   setMaxListeners(0, c.signal);
   return c;
-}
-
-export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
 }
 
 export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
@@ -215,14 +202,17 @@ export class Keel {
 
   private async deps(model: string | ModelClient | undefined, dirs: readonly string[]): Promise<EngineDeps & { notes: string[] }> {
     const { registry, notes } = await this.registries.forRun(dirs);
+    const client = typeof model === 'object' ? model : await createModel(model, this.env);
+    const spec = client.spec;
     return {
       registry,
       notes,
-      model: typeof model === 'object' ? model : await createModel(model, this.env),
+      model: client,
       store: this.store,
       limits: this.limits(),
       shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env)),
-      countTokens: this.env.KEEL_COUNT_TOKENS !== '0',
+      // Counted for real models; for the scripted one (tests, demos) only when asked (KEEL_COUNT_TOKENS=1).
+      countTokens: this.env.KEEL_COUNT_TOKENS === '1' || (this.env.KEEL_COUNT_TOKENS !== '0' && !spec.startsWith('script:')),
       currentMode: (run) => this.sessions.currentMode(run),
       onModeChange: (run) => this.sessions.changed(run),
       signal: this.interruption.signal,

@@ -32,7 +32,7 @@ test('keel plugins init todo && keel plugins check todo && npm test inside the n
   });
 
   // As a user runs it: not as a child of this test runner (NODE_TEST_CONTEXT would fold its report into ours).
-  const env = { ...process.env, NODE_OPTIONS: '' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' };
   delete env.NODE_TEST_CONTEXT;
   const npm = spawnSync('npm', ['test'], { cwd: dir, encoding: 'utf8', env });
   assert.equal(npm.status, 0, npm.stdout + npm.stderr);

@@ -13,7 +13,12 @@ test('npm pack ships the examples and no tests; the tarball installed elsewhere 
   timeout: 600_000,
 }, () => {
   const out = tempHome('keel-pack-');
-  const env = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+  };
   delete env.NODE_TEST_CONTEXT;
   execFileSync('npm', ['pack', '--pack-destination', out, '--ignore-scripts'], { cwd: ROOT, env, stdio: 'pipe' });
   const tarball = join(out, readdirSync(out).find((f) => f.endsWith('.tgz')) as string);

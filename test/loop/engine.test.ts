@@ -345,7 +345,8 @@ test('R14: the blocking result equals what the event stream carried', async (t) 
 });
 
 test('R30/S1: the result carries model_calls, requests with declared tools, and steps', async (t) => {
-  const h = new Harness([{ tool_calls: [DUES] }, { text: 'ok' }]);
+  // A scripted model's requests are counted only when asked for.
+  const h = new Harness([{ tool_calls: [DUES] }, { text: 'ok' }], { env: { ...process.env, KEEL_COUNT_TOKENS: '1' } });
   t.after(() => h.close());
   const r = await h.run('find my dues and create reminders');
   assert.equal(r.model_calls, 2);
@@ -368,4 +369,11 @@ test('R20: the time limit cuts a model call that is still running', async (t) =>
   assert.equal(r.reason, 'timeout');
   assert.ok(Date.now() - started < 4000, 'it did not wait for the model');
   assert.match(r.answer ?? '', /ran past the time limit/);
+});
+
+test('R30: a scripted model is not token-counted unless KEEL_COUNT_TOKENS=1 (its runs load no encoding)', async (t) => {
+  const h = new Harness([{ text: 'ok' }], { env: { ...process.env, KEEL_COUNT_TOKENS: '' } });
+  t.after(() => h.close());
+  const r = await h.run('hello');
+  assert.equal(r.requests[0].input_tokens, undefined);
 });
