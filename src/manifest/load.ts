@@ -1,8 +1,19 @@
 import { readFileSync, statSync } from 'node:fs';
 import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from 'yaml';
 import type { z } from 'zod';
+import { nearestName } from '../util/text.js';
 import type { ManifestCache } from './cache.js';
-import { type Declaration, EFFECTS, effectiveGate, type Manifest, ManifestSchema, normalizeDeclaration, TOOL_NAME } from './schema.js';
+import {
+  type Declaration,
+  EFFECTS,
+  effectiveGate,
+  type Manifest,
+  ManifestSchema,
+  McpSectionSchema,
+  normalizeDeclaration,
+  TOOL_NAME,
+  ToolDeclarationSchema,
+} from './schema.js';
 
 /** One reason a manifest does not mount, with where it is (M4). */
 export interface ManifestIssue {
@@ -182,10 +193,22 @@ function lookup(raw: unknown, path: Path): { present: boolean; value?: unknown }
   return { present: true, value: node };
 }
 
+/** The fields a mapping at this path may have: the file's, a tool's, the mcp section's. */
+function knownFields(path: readonly (string | number)[]): string[] {
+  if (path.length === 0) return Object.keys(ManifestSchema.shape);
+  if (path.length === 2 && path[0] === 'tools') return Object.keys(ToolDeclarationSchema.shape);
+  if (path.length === 1 && path[0] === 'mcp') return Object.keys(McpSectionSchema.shape);
+  return [];
+}
+
 function shapeIssues(i: z.core.$ZodIssue, at: IssueAt, raw: unknown): ManifestIssue[] {
   const path = i.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
   if (i.code === 'unrecognized_keys') {
-    return i.keys.map((k) => at([...path, k], `unknown field '${k}'`, true));
+    const known = knownFields(path);
+    return i.keys.map((k) => {
+      const meant = nearestName(k, known);
+      return at([...path, k], `unknown field '${k}'${meant ? ` (did you mean '${meant}'?)` : ''}`, true);
+    });
   }
   const last = path[path.length - 1];
   const found = lookup(raw, path);

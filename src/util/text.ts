@@ -11,6 +11,12 @@ export function closestNames(name: string, names: Iterable<string>, n = 3): stri
   return scored.slice(0, n).map((s) => s[0]);
 }
 
+/** The one name close enough to be what was meant ("confrim" → "confirm"), if there is one. */
+export function nearestName(name: string, names: Iterable<string>, maxDistance = 2): string | undefined {
+  const [best] = closestNames(name, names, 1);
+  return best !== undefined && distance(name, best) <= Math.min(maxDistance, Math.ceil(name.length / 3)) ? best : undefined;
+}
+
 function distance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {

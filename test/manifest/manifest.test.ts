@@ -72,7 +72,24 @@ describe('M4: manifest validation, one message per rule with plugin, tool, field
       field: 'guidence',
       line: 7,
       col: 5,
-      message: /unknown field 'guidence'/,
+      message: /unknown field 'guidence' \(did you mean 'guidance'\?\)/,
+    });
+  });
+
+  test('M4: a misspelled field suggests the nearest one ("confrim" → "confirm"); a field far from any suggests none', () => {
+    refusedWith(yaml(...HEAD, '  browse:', '    effect: write', '    confrim: never'), {
+      tool: 'browse',
+      field: 'confrim',
+      line: 7,
+      col: 5,
+      message: /unknown field 'confrim' \(did you mean 'confirm'\?\)/,
+    });
+    refusedWith(yaml(...HEAD, '  browse:', '    effect: read', '    colour: blue'), {
+      tool: 'browse',
+      field: 'colour',
+      line: 7,
+      col: 5,
+      message: /^unknown field 'colour'$|unknown field 'colour'(?! \(did)/,
     });
   });
 
