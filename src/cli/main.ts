@@ -203,18 +203,32 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   const plugins = program.command('plugins').description('plugin manifests, registrations and drift');
   plugins
     .command('check')
-    .description('mount plugins and report status, tools, degraded and drift rows (exit 1 when any is failed or degraded)')
-    .argument('[dirs...]', 'plugin folders (default KEEL_PLUGINS or the bundled plugins)')
+    .description('mount plugins and report status, tools, degraded and drift rows (exit 1 when any is failed or degraded, or drifts)')
+    .argument('[dirs...]', 'plugin folders, or plugin.yaml files (default KEEL_PLUGINS or the bundled plugins)')
     .option('--json', 'print JSON')
     .action(async (dirs: string[], o: { json?: boolean }) => {
       const reg = await (await getKeel(false)).registry(dirs);
       const { registryHealthy } = await import('../plugin-host/host.js');
+      const counts = {
+        plugins: reg.plugins.length,
+        failed: reg.plugins.filter((p) => p.status === 'failed').length,
+        degraded: reg.plugins.filter((p) => p.status === 'degraded').length,
+        drift: reg.plugins.reduce((n, p) => n + p.drift.length, 0),
+      };
+      if (counts.plugins === 0) {
+        throw new KeelError(
+          'bad_input',
+          `no plugin in ${dirs.join(', ') || 'the plugin folders'}: a plugin folder holds a plugin.yaml, or folders that each do`,
+        );
+      }
+      const summary = `${counts.plugins} plugin(s): ${counts.failed} failed, ${counts.degraded} degraded, ${counts.drift} drift row(s)\n`;
       io.out(
         o.json
-          ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), policy: reg.policy })}\n`
-          : `${renderPlugins(reg.plugins)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}`,
+          ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), counts, policy: reg.policy })}\n`
+          : `${renderPlugins(reg.plugins)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}${summary}`,
       );
-      code = registryHealthy(reg) ? 0 : 1;
+      // Drift refuses nothing, but a manifest and its code that disagree are a mistake to fix: it fails the check.
+      code = registryHealthy(reg) && counts.drift === 0 ? 0 : 1;
     });
   plugins
     .command('show')

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ManifestCache } from '../manifest/cache.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
@@ -46,7 +46,9 @@ export interface MountOptions {
 export function discoverPlugins(dirs: readonly string[]): string[] {
   const found: string[] = [];
   for (const d of dirs) {
-    const dir = resolve(d);
+    // A plugin.yaml names its folder.
+    const given = resolve(d);
+    const dir = basename(given) === 'plugin.yaml' && existsSync(given) && statSync(given).isFile() ? dirname(given) : given;
     if (!existsSync(dir) || !statSync(dir).isDirectory()) {
       throw new KeelError('config', `plugin folder not found: ${dir}`);
     }

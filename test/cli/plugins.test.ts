@@ -154,10 +154,12 @@ describe('R8: keel plugins check --json', () => {
     assert.equal(p.bad_params.degraded.length, 5);
   });
 
-  test('R8: drift alone does not fail the check (exit 0), but is reported', async () => {
+  test('R8: drift refuses nothing but fails the check (exit 1), counted and reported', async () => {
     const r = await keel(['plugins', 'check', join(BAD, 'drift', 'declared_only'), join(BAD, 'drift', 'provides_nothing'), '--json']);
-    assert.equal(r.code, 0, r.stdout);
-    const p = byName(parse<{ plugins: PluginReport[] }>(r).plugins);
+    assert.equal(r.code, 1, r.stdout);
+    const out = parse<{ plugins: PluginReport[]; counts: Record<string, number> }>(r);
+    assert.deepEqual(out.counts, { plugins: 2, failed: 0, degraded: 0, drift: 2 });
+    const p = byName(out.plugins);
     assert.deepEqual(
       p.declared_only.drift.map((d) => [d.kind, d.tool]),
       [['declared_not_registered', 'weather_alert']],
@@ -250,5 +252,23 @@ describe('R8: keel plugins show NAME', () => {
     assert.equal(r.code, 2);
     assert.equal(r.stdout, '');
     assert.equal(r.stderr, 'keel: no plugin named nope (found: calendar, finance, mail)\n');
+  });
+});
+
+describe('R8: keel plugins check takes a plugin.yaml, and says when a folder holds no plugin', () => {
+  test('a plugin.yaml path checks its plugin; an empty folder is refused with exit 2; a healthy set prints its counts', async () => {
+    const one = await keel(['plugins', 'check', join(GOOD, 'calendar', 'plugin.yaml'), '--json']);
+    assert.equal(one.code, 0, one.stderr);
+    assert.deepEqual(
+      parse<{ plugins: PluginReport[] }>(one).plugins.map((p) => p.name),
+      ['calendar'],
+    );
+    const empty = mkdtempSync(join(tmpdir(), 'keel-empty-'));
+    const none = await keel(['plugins', 'check', empty]);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no plugin in .*a plugin folder holds a plugin\.yaml/);
+    const text = await keel(['plugins', 'check', GOOD]);
+    assert.equal(text.code, 0);
+    assert.match(text.stdout, /\d+ plugin\(s\): 0 failed, 0 degraded, 0 drift row\(s\)\n$/);
   });
 });
