@@ -472,11 +472,15 @@ describe('M1: discovery', () => {
     ]);
   });
 
-  test('M1: a folder that does not exist (or is a file) is an error naming it', async () => {
+  test('M1: a folder that does not exist (or is a file other than plugin.yaml) is an error naming it', async () => {
     const missing = join(scratch, 'no-such-folder');
     assert.throws(() => discoverPlugins([missing]), { message: `plugin folder not found: ${missing}` });
-    assert.throws(() => discoverPlugins([join(GOOD, 'mail', 'plugin.yaml')]), /plugin folder not found: .*mail\/plugin\.yaml/);
+    assert.throws(() => discoverPlugins([join(GOOD, 'mail', 'index.js')]), /plugin folder not found: .*mail\/index\.js/);
     await assert.rejects(mount([missing]), /plugin folder not found/);
+  });
+
+  test('M1: a plugin.yaml path names its folder', () => {
+    assert.deepEqual(discoverPlugins([join(GOOD, 'mail', 'plugin.yaml')]), [join(GOOD, 'mail')]);
   });
 });
 
