@@ -83,6 +83,11 @@ export interface PauseResponder {
  */
 export const MCP_MODEL_PREFIX = 'mcp:';
 
+/** Whether a run is a `keel mcp serve` session (see MCP_MODEL_PREFIX). */
+export function isMcpSession(run: { model: string } | undefined): boolean {
+  return Boolean(run?.model.startsWith(MCP_MODEL_PREFIX));
+}
+
 /** Every leg listens to the interruption signal: a server drives hundreds at once. */
 function listenable(c: AbortController): AbortController {
   setMaxListeners(0, c.signal);
@@ -309,7 +314,7 @@ export class Keel {
   ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
     const store = this.requireStore();
     const card = await store.getApproval(id);
-    if (card && (await store.loadRun(card.run_id))?.model.startsWith(MCP_MODEL_PREFIX)) {
+    if (card && isMcpSession(await store.loadRun(card.run_id))) {
       throw new KeelError(
         'bad_input',
         `approval ${id} belongs to an MCP session (run ${card.run_id}), whose server carries the call out: answer it with answerCard (or keel approvals approve|reject ${id})`,
@@ -350,7 +355,7 @@ export class Keel {
   ): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
     const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason, new Date(), options);
     // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
-    if ((await this.getRun(approval.run_id)).model.startsWith(MCP_MODEL_PREFIX)) return { approval };
+    if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval));
     return { approval, leg };
   }

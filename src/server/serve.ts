@@ -8,7 +8,7 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { expireApprovals } from '../approvals/respond.js';
-import { Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
+import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
 import type { LoopEvent, RunStatus, Store } from '../types/index.js';
@@ -171,7 +171,7 @@ async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: 
       for (const summary of page) {
         const run = await store.loadRun(summary.id);
         // An MCP session's run is carried by its own MCP server, never taken over here.
-        if (!run || run.model.startsWith(MCP_MODEL_PREFIX)) continue;
+        if (!run || isMcpSession(run)) continue;
         const stale = run.status === 'running' && !ownerAlive(run.owner, run.updated_at);
         const stopped = run.status === 'paused' && run.pause?.kind === 'interrupted' && run.pause.why === SHUTDOWN;
         const answered =
