@@ -37,9 +37,13 @@ test('keel demo exits non-zero when a scenario does not end as its example expec
   assert.match(r.stdout, /02-inbox-digest .* FAIL/);
 });
 
-test('keel data reset re-seeds the plugins that keep data', async () => {
+test('keel data reset re-seeds the plugins that keep data; without a terminal it needs --yes', async () => {
   const home = tempHome();
-  const r = await keel(['data', 'reset'], { KEEL_HOME: home });
+  const refused = await keel(['data', 'reset'], { KEEL_HOME: home });
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /pass --yes/);
+  assert.ok(!existsSync(join(home, 'data', 'calendar.db')), 'nothing was touched');
+  const r = await keel(['data', 'reset', '--yes'], { KEEL_HOME: home });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /email_workflows\s+reset/);
   assert.match(r.stdout, /calendar\s+reset/);
