@@ -492,6 +492,15 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    // A usage error points to that command's own help.
+    const pointToHelp = (c: Command, path: string) => {
+      for (const sub of c.commands) {
+        const full = `${path} ${sub.name()}`;
+        sub.showHelpAfterError(`(${full} --help shows its usage)`);
+        pointToHelp(sub, full);
+      }
+    };
+    pointToHelp(program, 'keel');
     await program.parseAsync(argv);
   } catch (err) {
     code = reportError(err, io);

@@ -32,3 +32,16 @@ test('keel run - reads the request from stdin; an empty stdin is refused with ex
   assert.equal(empty.code, 2);
   assert.match(empty.stderr, /stdin was empty/);
 });
+
+test("a usage error points to that command's own help, on stderr, with exit 2", async () => {
+  const flag = await keel(['run', '--bogus', 'x']);
+  assert.equal(flag.code, 2);
+  assert.equal(flag.stdout, '');
+  assert.match(flag.stderr, /unknown option '--bogus'\n\(keel run --help shows its usage\)/);
+  const missing = await keel(['approvals', 'approve']);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /missing required argument 'id'\n\(keel approvals approve --help shows its usage\)/);
+  const unknown = await keel(['nope']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /\(keel --help lists the commands\)/);
+});
