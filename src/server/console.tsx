@@ -85,6 +85,24 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
   </html>
 );
 
+/** One line of a plugin's report: a refused registration or a drift. */
+const ReportRow: FC<{ row: { kind: string; tool?: string; message: string }; kind: 'refused' | 'drift' }> = ({ row, kind }) => (
+  <p class={`row ${kind}`}>
+    <Badge kind={kind}>{row.kind.replaceAll('_', ' ')}</Badge> {row.tool && <code>{row.tool}</code>} {row.message}
+  </p>
+);
+
+/** A table's header row. */
+const Head: FC<{ cols: string[] }> = ({ cols }) => (
+  <thead>
+    <tr>
+      {cols.map((c) => (
+        <th scope="col">{c}</th>
+      ))}
+    </tr>
+  </thead>
+);
+
 const Badge: FC<{ kind: string; children?: Child }> = ({ kind, children }) => <span class={`badge b-${kind}`}>{children}</span>;
 
 const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, canAnswer, csrf }) => (
@@ -179,15 +197,7 @@ const Question: FC<{ run: RunState; canAnswer: boolean; csrf: string }> = ({ run
 const RunRows: FC<{ runs: (RunSummary & { queued: boolean })[] }> = ({ runs }) =>
   runs.length ? (
     <table class="runs">
-      <thead>
-        <tr>
-          <th scope="col">Run</th>
-          <th scope="col">Status</th>
-          <th scope="col">Request</th>
-          <th scope="col">Model calls</th>
-          <th scope="col">Updated</th>
-        </tr>
-      </thead>
+      <Head cols={['Run', 'Status', 'Request', 'Model calls', 'Updated']} />
       <tbody>
         {runs.map((r) => (
           <tr>
@@ -551,16 +561,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
           <h2 id="h-calls">Calls</h2>
           {run.steps.length ? (
             <table class="calls">
-              <thead>
-                <tr>
-                  <th scope="col">Step</th>
-                  <th scope="col">Call</th>
-                  <th scope="col">Tool</th>
-                  <th scope="col">Outcome</th>
-                  <th scope="col">Arguments</th>
-                  <th scope="col">Result</th>
-                </tr>
-              </thead>
+              <Head cols={['Step', 'Call', 'Tool', 'Outcome', 'Arguments', 'Result']} />
               <tbody>
                 {run.steps.map((r) => (
                   <tr class={`o-${r.outcome}`}>
@@ -696,27 +697,14 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
               <code>{p.dir}</code>
             </p>
             {[...p.failures, ...p.degraded].map((r) => (
-              <p class="row refused">
-                <Badge kind="refused">{r.kind.replaceAll('_', ' ')}</Badge> {r.tool && <code>{r.tool}</code>} {r.message}
-              </p>
+              <ReportRow row={r} kind="refused" />
             ))}
             {p.drift.map((r) => (
-              <p class="row drift">
-                <Badge kind="drift">{r.kind.replaceAll('_', ' ')}</Badge> {r.tool && <code>{r.tool}</code>} {r.message}
-              </p>
+              <ReportRow row={r} kind="drift" />
             ))}
             {p.tools.length > 0 && (
               <table class="tools">
-                <thead>
-                  <tr>
-                    <th scope="col">Tool</th>
-                    <th scope="col">Effect</th>
-                    <th scope="col">Gate</th>
-                    <th scope="col">Guidance</th>
-                    <th scope="col">Pinned</th>
-                    <th scope="col">Answers directly</th>
-                  </tr>
-                </thead>
+                <Head cols={['Tool', 'Effect', 'Gate', 'Guidance', 'Pinned', 'Answers directly']} />
                 <tbody>
                   {p.tools.map((t) => (
                     <tr>
