@@ -19,6 +19,7 @@ import type {
   SessionRecord,
   Store,
   StoredEvent,
+  ToolUsage,
 } from '../types/index.js';
 
 const SCHEMA = `
@@ -160,6 +161,8 @@ export class SqliteStore implements Store {
       memoryGet: p('SELECT * FROM memories WHERE id = ?'),
       memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
       feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
+      countUse: p('INSERT INTO tool_usage (tool, calls) VALUES (?, 1) ON CONFLICT(tool) DO UPDATE SET calls = calls + 1'),
+      toolUsage: p('SELECT tool, calls FROM tool_usage ORDER BY calls DESC, tool LIMIT ?'),
     };
   }
 
@@ -211,6 +214,19 @@ export class SqliteStore implements Store {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
       if (!columns.includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
     }
+    // R23: how often each tool ran, kept as calls are written; a file made before it is counted once,
+    // under a write lock so that two processes opening it together do not both count.
+    const hasUsage = () => this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_usage'").get() !== undefined;
+    if (!hasUsage()) {
+      this.db
+        .transaction(() => {
+          if (hasUsage()) return;
+          this.db.exec(`CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls INTEGER NOT NULL);
+            INSERT INTO tool_usage (tool, calls) SELECT json_extract(body, '$.tool'), COUNT(*) FROM calls
+              WHERE json_extract(body, '$.outcome') = 'ran' AND json_extract(body, '$.tool') IS NOT NULL GROUP BY 1;`);
+        })
+        .immediate();
+    }
   }
 
   /** What the file holds of a run: remembered from the last write or load, else counted. */
@@ -231,7 +247,11 @@ export class SqliteStore implements Store {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
     for (let seq = had.messages; seq < now.messages; seq++) this.stmt.insertMessage.run(run.id, seq, JSON.stringify(run.messages[seq]));
-    for (let seq = had.steps; seq < now.steps; seq++) this.stmt.insertCall.run(run.id, seq, JSON.stringify(stepRow(run, seq)));
+    for (let seq = had.steps; seq < now.steps; seq++) {
+      this.stmt.insertCall.run(run.id, seq, JSON.stringify(stepRow(run, seq)));
+      // R23: each call that ran counts once towards its tool's use (a record is written once: the trace only grows).
+      if (run.steps[seq].outcome === 'ran') this.stmt.countUse.run(run.steps[seq].tool);
+    }
     for (let seq = had.requests; seq < now.requests; seq++) {
       const { system, tools, ...meta } = run.requests[seq];
       this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
@@ -409,6 +429,10 @@ export class SqliteStore implements Store {
       this.shapes.set(sql, st);
     }
     return st;
+  }
+
+  async toolUsage(limit: number): Promise<ToolUsage[]> {
+    return this.stmt.toolUsage.all(Math.max(0, Math.floor(limit))) as ToolUsage[];
   }
 
   async latestEventId(): Promise<number> {

@@ -88,6 +88,8 @@ export interface RequestTrace {
   tools: DeclaredTool[];
   /** Names in the pool that were not declared this request (R23: no silent truncation). */
   dropped: string[];
+  /** R31: the tools declared this request because a find_tools search of this run found them. */
+  found?: string[];
   input_tokens?: number;
   usage?: { input: number; output: number; cost?: number };
 }
@@ -217,6 +219,8 @@ export interface RunResult {
     tools: { name: string; description: string; available: boolean }[];
     input_tokens?: number;
     dropped: string[];
+    /** R31: declared because a find_tools search of this run found them. */
+    found?: string[];
   }[];
   steps: Omit<CallRecord, 'by_core' | 'effect' | 'step'>[];
   notes: string[];

@@ -104,6 +104,16 @@ export interface RunStore {
   listEvents(query?: EventQuery): Promise<StoredEvent[]>;
   /** The largest journal id so far (0 for none): where a stream that wants only new events starts. */
   latestEventId(): Promise<number>;
+  /**
+   * The tools most used before, across every run: calls that ran (outcome `ran`), most first, ties
+   * by name, at most `limit` (R23: what fills a menu whose request matches no tool).
+   */
+  toolUsage(limit: number): Promise<ToolUsage[]>;
+}
+
+export interface ToolUsage {
+  tool: string;
+  calls: number;
 }
 
 export interface RunQuery {

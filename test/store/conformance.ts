@@ -171,6 +171,7 @@ export function sampleRun(id: string, over: Partial<RunState> = {}): RunState {
         system: 'You are Keel.\nBe careful with destructive tools.',
         tools: MENU,
         dropped: ['restore_email'],
+        found: ['archive_email'],
         usage: { input: 901, output: 12 },
       },
     ],
@@ -740,6 +741,42 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       before = { created_at: last.created_at, id: last.id };
     }
     assert.deepEqual(seen, ['run-4', 'run-3', 'run-2', 'run-1', 'run-0'], 'every run once, in order, across pages');
+  });
+
+  test(`${name}: S4/R23 toolUsage counts the calls that ran, across runs, each once, most used first (ties by name)`, async (t) => {
+    const store = await fresh(t);
+    assert.deepEqual(await store.toolUsage(10), [], 'an empty store has used nothing');
+    // run-1: search_email ran once (its other call did not run, trash_email awaits approval).
+    const run = sampleRun('run-1');
+    await store.createRun(structuredClone(run));
+    assert.deepEqual(await store.toolUsage(10), [{ tool: 'search_email', calls: 1 }]);
+    // Two exchanges more, saved twice: each record counts once, however often the run is saved.
+    append(run, 3);
+    append(run, 4);
+    run.steps.push({ ...run.steps[run.steps.length - 1], call_id: 'x5', tool: 'archive_email', outcome: 'ran' });
+    run.steps.push({ ...run.steps[run.steps.length - 1], call_id: 'x6', tool: 'archive_email', outcome: 'denied_by_mode' });
+    await store.saveRun(run);
+    await store.saveRun(structuredClone(run));
+    // Another run (a second process would see the same counts).
+    const other = sampleRun('run-2', { steps: [{ ...run.steps[0], call_id: 'o1', tool: 'calendar_lookup' }] });
+    await store.createRun(other);
+    assert.deepEqual(await store.toolUsage(10), [
+      { tool: 'search_email', calls: 3 },
+      { tool: 'archive_email', calls: 1 },
+      { tool: 'calendar_lookup', calls: 1 },
+    ]);
+    assert.deepEqual(
+      (await store.toolUsage(2)).map((u) => u.tool),
+      ['search_email', 'archive_email'],
+      'at most the limit',
+    );
+    // A save refused (the trace shrank) counts nothing.
+    const shrunk = structuredClone(run);
+    shrunk.steps.pop();
+    shrunk.steps.push({ ...run.steps[0], call_id: 'x7' });
+    shrunk.messages.pop();
+    assert.equal(await refused(store.saveRun(shrunk)), true);
+    assert.equal((await store.toolUsage(1))[0].calls, 3, 'unchanged by a refused save');
   });
 
   test(`${name}: S4 the journal: ids grow across runs; read by run, after an id, by type`, async (t) => {

@@ -78,15 +78,20 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   assert.equal(rows.filter((r) => r.body.includes(big)).length, 0, 'not in the call records');
   assert.equal(messages.filter((r) => r.body.includes(big)).length, 1, 'once, in its tool message');
 
-  // An older file: no warnings column, no consent_writes column.
+  // An older file: no warnings column, no consent_writes column, no tool counts.
   const old = dbFile();
   const s1 = new SqliteStore(old);
   await s1.createRun(sampleRun('run-old'));
+  await s1.createRun(sampleRun('run-old-2'));
   await s1.close();
   const db = new Database(old);
-  db.exec('ALTER TABLE runs DROP COLUMN warnings; ALTER TABLE approvals DROP COLUMN consent_writes;');
+  db.exec('ALTER TABLE runs DROP COLUMN warnings; ALTER TABLE approvals DROP COLUMN consent_writes; DROP TABLE tool_usage;');
   db.close();
   const s2 = new SqliteStore(old);
   t.after(() => s2.close());
   assert.deepEqual((await s2.loadRun('run-old'))?.warnings, []);
+  assert.deepEqual(await s2.toolUsage(5), [{ tool: 'search_email', calls: 2 }], 'R23: the calls already stored are counted, once');
+  const s3 = new SqliteStore(old);
+  t.after(() => s3.close());
+  assert.deepEqual(await s3.toolUsage(5), [{ tool: 'search_email', calls: 2 }], 'opening it again counts nothing twice');
 });
