@@ -5,7 +5,7 @@ import { ModelError } from '../models/types.js';
 import type { LoopEvent, Mode } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
-import { eventPrinter, renderRunList } from './render.js';
+import { eventPrinter, renderRunList, runRow } from './render.js';
 
 export interface ChatOptions {
   model?: string;
@@ -139,7 +139,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
           const pending = await keel.listApprovals({ status: 'pending' });
           o.out(pending.length ? `${pending.map((a) => renderCard(a.card, a.id)).join('\n')}\n` : 'No pending approvals.\n');
         } else if (text === '/runs') {
-          o.out(renderRunList(await keel.listRuns({ limit: 10 })));
+          o.out(renderRunList((await keel.listRuns({ limit: 10 })).map(runRow)));
         } else {
           const first = await keel.run(text, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent);
           const { result: r } = await keel.answerPauses(first, responder, onEvent);

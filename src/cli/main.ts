@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, Help, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
 import { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 import type { Keel } from '../keel/keel.js';
@@ -11,9 +11,10 @@ import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
 import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
+import { applyColour, colourOn } from './colour.js';
 import { registerPluginsInit } from './init-command.js';
 import { Remote } from './remote.js';
-import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow } from './render.js';
+import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
 
 /** Keel's version, from its package.json. */
 const VERSION: string = (() => {
@@ -30,17 +31,151 @@ export interface Io {
   env: NodeJS.ProcessEnv;
 }
 
+/** Whether stdout and stderr are terminals (colour is for terminals only). */
+export interface Tty {
+  stdout: { isTTY?: boolean };
+  stderr: { isTTY?: boolean };
+}
+const processTty: Tty = { stdout: process.stdout, stderr: process.stderr };
+
+/** How a command that ends with a run shows it. */
+interface Shown {
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** Each command's Examples section, by its path: `keel --help` and every `keel … --help` ends with one. */
+const EXAMPLES: Record<string, [command: string, comment: string][]> = {
+  keel: [
+    ['keel run "what bills are due this week?"', 'ask, with the bundled reference plugins'],
+    ['keel chat', 'an interactive session'],
+    ['keel approvals list --status pending', 'cards waiting for you'],
+    ['keel demo', 'the reference assistant working its scenarios'],
+  ],
+  'keel run': [
+    ['keel run "remind me to call the plumber tomorrow at 9"', ''],
+    ['keel run --model ollama:qwen3 "what is on my calendar on Friday?"', 'with a local model'],
+    ['echo "summarise my notes" | keel run -', 'the request from stdin'],
+    ['keel run --json "upcoming bills" | jq .answer', 'for scripts'],
+    ['keel run --mode plan "tidy up my notes folder"', 'propose a plan first; nothing is written until you approve it'],
+  ],
+  'keel resume': [
+    ['keel resume run_01H… --answer "the blue one"', 'answer the question the run asked'],
+    ['keel resume run_01H… --yes', 'confirm the writes it holds'],
+    ['keel resume run_01H… --no --answer "only the first two"', 'decline, and say why'],
+    ['keel resume run_01H…', 'continue after its card was answered, or after an interruption'],
+  ],
+  'keel runs': [
+    ['keel runs list', ''],
+    ['keel runs show run_01H…', ''],
+  ],
+  'keel runs list': [
+    ['keel runs list -n 5', ''],
+    ['keel runs list --json | jq -r ".[].run_id"', 'the ids only'],
+  ],
+  'keel runs show': [
+    ['keel runs show run_01H…', ''],
+    ['keel runs show run_01H… --json | jq .steps', 'the calls'],
+  ],
+  'keel runs cancel': [['keel runs cancel run_01H… --reason "not needed any more"', '']],
+  'keel plugins': [
+    ['keel plugins check', ''],
+    ['keel plugins init todo', 'a new plugin to start from'],
+  ],
+  'keel plugins check': [
+    ['keel plugins check', 'the plugins keel run would use'],
+    ['keel plugins check ./todo', 'one plugin folder'],
+    ['keel plugins check ./todo/plugin.yaml --json', 'as data, for an editor or CI'],
+  ],
+  'keel plugins show': [
+    ['keel plugins show calendar', 'a bundled plugin'],
+    ['keel plugins show todo --plugins .', 'a plugin in this folder'],
+  ],
+  'keel plugins init': [
+    ['keel plugins init todo && cd todo && npm install && npm test', ''],
+    [
+      'keel plugins init --from-mcp "npx -y @modelcontextprotocol/server-memory" --out ./memory',
+      "draft a manifest from an MCP server's tools",
+    ],
+  ],
+  'keel approvals': [
+    ['keel approvals list --status pending', ''],
+    ['keel approvals approve appr_01H…', ''],
+  ],
+  'keel approvals list': [['keel approvals list --status pending', 'what waits for you']],
+  'keel approvals approve': [
+    ['keel approvals approve appr_01H…', ''],
+    ['keel approvals approve appr_01H… --reason "checked with Sam"', ''],
+    ['keel approvals approve appr_01H… --allow-writes', 'a plan: its writes run without asking again'],
+  ],
+  'keel approvals reject': [
+    ['keel approvals reject appr_01H…', ''],
+    ['keel approvals reject appr_01H… --reason "keep the March files"', ''],
+  ],
+  'keel chat': [
+    ['keel chat', ''],
+    ['keel chat --mode plan --model ollama:qwen3', 'start in plan mode, with a local model'],
+  ],
+  'keel demo': [
+    ['keel demo', 'every scenario, with the scripted model'],
+    ['keel demo --only bills', 'the scenarios whose file name contains "bills"'],
+  ],
+  'keel serve': [
+    ['keel serve', 'on 127.0.0.1:7373; the first start prints an admin token'],
+    ['keel serve --host 0.0.0.0 --port 8080 --model openai:gpt-4.1-mini', 'for other machines'],
+  ],
+  'keel mcp': [['keel mcp serve', '']],
+  'keel mcp serve': [
+    ['keel mcp serve', 'stdio, for an MCP client that starts Keel itself'],
+    ['keel mcp serve --http 7374 --mode plan', 'Streamable HTTP, refusing every write'],
+  ],
+  'keel tokens': [
+    ['keel tokens create --name phone --role approver', ''],
+    ['keel tokens list', ''],
+  ],
+  'keel tokens create': [['keel tokens create --name phone --role approver', 'a token that can answer cards']],
+  'keel tokens list': [['keel tokens list --json', '']],
+  'keel tokens revoke': [['keel tokens revoke phone', '']],
+  'keel data': [['keel data reset --yes', '']],
+  'keel data reset': [
+    ['keel data reset', 'asks first, on a terminal'],
+    ['keel data reset --yes', 'in a script'],
+  ],
+};
+
+function examples(rows: [string, string][]): string {
+  const lines = rows.flatMap(([cmd, comment]) => (comment ? [`  # ${comment}`, `  $ ${cmd}`] : [`  $ ${cmd}`]));
+  return `\nExamples:\n${lines.join('\n')}\n`;
+}
+
 const defaultIo: Io = {
   out: (s) => process.stdout.write(s),
   err: (s) => process.stderr.write(s),
   env: process.env,
 };
 
-/** Exit codes: 0 done or paused, 1 a run that failed, 2 bad input (flags, ids, files, config). */
-export async function main(argv: string[], raw: Io = defaultIo): Promise<number> {
+/** The exit codes, documented in the README and in `keel --help`. */
+export const EXIT = {
+  /** Done, or nothing to report. */
+  ok: 0,
+  /** The run failed (or a check found a failed, degraded or drifting plugin). */
+  failed: 1,
+  /** Bad input: a flag, an id, a file, the configuration. */
+  usage: 2,
+  /** The run is paused for the user: a question, a confirmation or an approval card. */
+  paused: 3,
+} as const;
+
+export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = processTty): Promise<number> {
   // Everything printed passes through forTerminal: what a model, a tool or a plugin wrote cannot
-  // rewrite the screen (JSON output escapes control characters itself).
-  const io: Io = { ...raw, out: (s) => raw.out(forTerminal(s)), err: (s) => raw.err(forTerminal(s)) };
+  // rewrite the screen (JSON output escapes control characters itself). Colour is added after, on a
+  // terminal only, from markers only the CLI can make (colour.ts).
+  const colour = { out: colourOn(tty.stdout, raw.env), err: colourOn(tty.stderr, raw.env) };
+  const io: Io = {
+    ...raw,
+    out: (s) => raw.out(applyColour(forTerminal(s), colour.out)),
+    err: (s) => raw.err(applyColour(forTerminal(s), colour.err)),
+  };
   // Keel's data is the user's alone: folders 0700 and files 0600, plugin data included.
   const umask = process.umask(0o077);
   let code = 0;
@@ -56,13 +191,24 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   };
   const telemetry = async () => (await import('../util/telemetry.js')).startTelemetryFromEnv(io.env);
 
-  const finish = (r: RunResult, json: boolean) => {
+  /**
+   * A run's end: the answer (or what the run waits for, or the JSON) on stdout; warnings, how to go
+   * on and the status line on stderr. The exit code says done, failed or paused.
+   */
+  const finish = (r: RunResult, o: Shown) => {
     // Warnings go to stderr whatever the format (and are in the JSON too): nothing fails silently.
     for (const w of r.warnings) io.err(`keel: warning: ${w}\n`);
-    io.out(json ? `${JSON.stringify(r)}\n` : renderEnd(r));
-    code = r.status === 'failed' ? 1 : 0;
+    if (o.json) io.out(`${JSON.stringify(r)}\n`);
+    else {
+      const end = renderEnd(r);
+      io.out(end.out);
+      // --quiet keeps what the user must act on (how to answer a pause), and drops the status line.
+      if (!o.quiet || r.status === 'paused') io.err(end.err);
+    }
+    code = r.status === 'failed' ? EXIT.failed : r.status === 'paused' ? EXIT.paused : EXIT.ok;
   };
-  const printer = (json: boolean) => (json ? undefined : eventPrinter(io.out));
+  /** The tool trace, as the run goes, on stderr: none with --json or --quiet. */
+  const printer = (o: Shown) => (o.json || o.quiet ? undefined : eventPrinter(io.err));
   /** Set while keel serve runs: a signal stops the server gracefully. */
   let stopServer: (() => void) | undefined;
   let serverStopping = false;
@@ -70,36 +216,57 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   const program = new Command('keel')
     .description('Keel: an agent core where every tool declares its effect, and the core enforces it.')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
+    // A repeatable option starts empty; its description says what empty means (KEEL_PLUGINS, …),
+    // so commander's "(default: [])" would only contradict it.
+    .configureHelp({
+      optionDescription: (option) => new Help().optionDescription(option).replace(/ \(default: (\[\]|\{\})\)/, ''),
+    })
     .exitOverride()
     .showHelpAfterError('(keel --help lists the commands)')
     .option(
       '--server <url>',
       'talk to a keel serve (run, resume, runs, approvals) instead of the local store; default KEEL_SERVER, with KEEL_TOKEN',
     )
-    .version(VERSION, '-V, --version', "print Keel's version");
+    .version(VERSION, '-V, --version', "print Keel's version")
+    .addHelpText(
+      'after',
+      `
+Exit codes:
+  0  done          1  the run failed (or plugins check found a problem)
+  2  bad input     3  the run is paused for you (a question, a confirmation, an approval card)
+
+Environment:
+  KEEL_MODEL    the model (script:FILE, ollama:MODEL, openai:MODEL, anthropic:MODEL, …)
+  KEEL_PLUGINS  plugin folders (comma separated)     KEEL_HOME  where Keel keeps its data (~/.keel)
+  KEEL_SERVER, KEEL_TOKEN  talk to a keel serve       NO_COLOR   no colour, even on a terminal
+`,
+    );
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
   const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
 
   program
     .command('run')
-    .description('run a request to its end, a question, or an approval card')
+    .description('run a request until it answers, asks you something, or needs your approval')
     .argument('<message...>', 'what you want done; - reads it from stdin')
     .option('-m, --model <spec>', 'model spec (script:FILE, ollama:MODEL, openai:MODEL, …); default KEEL_MODEL')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
     .addOption(new Option('--mode <mode>', "session mode (default: the session's, else agent)").choices(['agent', 'plan', 'goal']))
     .option('-s, --session <id>', 'continue a session: the run sees its transcript, mode and contract (see keel runs show)')
-    .option('--json', 'print one JSON object (S1)')
-    .action(async (words: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string; json?: boolean }) => {
+    .option('--json', 'print the run as one JSON object on stdout')
+    .option('-q, --quiet', 'print only the answer: no tool trace, no status line')
+    .addHelpText(
+      'after',
+      `
+The answer goes to stdout; the tool trace and the status line go to stderr. Exit code 3 means the
+run is paused for you: answer with keel resume (a question) or keel approvals (a card).`,
+    )
+    .action(async (words: string[], o: { model?: string; plugins: string[]; mode?: Mode; session?: string } & Shown) => {
       const message = words.length === 1 && words[0] === '-' ? [await readStdin()] : words;
       const server = remote();
       if (server) {
         finish(
-          await server.run(
-            message.join(' '),
-            { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
-            printer(!!o.json),
-          ),
-          !!o.json,
+          await server.run(message.join(' '), { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session }, printer(o)),
+          o,
         );
         return;
       }
@@ -109,9 +276,9 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         const r = await (await getKeel()).run(
           message.join(' '),
           { model: o.model, pluginDirs: o.plugins, mode: o.mode, session: o.session },
-          printer(!!o.json),
+          printer(o),
         );
-        finish(r, !!o.json);
+        finish(r, o);
       } finally {
         await stopTelemetry?.();
       }
@@ -125,8 +292,9 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-y, --yes', 'confirm the writes the question asks about')
     .option('--no', 'decline them: nothing is written')
     .option('-m, --model <spec>', "model spec (default: the run's own)")
-    .option('--json', 'print one JSON object')
-    .action(async (runId: string, o: { answer?: string; yes?: boolean; no?: boolean; model?: string; json?: boolean }) => {
+    .option('--json', 'print the run as one JSON object on stdout')
+    .option('-q, --quiet', 'print only the answer: no tool trace, no status line')
+    .action(async (runId: string, o: { answer?: string; yes?: boolean; no?: boolean; model?: string } & Shown) => {
       if (o.yes && o.no) throw new KeelError('bad_input', '--yes and --no contradict each other: pass one of them');
       let confirm = o.yes ? true : o.no ? false : undefined;
       const server = remote();
@@ -134,19 +302,19 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         if (o.model)
           throw new KeelError('bad_input', '--model does not apply with --server: the server continues the run with its own model');
         if (o.answer === undefined && confirm === undefined) {
-          finish(await server.continueRun(runId, printer(!!o.json)), !!o.json);
+          finish(await server.continueRun(runId, printer(o)), o);
           return;
         }
         if (confirm === undefined && process.stdin.isTTY) {
           const r = await server.getRun(runId);
           if (r.confirm) confirm = await askYesNo(`${r.question}\nConfirm ${r.confirm.tools.join(', ')}? [y/n] `);
         }
-        finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(!!o.json)), !!o.json);
+        finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(o)), o);
         return;
       }
       const k = await getKeel();
       if (o.answer === undefined && confirm === undefined) {
-        finish(await k.continueRun(runId, printer(!!o.json), { model: o.model }), !!o.json);
+        finish(await k.continueRun(runId, printer(o), { model: o.model }), o);
         return;
       }
       // A confirmation without a decision is asked for on a terminal; elsewhere the run refuses it.
@@ -155,17 +323,18 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         if (pause?.kind === 'ask_user' && pause.confirm)
           confirm = await askYesNo(`${pause.question}\nConfirm ${pause.confirm.tools.join(', ')}? [y/n] `);
       }
-      finish(await k.resume(runId, { text: o.answer ?? '', confirm }, { model: o.model }, printer(!!o.json)), !!o.json);
+      finish(await k.resume(runId, { text: o.answer ?? '', confirm }, { model: o.model }, printer(o)), o);
     });
 
   const runs = program.command('runs').description('stored runs and their traces');
   runs
     .command('list')
+    .description('the latest runs, newest first')
     .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON (an array of runs, each with run_id)')
     .action(async (o: { limit: number; json?: boolean }) => {
       const server = remote();
-      const rows = server ? await server.listRuns(o.limit) : await (await getKeel()).listRuns({ limit: o.limit });
+      const rows = server ? await server.listRuns(o.limit) : (await (await getKeel()).listRuns({ limit: o.limit })).map(runRow);
       io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
     });
   runs
@@ -175,13 +344,14 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .option('-r, --reason <text>', 'why (kept in the run and the audit)')
     .option('--as <actor>', 'who cancels (default: the OS user)')
     .option('--json', 'print the ended run as one JSON object')
-    .action(async (runId: string, o: { reason?: string; as?: string; json?: boolean }) => {
-      const r = await (await getKeel()).cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json));
-      finish(r, !!o.json);
-      code = 0;
+    .action(async (runId: string, o: { reason?: string; as?: string } & Shown) => {
+      const r = await (await getKeel()).cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(o));
+      finish(r, o);
+      code = EXIT.ok;
     });
   runs
     .command('show')
+    .description("a run's trace: each request's menu, each call and its outcome, the pause, the answer")
     .argument('<run_id>')
     .option('--json', 'print the whole run state as JSON')
     .action(async (runId: string, o: { json?: boolean }) => {
@@ -192,12 +362,16 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         io.out(
           o.json
             ? `${JSON.stringify(r)}\n`
-            : `${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${renderEnd(r as RunResult)}`,
+            : `${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${renderEnd(r as RunResult).out}`,
         );
         return;
       }
       const run = await (await getKeel()).getRun(runId);
-      io.out(o.json ? `${JSON.stringify(run)}\n` : renderRunShow(run));
+      if (o.json) {
+        // One name for a run's id in every JSON the CLI prints: run_id.
+        const { id, ...rest } = run;
+        io.out(`${JSON.stringify({ run_id: id, ...rest })}\n`);
+      } else io.out(renderRunShow(run));
     });
 
   const plugins = program.command('plugins').description('plugin manifests, registrations and drift');
@@ -205,7 +379,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     .command('check')
     .description('mount plugins and report status, tools, degraded and drift rows (exit 1 when any is failed or degraded, or drifts)')
     .argument('[dirs...]', 'plugin folders, or plugin.yaml files (default KEEL_PLUGINS or the bundled plugins)')
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON: plugins, healthy, counts; each problem with file, line and column')
     .action(async (dirs: string[], o: { json?: boolean }) => {
       const reg = await (await getKeel(false)).registry(dirs);
       const { registryHealthy } = await import('../plugin-host/host.js');
@@ -232,6 +406,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     });
   plugins
     .command('show')
+    .description('one plugin: its status, its tools with effect and gate, its problems')
     .argument('<name>', 'plugin name')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .option('--json', 'print JSON')
@@ -247,8 +422,9 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
   approvals
     .command('list')
+    .description('approval cards, newest first, each with its run and when it expires')
     .addOption(new Option('--status <status>', 'only this status').choices(['pending', 'approved', 'rejected', 'expired']))
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON (an array of approvals: id, run_id, status, card, …)')
     .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
       const server = remote();
       const rows = server ? await server.listApprovals(o.status) : await (await getKeel()).listApprovals({ status: o.status });
@@ -256,7 +432,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
       else if (!rows.length) io.out('No approvals.\n');
       else {
         for (const a of rows) {
-          io.out(`${a.id}  ${a.status.padEnd(8)} run ${a.run_id}  requested ${a.requested_at}  expires ${a.expires_at}\n`);
+          io.out(`${a.id}  ${status(a.status, 8)} run ${a.run_id}  requested ${a.requested_at}  expires ${a.expires_at}\n`);
           io.out(`${renderCard(a.card).replace(/^/gm, '    ')}\n`);
         }
       }
@@ -264,19 +440,25 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   for (const decision of ['approve', 'reject'] as const) {
     const cmd = approvals
       .command(decision)
-      .argument('<id>', 'approval id')
+      .description(
+        decision === 'approve'
+          ? 'approve a card: exactly the calls it shows run, once, and its run goes on'
+          : 'reject a card: nothing runs, and its run goes on so the model can say so',
+      )
+      .argument('<id>', 'approval id (keel approvals list shows them)')
       .option('-r, --reason <text>', 'why (kept in the audit)')
       .option('--as <actor>', 'who answers (default: the OS user)')
-      .option('--json', 'print the continued run as one JSON object');
+      .option('--json', 'print the continued run as one JSON object')
+      .option('-q, --quiet', "print only the run's answer: no tool trace, no status line");
     if (decision === 'approve') {
       cmd.option('--allow-writes', 'a plan or goal: also let the confirm-once writes made while carrying it out run without asking');
     }
-    cmd.action(async (id: string, o: { reason?: string; as?: string; json?: boolean; allowWrites?: boolean }) => {
+    cmd.action(async (id: string, o: { reason?: string; as?: string; allowWrites?: boolean } & Shown) => {
       const server = remote();
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
       const { approval, result } = server
-        ? await server.respondToApproval(id, decision, o.reason ?? null, printer(!!o.json), { consentWrites: o.allowWrites })
-        : await (await getKeel()).answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(!!o.json), {
+        ? await server.respondToApproval(id, decision, o.reason ?? null, printer(o), { consentWrites: o.allowWrites })
+        : await (await getKeel()).answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(o), {
             consentWrites: o.allowWrites,
           });
       if (!result) {
@@ -288,14 +470,14 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
         );
         return;
       }
-      if (!o.json) io.out(`Approval ${approval.id}: ${approval.status}.\n`);
-      finish(result, !!o.json);
+      if (!o.json) io.err(`Approval ${approval.id}: ${status(approval.status)}.\n`);
+      finish(result, o);
     });
   }
 
   program
     .command('chat')
-    .description('an interactive session: requests, questions and approval cards inline; /mode, /approvals, /runs')
+    .description('an interactive session: requests, questions and approval cards inline; /mode, /approvals, /approve, /reject, /runs')
     .option('-m, --model <spec>', 'model spec; default KEEL_MODEL')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .addOption(new Option('--mode <mode>', 'starting mode').choices(['agent', 'plan', 'goal']).default('agent'))
@@ -329,7 +511,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   program
     .command('serve')
     .description('Keel as a service: the HTTP API (/v1), live events, tokens and roles, webhooks')
-    .option('--host <host>', 'address to listen on (default 127.0.0.1: this machine only)', '127.0.0.1')
+    .option('--host <host>', 'address to listen on (127.0.0.1 is this machine only)', '127.0.0.1')
     .option('--port <port>', 'port (0: any free port)', (v) => portNumber(v), 7373)
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
     .option('-m, --model <spec>', 'the model runs use unless a request names one; default KEEL_MODEL')
@@ -412,6 +594,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   const tokens = program.command('tokens').description('API tokens for keel serve (viewer, approver, admin); only hashes are kept');
   tokens
     .command('create')
+    .description('make a token; it is printed once, and only its hash is kept')
     .requiredOption('--name <name>', 'who or what holds it (audited with every answer)')
     .addOption(
       new Option('--role <role>', 'viewer reads; approver also starts runs and answers; admin also manages tokens')
@@ -429,6 +612,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     });
   tokens
     .command('list')
+    .description('the tokens: name, role, when made, when revoked')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
       const rows = (await tokenFile()).list();
@@ -442,6 +626,7 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
     });
   tokens
     .command('revoke')
+    .description('revoke a token at once: its holder is refused from the next call')
     .argument('<id_or_name>')
     .action(async (idOrName: string) => {
       const t = (await tokenFile()).revoke(idOrName);
@@ -492,15 +677,17 @@ export async function main(argv: string[], raw: Io = defaultIo): Promise<number>
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
-    // A usage error points to that command's own help.
-    const pointToHelp = (c: Command, path: string) => {
+    // A usage error points to that command's own help; each help ends with examples.
+    const finishHelp = (c: Command, path: string) => {
+      const rows = EXAMPLES[path];
+      if (rows) c.addHelpText('after', examples(rows));
       for (const sub of c.commands) {
         const full = `${path} ${sub.name()}`;
         sub.showHelpAfterError(`(${full} --help shows its usage)`);
-        pointToHelp(sub, full);
+        finishHelp(sub, full);
       }
     };
-    pointToHelp(program, 'keel');
+    finishHelp(program, 'keel');
     await program.parseAsync(argv);
   } catch (err) {
     code = reportError(err, io);

@@ -3,9 +3,10 @@
  * `runs list|show` and `approvals list|approve|reject` call the HTTP API instead of the local store,
  * follow the run's live events, and print exactly what the local commands print.
  */
-import type { Answer, ApprovalRecord, LoopEvent, RunResult, RunSummary } from '../types/index.js';
+import type { Answer, ApprovalRecord, LoopEvent, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { readSse } from '../util/sse.js';
+import type { RunRow } from './render.js';
 
 interface Accepted {
   run_id: string;
@@ -131,8 +132,8 @@ export class Remote {
     return { approval: r.approval, result: r.run ? await this.follow(r.run, onEvent) : undefined };
   }
 
-  async listRuns(limit: number): Promise<RunSummary[]> {
-    return (await this.call<{ runs: RunSummary[] }>('GET', `/v1/runs?limit=${Math.min(limit, 200)}`)).runs;
+  async listRuns(limit: number): Promise<RunRow[]> {
+    return (await this.call<{ runs: RunRow[] }>('GET', `/v1/runs?limit=${Math.min(limit, 200)}`)).runs;
   }
 
   getRun(runId: string): Promise<ApiRun> {

@@ -2,18 +2,40 @@ import { renderCard } from '../approvals/card.js';
 import type { PluginReport } from '../plugin-host/types.js';
 import type { CallRecord, LoopEvent, RunResult, RunState, RunSummary } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
+import { paint, type Style } from './colour.js';
 
-const OUTCOME_ICON: Record<CallRecord['outcome'], string> = {
-  ran: '✓',
-  held_for_confirmation: '⏸ held',
-  awaiting_approval: '⏳ awaiting approval',
-  denied_by_mode: '⛔ denied',
-  denied_by_policy: '⛔ denied by policy',
-  repeat: '↺ repeat',
-  unknown_tool: '✗ unknown tool',
-  invalid_arguments: '✗ invalid arguments',
-  error: '✗ error',
+const OUTCOME_ICON: Record<CallRecord['outcome'], [string, Style]> = {
+  ran: ['✓', 'green'],
+  held_for_confirmation: ['⏸ held', 'yellow'],
+  awaiting_approval: ['⏳ awaiting approval', 'yellow'],
+  denied_by_mode: ['⛔ denied', 'red'],
+  denied_by_policy: ['⛔ denied by policy', 'red'],
+  repeat: ['↺ repeat', 'dim'],
+  unknown_tool: ['✗ unknown tool', 'red'],
+  invalid_arguments: ['✗ invalid arguments', 'red'],
+  error: ['✗ error', 'red'],
 };
+
+const STATUS_STYLE: Record<string, Style> = {
+  done: 'green',
+  loaded: 'green',
+  paused: 'yellow',
+  running: 'yellow',
+  degraded: 'yellow',
+  pending: 'yellow',
+  failed: 'red',
+  rejected: 'red',
+  expired: 'dim',
+  approved: 'green',
+};
+
+/** A status word, coloured on a terminal (padded first, so columns line up either way). */
+export function status(word: string, width = 0, upper = false): string {
+  const shown = upper ? word.toUpperCase() : word;
+  const style = STATUS_STYLE[word];
+  const pad = ' '.repeat(Math.max(0, width - shown.length));
+  return `${style ? paint(style, shown) : shown}${pad}`;
+}
 
 function oneLine(s: string, n = 160): string {
   const flat = s.replace(/\s+/g, ' ').trim();
@@ -22,7 +44,8 @@ function oneLine(s: string, n = 160): string {
 
 export function renderCall(r: Pick<CallRecord, 'tool' | 'args' | 'outcome' | 'result'>): string {
   const args = r.args ? JSON.stringify(r.args) : '(unparseable arguments)';
-  const head = `  → ${r.tool}(${args === '{}' ? '' : args})  ${OUTCOME_ICON[r.outcome]}`;
+  const [icon, style] = OUTCOME_ICON[r.outcome];
+  const head = `  → ${r.tool}(${args === '{}' ? '' : args})  ${paint(style, icon)}`;
   if (r.tool === 'ask_user' && r.outcome === 'ran') return `${head}\n      user answered: ${oneLine(r.result)}`;
   return r.result ? `${head}\n      ${oneLine(r.result)}` : head;
 }
@@ -46,43 +69,51 @@ export function eventPrinter(write: (s: string) => void): (e: LoopEvent) => void
   };
 }
 
-export function renderEnd(r: RunResult): string {
+/**
+ * The end of a run, split the way a script wants it: `out` is the answer, or what the run waits
+ * for (the question, the held items, the card); `err` is how to go on and the run's status line.
+ */
+export function renderEnd(r: RunResult): { out: string; err: string } {
   const out: string[] = [];
+  const err: string[] = [];
   if (r.status === 'paused' && r.question !== undefined && r.confirm) {
     const items = r.confirm.items.map((i) => `    • ${i.tool}(${canonicalJson(i.args ?? {})})`);
-    out.push(
-      `? ${r.question}`,
-      `  Held until you confirm (${r.confirm.tools.join(', ')}):`,
-      ...items,
-      '',
+    out.push(`? ${r.question}`, `  Held until you confirm (${r.confirm.tools.join(', ')}):`, ...items);
+    err.push(
       `Run ${r.run_id} asks you to confirm. Answer with:`,
       `  keel resume ${r.run_id} --yes    or    keel resume ${r.run_id} --no    (add --answer "…" to say more)`,
     );
   } else if (r.status === 'paused' && r.question !== undefined) {
-    out.push(`? ${r.question}`, '', `Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
+    out.push(`? ${r.question}`);
+    err.push(`Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
   } else if (r.status === 'paused' && r.reason === 'interrupted') {
-    out.push(`Run ${r.run_id} was interrupted at a safe point; nothing is half done. Continue it with:`, `  keel resume ${r.run_id}`);
+    err.push(`Run ${r.run_id} was interrupted at a safe point; nothing is half done. Continue it with:`, `  keel resume ${r.run_id}`);
   } else if (r.status === 'paused' && r.approval) {
-    out.push(
-      renderCard(r.approval.card, r.approval.id),
-      '',
+    out.push(renderCard(r.approval.card, r.approval.id));
+    err.push(
       `Run ${r.run_id} is paused for approval. Answer with:`,
       `  keel approvals approve ${r.approval.id}    or    keel approvals reject ${r.approval.id}`,
     );
   } else {
-    out.push(
-      r.answer ?? '',
-      '',
-      `(${r.status}: ${r.reason}; ${r.model_calls} model call${r.model_calls === 1 ? '' : 's'}; run ${r.run_id})`,
-    );
+    out.push(r.answer ?? '');
+    err.push(`(${status(r.status)}: ${r.reason}; ${r.model_calls} model call${r.model_calls === 1 ? '' : 's'}; run ${r.run_id})`);
   }
-  return `${out.join('\n')}\n`;
+  const lines = (xs: string[]) => (xs.length ? `${xs.join('\n')}\n` : '');
+  return { out: lines(out), err: lines(err) };
 }
 
-export function renderRunList(rows: RunSummary[]): string {
+/** A run in a listing, as the CLI and the API show it: its id is `run_id`, as in every JSON output. */
+export type RunRow = Omit<RunSummary, 'id'> & { run_id: string };
+
+export function runRow({ id, ...rest }: RunSummary): RunRow {
+  return { run_id: id, ...rest };
+}
+
+export function renderRunList(rows: RunRow[]): string {
   if (!rows.length) return 'No runs yet.\n';
   const lines = rows.map(
-    (r) => `${r.id}  ${r.status.padEnd(7)} ${(r.reason ?? '').padEnd(20)} ${r.mode.padEnd(5)} ${r.created_at}  ${oneLine(r.request, 60)}`,
+    (r) =>
+      `${r.run_id}  ${status(r.status, 7)} ${(r.reason ?? '').padEnd(20)} ${r.mode.padEnd(5)} ${r.created_at}  ${oneLine(r.request, 60)}`,
   );
   return `${lines.join('\n')}\n`;
 }
@@ -91,7 +122,7 @@ export function renderRunShow(run: RunState): string {
   const out = [
     `run ${run.id}`,
     `  request: ${run.request}`,
-    `  status: ${run.status}${run.reason ? ` (${run.reason})` : ''}   mode: ${run.mode}   model: ${run.model}   model calls: ${run.model_calls}`,
+    `  status: ${status(run.status)}${run.reason ? ` (${run.reason})` : ''}   mode: ${run.mode}   model: ${run.model}   model calls: ${run.model_calls}`,
     `  session: ${run.session_id}`,
     `  created: ${run.created_at}   updated: ${run.updated_at}`,
   ];
@@ -116,7 +147,7 @@ export function renderRunShow(run: RunState): string {
 export function renderPlugins(plugins: PluginReport[]): string {
   const out: string[] = [];
   for (const p of plugins) {
-    out.push(`${p.name}${p.version ? ` ${p.version}` : ''}  ${p.status.toUpperCase()}  (${p.dir})`);
+    out.push(`${p.name}${p.version ? ` ${p.version}` : ''}  ${status(p.status, 0, true)}  (${p.dir})`);
     for (const t of p.tools) {
       const flags = [
         t.pinned && 'pinned',
@@ -125,16 +156,16 @@ export function renderPlugins(plugins: PluginReport[]): string {
         t.undo && `undo=${t.undo}`,
         t.contract_modes === 'declare' && 'contract_modes=declare',
         t.via === 'declareTool' && 'own loop',
-        t.denied && 'DENIED',
+        t.denied && paint('red', 'DENIED'),
         t.modes && `modes=${t.modes.join(',')}`,
         t.gate_source && `(gate by ${t.gate_source}; declared ${t.declared_gate})`,
         !t.gate_source && t.rule && `(rule ${t.rule})`,
       ].filter(Boolean);
       out.push(`  ${t.name.padEnd(24)} ${t.effect.padEnd(12)} gate=${t.gate.padEnd(13)} ${flags.join(' ')}`.trimEnd());
     }
-    for (const r of p.failures) out.push(`  failed: ${r.message}`);
-    for (const r of p.degraded) out.push(`  degraded: ${r.message}`);
-    for (const r of p.drift) out.push(`  drift: ${r.message}`);
+    for (const r of p.failures) out.push(`  ${paint('red', 'failed')}: ${r.message}`);
+    for (const r of p.degraded) out.push(`  ${paint('yellow', 'degraded')}: ${r.message}`);
+    for (const r of p.drift) out.push(`  ${paint('yellow', 'drift')}: ${r.message}`);
   }
   const bad = plugins.filter((p) => p.status !== 'loaded').length;
   out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);

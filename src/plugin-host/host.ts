@@ -142,10 +142,15 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
       // The name the manifest gives, when it got that far, so `plugins show NAME` finds it.
       report.name = loaded.issues[0]?.plugin ?? report.name;
       report.status = 'failed';
+      const file = join(dir, 'plugin.yaml');
       report.failures = loaded.issues.map((i) => ({
         kind: 'manifest_error',
         tool: i.tool,
-        message: formatIssue({ ...i, file: join(dir, 'plugin.yaml') }),
+        message: formatIssue({ ...i, file }),
+        file,
+        line: i.line,
+        column: i.col,
+        ...(i.field ? { field: i.field } : {}),
       }));
       continue;
     }

@@ -20,6 +20,12 @@ export interface Row {
   kind: RowKind;
   tool?: string;
   message: string;
+  /** A manifest error's place, as fields (the message carries them too, as FILE:LINE:COL). */
+  file?: string;
+  line?: number;
+  column?: number;
+  /** The manifest field at fault, when there is one. */
+  field?: string;
 }
 
 export interface ToolRow {

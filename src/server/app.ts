@@ -252,7 +252,8 @@ export function createApp(d: ServerDeps): Hono {
     };
   }
 
-  const summary = (r: RunSummary) => ({ ...r, queued: runner.isQueued(r.id) });
+  /** A run in a listing: its id is `run_id`, as in every other response. */
+  const summary = ({ id, ...r }: RunSummary) => ({ run_id: id, ...r, queued: runner.isQueued(id) });
   /** Every change made through the API is audited with the token's name. */
   const audit = async (who: Who, action: string, subject: string, detail: string) => {
     await store.audit({ at: new Date().toISOString(), actor: who.name, action, subject, detail });

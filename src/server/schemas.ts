@@ -88,7 +88,7 @@ const Confirmation = z.object({
 });
 
 export const RunSummarySchema = z.object({
-  id: z.string(),
+  run_id: z.string(),
   session_id: z.string(),
   status: z.enum(['running', 'paused', 'done', 'failed']),
   reason: z.string().nullable(),
@@ -188,7 +188,16 @@ export const SessionSchema = z.object({
   runs: z.array(RunSummarySchema),
 });
 
-const Row = z.object({ kind: z.string(), tool: z.string().optional(), message: z.string() });
+const Row = z.object({
+  kind: z.string(),
+  tool: z.string().optional(),
+  message: z.string(),
+  /** A manifest error's place. */
+  file: z.string().optional(),
+  line: z.number().int().optional(),
+  column: z.number().int().optional(),
+  field: z.string().optional(),
+});
 export const PluginsSchema = z.object({
   plugins: z.array(
     z.object({

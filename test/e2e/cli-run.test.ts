@@ -20,7 +20,7 @@ test('S1/R17/R18: keel run --json pauses; keel resume in a new process finishes;
   const env = { KEEL_HOME: home };
   const model = script(home, DUES_SCRIPT);
   const run = await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'Find my dues and set a reminder for each'], env);
-  assert.equal(run.code, 0, run.stderr);
+  assert.equal(run.code, 3, run.stderr); // paused for the user (S1)
   const r1 = json<Record<string, unknown> & { run_id: string; steps: { outcome: string }[]; requests: { tools: unknown[] }[] }>(run);
   for (const f of S1_FIELDS) assert.ok(f in r1, `S1 field ${f}`);
   assert.equal(r1.status, 'paused');
@@ -66,12 +66,13 @@ test('S1: without --json the CLI prints a readable transcript, the question, the
   const home = tempHome();
   const model = script(home, DUES_SCRIPT);
   const r = await keel(['run', '--model', model, '--plugins', FIXTURES, 'Find my dues and set a reminder for each'], { KEEL_HOME: home });
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /upcoming_dues\(\{"within_days":15\}\)\s+✓/);
-  assert.match(r.stdout, /create_reminder\(.*\)\s+⏸ held/);
+  assert.equal(r.code, 3, r.stderr);
+  // The trace and how to go on on stderr; what the run waits for on stdout.
+  assert.match(r.stderr, /upcoming_dues\(\{"within_days":15\}\)\s+✓/);
+  assert.match(r.stderr, /create_reminder\(.*\)\s+⏸ held/);
   assert.match(r.stdout, /\? Create reminders for Wingtip Bank and Contoso Energy\?/);
   assert.match(r.stdout, /Held until you confirm \(create_reminder\)/);
-  assert.match(r.stdout, /keel resume run_\w+ --yes {4}or {4}keel resume run_\w+ --no/);
+  assert.match(r.stderr, /keel resume run_\w+ --yes {4}or {4}keel resume run_\w+ --no/);
 });
 
 test('R18: two processes resuming the same pause at once: exactly one continues', async () => {

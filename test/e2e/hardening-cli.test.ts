@@ -18,9 +18,9 @@ test('terminal escapes in model-written arguments cannot spoof an approval card:
     { tool_calls: [{ id: 'e1', name: 'send_email', args: { to: spoof, subject: 'Hi\u0007', body: 'x\u001b]0;title\u0007' } }] },
   ] as never);
   const r = await keel(['run', '--model', model, '--plugins', FIXTURES, 'email ana'], { KEEL_HOME: home });
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 3, r.stderr); // paused on the card
   // biome-ignore lint/suspicious/noControlCharactersInRegex: the test is that none are printed.
-  assert.doesNotMatch(r.stdout, /[\u0000-\u0008\u000b-\u001f\u007f\u202e]/, 'no control character reaches the terminal');
+  assert.doesNotMatch(r.stdout + r.stderr, /[\u0000-\u0008\u000b-\u001f\u007f\u202e]/, 'no control character reaches the terminal');
   assert.match(r.stdout, /Send "Hi\\x07" to ana@example\.com\\x1b\[2K\\x0d\\x1b\[1Abob@example\.com \\u202etxt\.exe/);
   assert.equal(forTerminal('a\tb\nc'), 'a\tb\nc', 'tabs and newlines stay');
 });

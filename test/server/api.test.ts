@@ -267,7 +267,7 @@ test('lists, paging, sessions and mode changes, plugins', async () => {
   const ses = await s.api('GET', `/v1/sessions/${sessionId}`, { token: s.viewer });
   conforms(ses, 'GET', '/v1/sessions/{id}');
   assert.deepEqual(
-    ses.body.runs.map((r: { id: string }) => r.id),
+    ses.body.runs.map((r: { run_id: string }) => r.run_id),
     [second.body.run_id, first.r.body.run_id],
   );
   const mode = await s.api('PUT', `/v1/sessions/${sessionId}/mode`, { token: s.approver, body: { mode: 'plan' } });
@@ -281,13 +281,13 @@ test('lists, paging, sessions and mode changes, plugins', async () => {
   );
   assert.equal((await s.api('PUT', `/v1/sessions/${sessionId}/mode`, { token: s.viewer, body: { mode: 'agent' } })).status, 403);
 
-  const all = (await s.api('GET', '/v1/runs?limit=200', { token: s.viewer })).body.runs.map((r: { id: string }) => r.id);
+  const all = (await s.api('GET', '/v1/runs?limit=200', { token: s.viewer })).body.runs.map((r: { run_id: string }) => r.run_id);
   const paged: string[] = [];
   let cursor: string | null = null;
   do {
     const page: Reply = await s.api('GET', `/v1/runs?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { token: s.viewer });
     conforms(page, 'GET', '/v1/runs');
-    paged.push(...page.body.runs.map((r: { id: string }) => r.id));
+    paged.push(...page.body.runs.map((r: { run_id: string }) => r.run_id));
     cursor = page.body.next_cursor;
   } while (cursor);
   assert.deepEqual(paged, all, 'every run once, in order');

@@ -18,10 +18,10 @@ test('remote CLI: a run pauses on its card; approvals list and approve over HTTP
   const model = script(home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed it.' }]);
 
   const r = await keel(['--server', srv.url, 'run', '--model', model, 'trash the deals'], client);
-  assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /paused for approval/);
-  const id = /keel approvals approve (apr_\w+)/.exec(r.stdout)?.[1];
-  assert.ok(id, r.stdout);
+  assert.equal(r.code, 3, r.stderr); // paused for the user
+  assert.match(r.stderr, /paused for approval/);
+  const id = /keel approvals approve (apr_\w+)/.exec(r.stderr)?.[1];
+  assert.ok(id, r.stderr);
 
   const list = await keel(['approvals', 'list', '--status', 'pending', '--json'], { ...client, KEEL_SERVER: srv.url });
   assert.deepEqual(
@@ -51,8 +51,8 @@ test('remote CLI: a run pauses on its card; approvals list and approve over HTTP
 
   const runs = await keel(['runs', 'list', '--json'], { ...client, KEEL_SERVER: srv.url });
   assert.deepEqual(
-    json<{ id: string }[]>(runs)
-      .map((x) => x.id)
+    json<{ run_id: string }[]>(runs)
+      .map((x) => x.run_id)
       .includes(paused.run_id),
     true,
   );
