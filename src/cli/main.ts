@@ -243,6 +243,7 @@ Environment:
     );
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
   const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
+  (await import('./db-command.js')).registerDb(program, io); // keel db migrate|status, and --store (S4)
 
   program
     .command('run')

@@ -2,10 +2,14 @@ import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { redact } from '../util/redact.js';
+import { isPostgresUrl, PostgresStore } from './postgres.js';
 import { SqliteStore } from './sqlite.js';
 
 /**
- * The store a Keel uses: KEEL_STORE when set (`sqlite:PATH`), else `keel.db` under KEEL_HOME.
+ * The store a Keel uses: KEEL_STORE when set (`sqlite:PATH`, or `postgres://…` for a database
+ * several servers and workers share), else `keel.db` under KEEL_HOME. A PostgreSQL store connects
+ * on first use (and brings its schema up to date then); a bad URL is refused here.
  * Every mistake in that setting, or in the place it points at, is one line saying what and how to
  * fix it — never a stack trace.
  */
@@ -14,14 +18,18 @@ export function openStore(home: string, env: NodeJS.ProcessEnv = process.env): S
   let file = join(home, 'keel.db');
   let where = `KEEL_HOME (${home})`;
   if (spec) {
-    if (/^postgres(ql)?:\/\//i.test(spec)) {
-      throw new KeelError(
-        'config',
-        `KEEL_STORE names a PostgreSQL database, which this version of Keel cannot use yet: unset KEEL_STORE to use the SQLite file under KEEL_HOME`,
-      );
+    if (isPostgresUrl(spec)) {
+      try {
+        return new PostgresStore(spec);
+      } catch (err) {
+        throw new KeelError('config', `KEEL_STORE: ${(err as Error).message}`);
+      }
     }
     if (!spec.startsWith('sqlite:') || spec.length === 'sqlite:'.length) {
-      throw new KeelError('config', `KEEL_STORE=${spec} is not a store Keel knows: write sqlite:PATH, or unset it to use ${file}`);
+      throw new KeelError(
+        'config',
+        `KEEL_STORE=${redact(spec)} is not a store Keel knows: write sqlite:PATH or postgres://USER@HOST:PORT/DATABASE (USER:PASSWORD@ with a password), or unset it to use ${file}`,
+      );
     }
     file = resolve(spec.slice('sqlite:'.length));
     where = `KEEL_STORE (${spec})`;

@@ -410,7 +410,11 @@ test('settings mistakes are one clear line, exit 2, no stack trace', async () =>
   const cases: [Record<string, string>, RegExp][] = [
     [{ KEEL_HOME: join(home, 'a-file') }, /a-file is a file, not a folder/],
     [{ KEEL_HOME: corrupt }, /keel\.db is not a readable Keel database .*move it aside/],
-    [{ KEEL_HOME: home, KEEL_STORE: 'postgres://u:secret@db/keel' }, /KEEL_STORE names a PostgreSQL database/],
+    [
+      { KEEL_HOME: home, KEEL_STORE: 'postgres://u:secret@127.0.0.1:1/keel' },
+      /cannot reach the PostgreSQL store postgres:\/\/\[redacted\]@127\.0\.0\.1:1\/keel/,
+    ],
+    [{ KEEL_HOME: home, KEEL_STORE: 'postgres://u:secret@/keel' }, /is not a valid PostgreSQL URL/],
     [{ KEEL_HOME: home, KEEL_STORE: 'mysql:thing' }, /KEEL_STORE=mysql:thing is not a store Keel knows/],
   ];
   for (const [env, message] of cases) {

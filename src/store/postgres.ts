@@ -1,0 +1,787 @@
+/**
+ * The PostgreSQL store (S4): the same interfaces and the same semantics as the SQLite file, for
+ * deployments where a server and several workers on several machines share one database.
+ *
+ * It connects lazily: constructing it opens nothing, and the first query connects and brings the
+ * schema up to date (numbered migrations, under an advisory lock, so two processes starting at once
+ * migrate once). Everything a method writes is one transaction or one statement.
+ */
+import pg from 'pg';
+import type {
+  ApprovalRecord,
+  ApprovalStatus,
+  AuditRecord,
+  EventQuery,
+  LedgerRow,
+  Memory,
+  Message,
+  RequestTrace,
+  RunEvent,
+  RunQuery,
+  RunState,
+  RunSummary,
+  SessionRecord,
+  Store,
+  StoredEvent,
+} from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+import { redact } from '../util/redact.js';
+import { MIGRATIONS, type Migration } from './pg-migrations.js';
+import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
+
+type Row = Record<string, unknown>;
+type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** Advisory lock keys (first half): migrations, and the journal's append order. */
+const LOCK_MIGRATE = 0x6b65656c; // 'keel'
+const LOCK_JOURNAL = 0x6b65656d;
+
+/** A URL Keel accepts for PostgreSQL. */
+export function isPostgresUrl(spec: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(spec.trim());
+}
+
+export interface PostgresTarget {
+  /** The URL pg connects with (Keel's own parameters removed). */
+  connectionString: string;
+  /** The schema Keel's tables live in (`?schema=NAME`, default public). */
+  schema: string;
+  /** The URL as it may be printed: no password. */
+  shown: string;
+}
+
+/**
+ * Reads a PostgreSQL URL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&…]`.
+ * A mistake is one line saying what is wrong (the password never shown).
+ */
+export function parsePostgresUrl(spec: string): PostgresTarget {
+  const shown = redact(spec.trim());
+  let u: URL;
+  try {
+    u = new URL(spec.trim());
+  } catch {
+    throw new KeelError('config', `${shown} is not a valid PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (USER:PASSWORD@ with a password)`);
+  }
+  if (!/^postgres(ql)?:$/i.test(u.protocol)) {
+    throw new KeelError('config', `${shown} is not a PostgreSQL URL: it must start with postgres://`);
+  }
+  if (!u.hostname && !u.searchParams.get('host')) {
+    throw new KeelError('config', `${shown} names no host: write postgres://USER@HOST:PORT/DATABASE (USER:PASSWORD@ with a password)`);
+  }
+  if (u.port && !(Number(u.port) > 0 && Number(u.port) < 65536)) throw new KeelError('config', `${shown}: ${u.port} is not a port`);
+  const schema = u.searchParams.get('schema') ?? 'public';
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
+    throw new KeelError('config', `${shown}: schema=${schema} is not a schema name Keel accepts (lowercase letters, digits and _)`);
+  }
+  u.searchParams.delete('schema');
+  return { connectionString: u.toString(), schema, shown: redact(u.toString()).replace(/\?$/, '') };
+}
+
+/** Wraps a JSON text PostgreSQL's JSONB cannot hold (a NUL character), so it round-trips whole. */
+const NUL_WRAP = 'keel:json-with-nul';
+
+/** The JSON text to store for a value (see NUL_WRAP). Throws, like JSON.stringify, on what JSON cannot hold. */
+function jsonb(v: unknown): string {
+  const text = JSON.stringify(v);
+  if (text === undefined) throw new TypeError('a value JSON cannot hold');
+  return text.includes('\\u0000') ? JSON.stringify({ [NUL_WRAP]: text }) : text;
+}
+
+/** A value read back from a JSONB column (already parsed by pg). */
+function unjsonb<T>(v: unknown): T {
+  if (v && typeof v === 'object' && !Array.isArray(v)) {
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length === 1 && keys[0] === NUL_WRAP && typeof o[NUL_WRAP] === 'string') return JSON.parse(o[NUL_WRAP] as string) as T;
+  }
+  return v as T;
+}
+
+const INSERT_APPROVAL = `INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason,consent_writes)
+  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`;
+
+function approvalParams(a: ApprovalRecord): unknown[] {
+  return [
+    a.id,
+    a.run_id,
+    a.pause_seq,
+    jsonb(a.items),
+    jsonb(a.card),
+    a.status,
+    a.requested_at,
+    a.expires_at,
+    a.answered_at,
+    a.answered_by,
+    a.reason,
+    a.consent_writes,
+  ];
+}
+
+const jsonArray = (xs: readonly unknown[]) => `[${xs.map(jsonb).join(',')}]`;
+
+/** One line for a connection failure: where, and what to do. */
+export function explainPgError(err: unknown, shown: string): KeelError {
+  if (err instanceof KeelError) return err;
+  const e = err as NodeJS.ErrnoException & { code?: string; message?: string };
+  const msg = redact(e?.message ?? String(err)).split('\n')[0];
+  switch (e?.code) {
+    case 'ECONNREFUSED':
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+    case 'ECONNRESET':
+      return new KeelError('config', `cannot reach the PostgreSQL store ${shown} (${e.code}): is PostgreSQL running there? check the URL`);
+    case '28P01':
+    case '28000':
+      return new KeelError('config', `the PostgreSQL store ${shown} refused the login (${msg}): check the user and password in the URL`);
+    case '3D000':
+      return new KeelError('config', `the PostgreSQL store ${shown}: ${msg}: create it (createdb) or name another database in the URL`);
+    default:
+      if (/timeout|terminated/i.test(msg)) return new KeelError('config', `cannot reach the PostgreSQL store ${shown}: ${msg}`);
+      return new KeelError('config', `the PostgreSQL store ${shown} failed: ${msg}`);
+  }
+}
+
+/** Whether an error is about reaching the database rather than about a query. */
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: string })?.code ?? '';
+  const msg = (err as Error)?.message ?? '';
+  return (
+    /^(ECONN|ENOTFOUND|EAI_|ETIMEDOUT|EHOST|ENET)/.test(code) ||
+    /^(28|3D|08|57P)/.test(code) ||
+    /Connection terminated|timeout expired/i.test(msg)
+  );
+}
+
+export interface MigrationState {
+  version: number;
+  name: string;
+  applied_at: string | null;
+}
+
+/** Applies the migrations this database lacks, under an advisory lock; returns the versions applied now. */
+export async function migrate(client: pg.ClientBase, schema: string, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
+  await client.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_MIGRATE, schema]);
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
+    const done = new Set(
+      (await client.query<{ version: number }>(`SELECT version FROM ${schema}.schema_migrations`)).rows.map((r) => r.version),
+    );
+    const newest = Math.max(0, ...done);
+    const known = Math.max(0, ...migrations.map((m) => m.version));
+    if (newest > known) {
+      throw new KeelError(
+        'config',
+        `the PostgreSQL store's schema ${schema} is at migration ${newest}, newer than this Keel knows (${known}): upgrade Keel`,
+      );
+    }
+    const applied: number[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await client.query('BEGIN');
+      try {
+        await client.query(`SET LOCAL search_path TO ${schema}`);
+        await client.query(m.sql);
+        await client.query(`INSERT INTO ${schema}.schema_migrations (version, name) VALUES ($1, $2)`, [m.version, m.name]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw new KeelError('config', `migration ${m.version} (${m.name}) failed: ${(err as Error).message}`);
+      }
+      applied.push(m.version);
+    }
+    return applied;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_MIGRATE, schema]).catch(() => {});
+  }
+}
+
+/** Every known migration, with when it was applied here (null: pending). Changes nothing. */
+export async function migrationStatus(
+  client: pg.ClientBase,
+  schema: string,
+  migrations: readonly Migration[] = MIGRATIONS,
+): Promise<{ migrations: MigrationState[]; unknown: number[] }> {
+  const exists = await client.query<{ t: string | null }>('SELECT to_regclass($1) AS t', [`${schema}.schema_migrations`]);
+  const rows = exists.rows[0]?.t
+    ? (
+        await client.query<{ version: number; name: string; applied_at: Date }>(
+          `SELECT version, name, applied_at FROM ${schema}.schema_migrations ORDER BY version`,
+        )
+      ).rows
+    : [];
+  const at = new Map(rows.map((r) => [r.version, r.applied_at.toISOString()]));
+  return {
+    migrations: migrations.map((m) => ({ version: m.version, name: m.name, applied_at: at.get(m.version) ?? null })),
+    unknown: rows.map((r) => r.version).filter((v) => !migrations.some((m) => m.version === v)),
+  };
+}
+
+export interface PostgresStoreOptions {
+  /** Pool size (default 10). */
+  max?: number;
+}
+
+export class PostgresStore implements Store {
+  readonly kind = 'postgres';
+  readonly target: PostgresTarget;
+  readonly pool: pg.Pool;
+  private ready: Promise<void> | undefined;
+  private closed = false;
+  /** Hashes of blobs this process knows are stored (the table is content-addressed, rows never deleted). */
+  private readonly knownBlobs = new Set<string>();
+
+  constructor(url: string | PostgresTarget, o: PostgresStoreOptions = {}) {
+    this.target = typeof url === 'string' ? parsePostgresUrl(url) : url;
+    this.pool = new pg.Pool({
+      connectionString: this.target.connectionString,
+      max: o.max ?? 10,
+      connectionTimeoutMillis: 10_000,
+      application_name: 'keel',
+      options: `-c search_path=${this.target.schema}`,
+    });
+    // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
+    this.pool.on('error', () => {});
+  }
+
+  get schema(): string {
+    return this.target.schema;
+  }
+
+  /** Connects and migrates, once (again after a failure). */
+  private ensureReady(): Promise<void> {
+    this.ready ??= (async () => {
+      const client = await this.pool.connect();
+      try {
+        await migrate(client, this.target.schema);
+      } finally {
+        client.release();
+      }
+    })().catch((err) => {
+      this.ready = undefined;
+      throw explainPgError(err, this.target.shown);
+    });
+    return this.ready;
+  }
+
+  private async q<R extends pg.QueryResultRow = Row>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+    await this.ensureReady();
+    try {
+      return await this.pool.query<R>(sql, params);
+    } catch (err) {
+      throw isConnectionError(err) ? explainPgError(err, this.target.shown) : err;
+    }
+  }
+
+  /** Runs `f` in one transaction on one connection: committed whole, or rolled back whole. */
+  async transaction<T>(f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    await this.ensureReady();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw explainPgError(err, this.target.shown);
+    }
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const out = await f(client);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (e) {
+        broken = e as Error;
+      }
+      throw isConnectionError(err) ? explainPgError(err, this.target.shown) : err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private runParams(run: RunState): unknown[] {
+    return [
+      run.id,
+      run.status,
+      run.reason,
+      jsonb(run.request),
+      run.mode,
+      run.model,
+      jsonb(run.plugin_dirs),
+      run.answer === null ? null : jsonb(run.answer),
+      run.pause ? jsonb(run.pause) : null,
+      run.pause_seq,
+      run.model_calls,
+      jsonb(run.effects),
+      jsonb(run.notes),
+      jsonb(run.warnings),
+      run.owner,
+      run.session_id,
+      run.seq_base,
+      run.contract ? jsonb(run.contract) : null,
+      run.created_at,
+      run.updated_at,
+    ];
+  }
+
+  /**
+   * Appends what the database does not hold of a run yet, and writes its fields, inside `c`'s
+   * transaction. The run's row is locked first: its counts say where to append; a run whose
+   * transcript shrank is refused (R19).
+   */
+  private async writeRun(c: Queryable, run: RunState, blobsAdded: string[]): Promise<void> {
+    const had = (
+      await c.query<{ messages: number; steps: number; requests: number }>(
+        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests FROM runs WHERE id = $1 FOR UPDATE',
+        [run.id],
+      )
+    ).rows[0];
+    if (!had) throw new Error(`run ${run.id} is not in the store: it cannot be saved`);
+    const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
+    for (const k of ['messages', 'steps', 'requests'] as const) {
+      if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
+    }
+    if (now.messages > had.messages) {
+      await c.query(
+        `INSERT INTO messages (run_id, seq, body) SELECT $1, $2 + e.ord - 1, e.body FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(body, ord)`,
+        [run.id, had.messages, jsonArray(run.messages.slice(had.messages))],
+      );
+    }
+    if (now.steps > had.steps) {
+      const rows: StepRow[] = [];
+      for (let seq = had.steps; seq < now.steps; seq++) rows.push(stepRow(run, seq));
+      await c.query(
+        `INSERT INTO steps (run_id, seq, body) SELECT $1, $2 + e.ord - 1, e.body FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(body, ord)`,
+        [run.id, had.steps, jsonArray(rows)],
+      );
+      // R23: each call that ran counts once towards its tool's use (a record is written once).
+      const ran = run.steps.slice(had.steps).flatMap((s) => (s.outcome === 'ran' ? [s.tool] : []));
+      if (ran.length) {
+        await c.query(
+          `INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM unnest($1::text[]) AS u(tool) GROUP BY tool
+           ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls`,
+          [ran],
+        );
+      }
+    }
+    if (now.requests > had.requests) {
+      const blobs: [string, string][] = [];
+      const rows: { s: string; t: string; m: unknown }[] = [];
+      for (let seq = had.requests; seq < now.requests; seq++) {
+        const { system, tools, ...meta } = run.requests[seq];
+        const s = contentHash(system);
+        const t = toolsBlob(tools);
+        for (const [hash, text] of [
+          [s, jsonb(system)],
+          [t.hash, t.body],
+        ] as const) {
+          if (!this.knownBlobs.has(hash) && !blobs.some((b) => b[0] === hash)) blobs.push([hash, text]);
+        }
+        rows.push({ s, t: t.hash, m: meta });
+      }
+      if (blobs.length) {
+        await c.query(
+          `INSERT INTO blobs (hash, body) SELECT h, b::jsonb FROM unnest($1::text[], $2::text[]) AS x(h, b) ON CONFLICT (hash) DO NOTHING`,
+          [blobs.map((b) => b[0]), blobs.map((b) => b[1])],
+        );
+        blobsAdded.push(...blobs.map((b) => b[0]));
+      }
+      await c.query(
+        `INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
+         SELECT $1, $2 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
+         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(x, ord)`,
+        [run.id, had.requests, jsonArray(rows)],
+      );
+    }
+    await c.query(
+      `UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
+        warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16 WHERE id=$1`,
+      [
+        run.id,
+        run.status,
+        run.reason,
+        run.mode,
+        run.answer === null ? null : jsonb(run.answer),
+        run.pause ? jsonb(run.pause) : null,
+        run.pause_seq,
+        run.model_calls,
+        jsonb(run.effects),
+        jsonb(run.notes),
+        jsonb(run.warnings),
+        run.contract ? jsonb(run.contract) : null,
+        run.updated_at,
+        now.messages,
+        now.steps,
+        now.requests,
+      ],
+    );
+  }
+
+  /** A run write as one transaction; blobs it wrote are remembered only once it committed. */
+  private async runWrite(f: (c: pg.PoolClient, blobsAdded: string[]) => Promise<void>): Promise<void> {
+    const added: string[] = [];
+    await this.transaction((c) => f(c, added));
+    for (const h of added) this.knownBlobs.add(h);
+  }
+
+  async createRun(run: RunState): Promise<void> {
+    await this.runWrite(async (c, added) => {
+      await c.query(
+        `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
+         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
+        this.runParams(run),
+      );
+      await this.writeRun(c, run, added);
+    });
+  }
+
+  async saveRun(run: RunState): Promise<void> {
+    await this.runWrite((c, added) => this.writeRun(c, run, added));
+  }
+
+  /** Saves a run inside a transaction someone else holds (a worker queues the run's next leg in it). */
+  async saveRunIn(c: pg.PoolClient, run: RunState): Promise<void> {
+    // Blobs written here are not remembered: the caller's transaction may still roll back.
+    await this.writeRun(c, run, []);
+  }
+
+  async loadRun(id: string): Promise<RunState | undefined> {
+    // One statement, one snapshot: the run's fields and its whole trace as of one moment.
+    const r = (
+      await this.q(
+        `SELECT r.*,
+          COALESCE((SELECT jsonb_agg(body ORDER BY seq) FROM messages WHERE run_id = r.id), '[]') AS t_messages,
+          COALESCE((SELECT jsonb_agg(body ORDER BY seq) FROM steps WHERE run_id = r.id), '[]') AS t_steps,
+          COALESCE((SELECT jsonb_agg(jsonb_build_object('m', q.meta, 's', s.body, 't', t.body) ORDER BY q.seq)
+             FROM requests q JOIN blobs s ON s.hash = q.system_hash JOIN blobs t ON t.hash = q.tools_hash WHERE q.run_id = r.id), '[]') AS t_requests
+         FROM runs r WHERE r.id = $1`,
+        [id],
+      )
+    ).rows[0];
+    if (!r) return undefined;
+    const messages = (r.t_messages as unknown[]).map((m) => unjsonb<Message>(m));
+    const requests = (r.t_requests as { m: Record<string, unknown>; s: unknown; t: unknown }[]).map(
+      (x) => ({ ...x.m, system: unjsonb<string>(x.s), tools: unjsonb(x.t) }) as RequestTrace,
+    );
+    const run: RunState = {
+      id: r.id as string,
+      status: r.status as RunState['status'],
+      reason: (r.reason as RunState['reason']) ?? null,
+      request: unjsonb<string>(r.request),
+      mode: r.mode as RunState['mode'],
+      model: r.model as string,
+      plugin_dirs: unjsonb(r.plugin_dirs),
+      answer: r.answer === null ? null : unjsonb<string>(r.answer),
+      pause: r.pause === null ? null : unjsonb(r.pause),
+      pause_seq: r.pause_seq as number,
+      model_calls: r.model_calls as number,
+      effects: unjsonb(r.effects),
+      notes: unjsonb(r.notes),
+      warnings: unjsonb(r.warnings),
+      owner: (r.owner as string | null) ?? null,
+      session_id: r.session_id as string,
+      seq_base: r.seq_base as number,
+      contract: r.contract === null ? null : unjsonb(r.contract),
+      messages,
+      steps: stepsFrom(
+        (r.t_steps as unknown[]).map((s) => unjsonb<StepRow>(s)),
+        messages,
+      ),
+      requests,
+      created_at: r.created_at as string,
+      updated_at: r.updated_at as string,
+    };
+    return run;
+  }
+
+  async listRuns(q: RunQuery = {}): Promise<RunSummary[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const arg = (v: unknown) => {
+      args.push(v);
+      return `$${args.length}`;
+    };
+    if (q.status) where.push(`status = ${arg(q.status)}`);
+    if (q.session_id) where.push(`session_id = ${arg(q.session_id)}`);
+    if (q.before) where.push(`(created_at, id) < (${arg(q.before.created_at)}, ${arg(q.before.id)})`);
+    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
+      ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ${arg(q.limit ?? 50)}`;
+    return (await this.q(sql, args)).rows.map((r) => ({
+      id: r.id as string,
+      session_id: r.session_id as string,
+      status: r.status as RunSummary['status'],
+      reason: (r.reason as RunSummary['reason']) ?? null,
+      request: unjsonb<string>(r.request),
+      mode: r.mode as RunSummary['mode'],
+      model: r.model as string,
+      model_calls: r.model_calls as number,
+      created_at: r.created_at as string,
+      updated_at: r.updated_at as string,
+    }));
+  }
+
+  async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
+    const r = await this.q(
+      "UPDATE runs SET status = 'running', owner = $1, updated_at = $2 WHERE id = $3 AND status = 'paused' AND pause_seq = $4",
+      [owner, new Date().toISOString(), runId, seq],
+    );
+    return r.rowCount === 1;
+  }
+
+  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
+    const r = await this.q(
+      "UPDATE runs SET owner = $1, updated_at = $2 WHERE id = $3 AND status = 'running' AND pause_seq = $4 AND owner IS NOT DISTINCT FROM $5",
+      [owner, new Date().toISOString(), runId, seq, deadOwner],
+    );
+    return r.rowCount === 1;
+  }
+
+  async getSession(id: string): Promise<SessionRecord | undefined> {
+    const r = (await this.q('SELECT * FROM sessions WHERE id = $1', [id])).rows[0];
+    if (!r) return undefined;
+    return {
+      id: r.id as string,
+      mode: r.mode as SessionRecord['mode'],
+      last_run_id: (r.last_run_id as string | null) ?? null,
+      contract: r.contract === null ? null : unjsonb(r.contract),
+      updated_at: r.updated_at as string,
+    };
+  }
+
+  async saveSession(s: SessionRecord): Promise<void> {
+    await this.q(
+      `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
+      [s.id, s.mode, s.last_run_id, s.contract ? jsonb(s.contract) : null, s.updated_at],
+    );
+  }
+
+  /**
+   * Appends to the journal. Appends are serialised by a transaction-scoped advisory lock taken
+   * before the id is drawn, so ids become visible in the order they were drawn: a reader that has
+   * seen id N never later finds a new row below N (S5, across processes).
+   */
+  async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
+    const r = await this.q<{ id: string }>(
+      `INSERT INTO run_events (run_id, type, at, body)
+       SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id`,
+      [runId, event.type, at, jsonb(event), LOCK_JOURNAL],
+    );
+    return Number(r.rows[0].id);
+  }
+
+  async toolUsage(limit: number): Promise<{ tool: string; calls: number }[]> {
+    const r = await this.q<{ tool: string; calls: string }>('SELECT tool, calls FROM tool_usage ORDER BY calls DESC, tool LIMIT $1', [
+      Math.max(0, Math.floor(limit)),
+    ]);
+    return r.rows.map((x) => ({ tool: x.tool, calls: Number(x.calls) }));
+  }
+
+  async latestEventId(): Promise<number> {
+    return Number((await this.q<{ id: string }>('SELECT COALESCE(MAX(id), 0) AS id FROM run_events')).rows[0].id);
+  }
+
+  async listEvents(q: EventQuery = {}): Promise<StoredEvent[]> {
+    const args: unknown[] = [q.after ?? 0];
+    const where = ['id > $1'];
+    if (q.run_id) {
+      args.push(q.run_id);
+      where.push(`run_id = $${args.length}`);
+    }
+    if (q.types) {
+      args.push(q.types);
+      where.push(`type = ANY($${args.length}::text[])`);
+    }
+    args.push(q.limit ?? 1000);
+    const sql = `SELECT id, run_id, at, body FROM run_events WHERE ${where.join(' AND ')} ORDER BY id LIMIT $${args.length}`;
+    return (await this.q(sql, args)).rows.map((r) => ({
+      id: Number(r.id),
+      run_id: r.run_id as string,
+      at: r.at as string,
+      event: unjsonb<RunEvent>(r.body),
+    }));
+  }
+
+  async createApproval(a: ApprovalRecord): Promise<void> {
+    await this.q(INSERT_APPROVAL, approvalParams(a));
+  }
+
+  private approvalFromRow(r: Row): ApprovalRecord {
+    return {
+      id: r.id as string,
+      run_id: r.run_id as string,
+      pause_seq: r.pause_seq as number,
+      items: unjsonb(r.items),
+      card: unjsonb(r.card),
+      status: r.status as ApprovalStatus,
+      requested_at: r.requested_at as string,
+      expires_at: r.expires_at as string,
+      answered_at: (r.answered_at as string | null) ?? null,
+      answered_by: (r.answered_by as string | null) ?? null,
+      reason: (r.reason as string | null) ?? null,
+      consent_writes: r.consent_writes === true,
+    };
+  }
+
+  async getApproval(id: string): Promise<ApprovalRecord | undefined> {
+    const r = (await this.q('SELECT * FROM approvals WHERE id = $1', [id])).rows[0];
+    return r ? this.approvalFromRow(r) : undefined;
+  }
+
+  async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (filter.status) {
+      args.push(filter.status);
+      where.push(`status = $${args.length}`);
+    }
+    if (filter.run_id) {
+      args.push(filter.run_id);
+      where.push(`run_id = $${args.length}`);
+    }
+    const sql = `SELECT * FROM approvals ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY requested_at, ord`;
+    return (await this.q(sql, args)).rows.map((r) => this.approvalFromRow(r));
+  }
+
+  async answerApproval(
+    id: string,
+    status: Exclude<ApprovalStatus, 'pending'>,
+    actor: string,
+    reason: string | null,
+    at: string,
+    consentWrites = false,
+  ): Promise<boolean> {
+    const r = await this.q(
+      "UPDATE approvals SET status = $1, answered_by = $2, reason = $3, answered_at = $4, consent_writes = $5 WHERE id = $6 AND status = 'pending'",
+      [status, actor, reason, at, consentWrites, id],
+    );
+    return r.rowCount === 1;
+  }
+
+  async audit(row: AuditRecord): Promise<void> {
+    await this.q('INSERT INTO audit (at, actor, action, subject, detail) VALUES ($1, $2, $3, $4, $5)', [
+      row.at,
+      row.actor,
+      row.action,
+      row.subject,
+      jsonb(row.detail),
+    ]);
+  }
+
+  async listAudit(subject?: string): Promise<AuditRecord[]> {
+    const rows = subject
+      ? (await this.q('SELECT at, actor, action, subject, detail FROM audit WHERE subject = $1 ORDER BY id', [subject])).rows
+      : (await this.q('SELECT at, actor, action, subject, detail FROM audit ORDER BY id')).rows;
+    return rows.map((r) => ({
+      at: r.at as string,
+      actor: r.actor as string,
+      action: r.action as string,
+      subject: r.subject as string,
+      detail: unjsonb<string>(r.detail),
+    }));
+  }
+
+  async ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean> {
+    const r = await this.q(
+      "INSERT INTO ledger (approval_id, call_id, tool, args_json, state) VALUES ($1, $2, $3, $4, 'started') ON CONFLICT DO NOTHING",
+      [row.approval_id, row.call_id, row.tool, row.args_json],
+    );
+    return r.rowCount === 1;
+  }
+
+  async ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
+    await this.q("UPDATE ledger SET state = 'finished', result = $1, is_error = $2 WHERE approval_id = $3 AND call_id = $4", [
+      jsonb(result),
+      isError,
+      approvalId,
+      callId,
+    ]);
+  }
+
+  async ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {
+    const r = (await this.q('SELECT * FROM ledger WHERE approval_id = $1 AND call_id = $2', [approvalId, callId])).rows[0];
+    if (!r) return undefined;
+    return {
+      approval_id: r.approval_id as string,
+      call_id: r.call_id as string,
+      tool: r.tool as string,
+      args_json: r.args_json as string,
+      state: r.state as LedgerRow['state'],
+      result: r.result === null ? null : unjsonb<string>(r.result),
+      is_error: r.is_error === true,
+    };
+  }
+
+  private memoryFromRow(r: Row): Memory {
+    return {
+      id: r.id as number,
+      text: unjsonb<string>(r.text),
+      status: r.status as Memory['status'],
+      created_at: r.created_at as string,
+      updated_at: r.updated_at as string,
+    };
+  }
+
+  async memoryAdd(text: string): Promise<Memory> {
+    const now = new Date().toISOString();
+    const r = await this.q("INSERT INTO memories (text, status, created_at, updated_at) VALUES ($1, 'active', $2, $2) RETURNING *", [
+      jsonb(text),
+      now,
+    ]);
+    return this.memoryFromRow(r.rows[0]);
+  }
+
+  async memorySearch(query: string, limit: number): Promise<Memory[]> {
+    const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    const active = (await this.q("SELECT * FROM memories WHERE status = 'active' ORDER BY id")).rows.map((r) => this.memoryFromRow(r));
+    const scored = active
+      .map((m) => ({ m, score: words.filter((w) => m.text.toLowerCase().includes(w)).length }))
+      .filter((x) => words.length === 0 || x.score > 0)
+      .sort((a, b) => b.score - a.score || b.m.id - a.m.id);
+    return scored.slice(0, limit).map((x) => x.m);
+  }
+
+  async memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined> {
+    const r = await this.q(
+      'UPDATE memories SET text = COALESCE($1::jsonb, text), status = COALESCE($2, status), updated_at = $3 WHERE id = $4 RETURNING *',
+      [patch.text === undefined ? null : jsonb(patch.text), patch.status ?? null, new Date().toISOString(), id],
+    );
+    return r.rows[0] ? this.memoryFromRow(r.rows[0]) : undefined;
+  }
+
+  async addFeedback(runId: string, text: string): Promise<void> {
+    await this.q('INSERT INTO feedback (run_id, text, at) VALUES ($1, $2, $3)', [runId, jsonb(text), new Date().toISOString()]);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
+
+/** One connection for one job (`keel db`): opened, used, closed; a failure to connect is one clear line. */
+export async function withPostgres<T>(spec: string | PostgresTarget, f: (c: pg.Client, target: PostgresTarget) => Promise<T>): Promise<T> {
+  const target = typeof spec === 'string' ? parsePostgresUrl(spec) : spec;
+  const client = new pg.Client({ connectionString: target.connectionString, connectionTimeoutMillis: 10_000, application_name: 'keel' });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => {});
+    throw explainPgError(err, target.shown);
+  }
+  try {
+    return await f(client, target);
+  } catch (err) {
+    throw isConnectionError(err) ? explainPgError(err, target.shown) : err;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * How a run's trace is laid out in a store, shared by every implementation: a call's result kept
+ * once (in its tool message), menus and system prompts content-addressed.
+ */
+import { createHash } from 'node:crypto';
+import type { CallRecord, Message, RequestTrace, RunState } from '../types/index.js';
+
+/**
+ * A call's result is stored once: when the tool message that answers the call (the k-th answering its
+ * id, for the call's k-th record) holds the same text, the record keeps a reference instead.
+ */
+export type StepRow = CallRecord & { result_in_message?: true };
+
+function nthAnswer(messages: readonly Message[], callId: string, k: number): string | undefined {
+  let seen = 0;
+  for (const m of messages) {
+    if (m.role === 'tool' && m.call_id === callId && seen++ === k) return m.content;
+  }
+  return undefined;
+}
+
+export function stepRow(run: RunState, seq: number): StepRow {
+  const c = run.steps[seq];
+  let k = 0;
+  for (let i = 0; i < seq; i++) if (run.steps[i].call_id === c.call_id) k++;
+  if (c.result !== '' && nthAnswer(run.messages, c.call_id, k) === c.result) return { ...c, result: '', result_in_message: true };
+  return c;
+}
+
+export function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRecord[] {
+  const seen = new Map<string, number>();
+  return rows.map((row) => {
+    const k = seen.get(row.call_id) ?? 0;
+    seen.set(row.call_id, k + 1);
+    if (!row.result_in_message) return row;
+    const { result_in_message: _, ...c } = row;
+    return { ...c, result: nthAnswer(messages, c.call_id, k) ?? '' };
+  });
+}
+
+const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();
+/** The same menu (same array, see the engine's menu memo) is serialised and hashed once per process. */
+export function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: string } {
+  let b = toolsBlobCache.get(tools);
+  if (!b) {
+    const body = JSON.stringify(tools);
+    b = { body, hash: contentHash(body) };
+    toolsBlobCache.set(tools, b);
+  }
+  return b;
+}
+
+/** Content key for deduplicating trace blobs. */
+export function contentHash(s: string): string {
+  return createHash('sha1').update(s).digest('hex');
+}
