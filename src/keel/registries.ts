@@ -11,7 +11,7 @@ import { mountPlugins, type Registry } from '../plugin-host/host.js';
 import { guardHandler } from '../policy/modes.js';
 import type { OperatorPolicy } from '../policy/operator.js';
 import type { Subagents } from '../subagents/delegates.js';
-import { askUser, CORE_DECLARATIONS, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
+import { askUser, CORE_DECLARATIONS, findTools, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
 import type { MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
 
@@ -67,6 +67,8 @@ export class Registries {
       submitPlan,
       submitGoal,
       reportGoal,
+      // R31: in every pool; the menu offers it only when the pool outgrows the shortlist's cap.
+      findTools,
       ...(subagents?.tools() ?? []),
       ...(this.o.extraTools ?? []),
     ];

@@ -17,6 +17,7 @@ import type {
   RequestTrace,
   RunResult,
   ToolCall,
+  ToolSpec,
 } from '../types/index.js';
 import { redact } from '../util/redact.js';
 import {
@@ -34,6 +35,7 @@ import {
 } from '../util/telemetry.js';
 import { DEFAULT_LIMITS, type EngineDeps, type Limits } from './deps.js';
 import { countTrailingFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
+import { conversationTools, findToolsResult, foundBy, isFindTools } from './find-tools.js';
 import { contractOf, goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
 import {
@@ -57,6 +59,9 @@ export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
 type EndOn = { reason: EndReason; answer: string };
 
+/** How many of the store's most used tools a leg reads for the menu's fill (R23). */
+const MOST_USED = 50;
+
 /**
  * One leg of a run: from its start, an answer or an approval to its next end or pause. The only
  * loop body (R14): the streaming and the blocking API both drive it, and every leg ends with
@@ -69,6 +74,11 @@ export class RunLeg {
   private gate: GateState;
   private readonly admitted = new Set<string>();
   private readonly called = new Set<string>();
+  /** R31: the tools find_tools added in this run (admitted too), read from its trace; `scanned`: records read so far. */
+  private readonly found = new Set<string>();
+  private scanned = 0;
+  /** R23's second fill: the tools most used before (the store's counts), read once per leg. */
+  private mostUsed: readonly string[] | undefined;
   private readonly menus: MenuSource;
   private readonly started = Date.now();
   /** Aborted by the time limit or a stop: the model call and the tools in flight. */
@@ -313,14 +323,43 @@ export class RunLeg {
     return yield* this.drive();
   }
 
-  /** The menu for the next request (see MenuSource: kept while valid, shared across runs). */
+  /**
+   * The menu for the next request (see MenuSource: kept while valid, shared across runs). The tools
+   * each find_tools search added are read from the run's records as they complete (R31), so a run
+   * continued by another process admits them just the same.
+   */
   private menu(): MenuEntry {
-    return this.menus.get(this.run.state, this.called, this.admitted);
+    const s = this.run.state;
+    for (; this.scanned < s.steps.length; this.scanned++) {
+      for (const name of foundBy(s.steps[this.scanned])) {
+        this.found.add(name);
+        this.admitted.add(name);
+      }
+    }
+    return this.menus.get(s, this.called, this.admitted, () => [...conversationTools(s.messages), ...(this.mostUsed ?? [])]);
+  }
+
+  /** R23: the store's most used tools, once per leg, when the pool outgrows the shortlist's cap. */
+  private async loadMostUsed(): Promise<void> {
+    if (this.mostUsed) return;
+    const cap = this.deps.shortlist?.cap;
+    const store = this.deps.store;
+    this.mostUsed =
+      store && cap !== undefined && this.deps.registry.pool.length > cap ? (await store.toolUsage(MOST_USED)).map((u) => u.tool) : [];
+  }
+
+  /** R31: find_tools, run through the one pipeline with the run's search as its handler. */
+  private finder(tool: ToolSpec, menu: Menu): ToolSpec {
+    const onMenu = new Set(menu.tools.map((t) => t.name));
+    for (const n of menu.unavailable) onMenu.delete(n);
+    const pool = this.menus.pool(this.run.state);
+    return { ...tool, execute: (args, ctx) => findToolsResult(pool, ctx.mode, String(args.query ?? ''), onMenu) };
   }
 
   /** Drives the run until it ends or pauses, yielding every event on the way. */
   private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.run.state;
+    await this.loadMostUsed();
     while (true) {
       if (this.interrupted) return yield* this.pauseInterrupted(s.model_calls + 1);
       if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
@@ -330,7 +369,8 @@ export class RunLeg {
       const entry = this.menu();
       const { menu, system } = entry;
       const step = s.model_calls + 1;
-      const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
+      const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
+      const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped, ...(found.length ? { found } : {}) };
       // Counted while the model works: the first count loads an encoding (~1 s), never on the model's path.
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
@@ -486,7 +526,8 @@ export class RunLeg {
             break;
           case 'execute': {
             this.admitted.add(prepared.tool.name);
-            const ex = await executeCall(ctx, prepared.tool, call.id, prepared.args);
+            const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
+            const ex = await executeCall(ctx, runs, call.id, prepared.args);
             record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
             break;
           }

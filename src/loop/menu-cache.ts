@@ -52,24 +52,32 @@ export class MenuSource {
    * tool the transcript calls (or admitted) is on it (R23/R24), so a step does no O(pool) work; and
    * shared across runs over the same pool, since it depends only on the key below.
    */
-  get(s: RunView, called: ReadonlySet<string>, admitted: ReadonlySet<string>): MenuEntry {
+  get(s: RunView, called: ReadonlySet<string>, admitted: ReadonlySet<string>, prefer: () => readonly string[] = () => []): MenuEntry {
     const c = this.current;
     if (c && c.mode === s.mode && c.contract === s.contract && covers(c.names, [called, admitted], this.registry.byName)) return c;
     const byName = this.registry.byName;
-    const inPool = (set: ReadonlySet<string>) =>
-      [...set]
-        .filter((n) => byName.has(n))
-        .sort()
-        .join(',');
+    const inPool = (set: Iterable<string>, sorted = true) => {
+      const names = [...set].filter((n) => byName.has(n));
+      return (sorted ? names.sort() : names).join(',');
+    };
+    // The fill (R23) can only matter when the pool outgrows the shortlist's cap.
+    const cap = this.shortlist?.cap;
+    const fill = cap !== undefined && this.registry.pool.length > cap ? prefer() : [];
     const contract = s.contract ? renderContract(s.contract) : undefined;
-    const key = [s.mode, contract ?? '', this.instructions ?? '', inPool(called), inPool(admitted), this.shortlist ? s.request : ''].join(
-      '\u0001',
-    );
+    const key = [
+      s.mode,
+      contract ?? '',
+      this.instructions ?? '',
+      inPool(called),
+      inPool(admitted),
+      this.shortlist ? s.request : '',
+      inPool(fill, false),
+    ].join('\u0001');
     let memo = MENU_MEMO.get(this.registry.pool);
     if (!memo) MENU_MEMO.set(this.registry.pool, (memo = new Map()));
     let hit = memo.get(key);
     if (!hit) {
-      hit = this.build(s, called, admitted, contract);
+      hit = this.build(s, called, admitted, contract, fill);
       if (memo.size >= 64) memo.clear();
       memo.set(key, hit);
     }
@@ -77,19 +85,26 @@ export class MenuSource {
     return this.current;
   }
 
+  /** The pool the run's menus are built from (without the tools of another contract). */
+  pool(s: RunView): readonly ToolSpec[] {
+    return poolFor(this.registry.pool, s.contract);
+  }
+
   private build(
     s: RunView,
     called: ReadonlySet<string>,
     admitted: ReadonlySet<string>,
     contract: string | undefined,
+    prefer: readonly string[],
   ): Omit<MenuEntry, 'mode' | 'contract'> {
     const menu = buildMenu(
       {
-        pool: poolFor(this.registry.pool, s.contract),
+        pool: this.pool(s),
         mode: s.mode,
         called,
         admitted,
         request: s.request,
+        prefer,
       },
       this.shortlist,
     );

@@ -75,6 +75,7 @@ export function toResult(s: RunView): RunResult {
       tools: summarizeTools(r.tools),
       ...(r.input_tokens !== undefined ? { input_tokens: r.input_tokens } : {}),
       dropped: r.dropped,
+      ...(r.found?.length ? { found: [...r.found] } : {}),
     })),
     steps: [...s.steps, ...pendingCalls(s)].map((r) => ({
       call_id: r.call_id,

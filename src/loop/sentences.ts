@@ -1,5 +1,18 @@
 import type { Mode } from '../types/index.js';
 
+/** R31: the last line of a find_tools result names what joined the menu; the run reads it back from its trace. */
+export const ADDED_TOOLS = 'Added to your tools: ';
+
+/** One tool a find_tools search returned, as its result lists it. */
+export interface FoundLine {
+  name: string;
+  /** The first line of its description. */
+  summary: string;
+  /** What calling it does, in a few words (see `SAY.foundEffect`). */
+  effect: string;
+  available: boolean;
+}
+
 /**
  * Every sentence the core writes into a tool result instead of (or about) running the tool, each
  * once. The model reads these: they say what happened to the call and what to do next, and they
@@ -83,4 +96,24 @@ export const SAY = {
   approvalGone: (id: string) => `Not run: approval ${id} is no longer in the store. Nothing changed.`,
   /** keel mcp serve: the card was rejected or expired. */
   approvalNotGranted: (id: string, why: string) => `Not run: approval ${id} ${why}. Nothing changed.`,
+  /** R31: what a found tool's call does, as find_tools lists it. */
+  foundEffect: (effect: 'read' | 'write' | 'destructive', gate: 'none' | 'confirm_once' | 'approval') =>
+    effect === 'read'
+      ? 'reads only'
+      : `${effect === 'destructive' ? 'deletes or overwrites' : 'writes'}${gate === 'approval' ? "; each call waits for the owner's approval card" : gate === 'confirm_once' ? '; ask the user once first' : ''}`,
+  /**
+   * R31: a find_tools result: each tool found, best first, with its first description line and what
+   * calling it does; those that may run are added to the menu (the last line says which).
+   */
+  foundTools: (query: string, found: readonly FoundLine[], mode: Mode) => {
+    const added = found.filter((f) => f.available).map((f) => f.name);
+    return [
+      `Tools for "${query}", best match first:`,
+      ...found.map((f) => `- ${f.name}: ${f.summary} (${f.available ? f.effect : `unavailable in ${mode} mode: calling it does nothing`})`),
+      added.length ? `${ADDED_TOOLS}${added.join(', ')}.` : `None of them can run in ${mode} mode.`,
+    ].join('\n');
+  },
+  /** R31: find_tools found nothing the mode lets the model see that is not already on its menu. */
+  noToolFound: (query: string) =>
+    `No other tool matches "${query}". Try other words for what the tool should do, or answer with the tools you have.`,
 } as const;

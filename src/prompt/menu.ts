@@ -1,6 +1,8 @@
 import { denialOf, executableInMode } from '../policy/gate.js';
+import { FIND_TOOLS } from '../tools/builtins.js';
 import type { DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 import { declare, declareUnavailable } from './prompt.js';
+import { searchTools } from './shortlist.js';
 
 export interface MenuInput {
   pool: readonly ToolSpec[];
@@ -11,6 +13,11 @@ export interface MenuInput {
   admitted: ReadonlySet<string>;
   /** The user's request (what the shortlist ranks against). */
   request: string;
+  /**
+   * What fills the room the ranking leaves (R23), in order: the tools the conversation has used,
+   * then the tools most used before. The other candidates follow in pool order.
+   */
+  prefer?: readonly string[];
 }
 
 export interface Menu {
@@ -25,13 +32,17 @@ export interface Menu {
   admissible: (name: string) => boolean;
 }
 
-/** Ranks the executable candidates and keeps what fits; the default keeps them all. */
-export type Shortlist = (
+/**
+ * Ranks the executable candidates and keeps what fits; the default keeps them all. A shortlist with
+ * a `cap` leaves tools off the menu once the candidates outnumber it: then find_tools is offered (R31).
+ */
+export type Shortlist = ((
   candidates: readonly ToolSpec[],
   keep: ReadonlySet<string>,
   request: string,
   pool: readonly ToolSpec[],
-) => Set<string>;
+  prefer?: readonly string[],
+) => Set<string>) & { readonly cap?: number };
 
 export const keepAll: Shortlist = (candidates) => new Set(candidates.map((t) => t.name));
 
@@ -60,13 +71,25 @@ interface ModeView {
 
 interface PoolView {
   length: number;
-  /** Per mode; undefined when the pool repeats a name (then every call takes the plain walk). */
-  modes: Map<Mode, ModeView> | undefined;
+  /**
+   * Per mode, with and without find_tools (key `mode` or `mode+find`); undefined when the pool
+   * repeats a name (then every call takes the plain walk).
+   */
+  modes: Map<string, ModeView> | undefined;
 }
 
 const views = new WeakMap<readonly ToolSpec[], PoolView>();
 
-function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
+/**
+ * R31: find_tools is offered when the executable tools other than itself outnumber the shortlist's
+ * cap, or when the transcript already calls it (so a strict gateway still sees it declared).
+ */
+function offersFinder(executable: number, shortlist: Shortlist, called: ReadonlySet<string>): boolean {
+  return called.has(FIND_TOOLS) || (shortlist.cap !== undefined && executable > shortlist.cap);
+}
+
+/** The mode's view of the pool; `finder`: with find_tools (else it is as if the pool had none). */
+function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeView | undefined {
   let pv = views.get(pool);
   // A pool array changed in place (not how the registry works, but cheap to notice) is looked at afresh.
   if (!pv || pv.length !== pool.length) {
@@ -74,7 +97,8 @@ function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
     views.set(pool, (pv = { length: pool.length, modes: unique ? new Map() : undefined }));
   }
   if (!pv.modes) return undefined;
-  let mv = pv.modes.get(mode);
+  const key = finder ? `${mode}+find` : mode;
+  let mv = pv.modes.get(key);
   if (mv) return mv;
   const candidates: ToolSpec[] = [];
   const candidatePos: number[] = [];
@@ -83,8 +107,10 @@ function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
   const declared: number[] = [];
   pool.forEach((t, i) => {
     if (t.onlyInModes && !t.onlyInModes.includes(mode)) return;
+    if (t.name === FIND_TOOLS && t.plugin === 'core' && !finder) return;
     if (executableInMode(t, mode)) {
-      if (t.name === 'ask_user' || t.name === 'memory_search' || t.declaration.pinned) alwaysKept.push(candidates.length);
+      if (t.name === 'ask_user' || t.name === 'memory_search' || t.name === FIND_TOOLS || t.declaration.pinned)
+        alwaysKept.push(candidates.length);
       candidates.push(t);
       candidatePos.push(i);
       byName.set(t.name, [i, 'exec']);
@@ -106,7 +132,7 @@ function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
     byName,
     declared,
   };
-  pv.modes.set(mode, mv);
+  pv.modes.set(key, mv);
   return mv;
 }
 
@@ -120,8 +146,9 @@ function modeView(pool: readonly ToolSpec[], mode: Mode): ModeView | undefined {
  * dropped names).
  */
 export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Menu {
-  const view = modeView(input.pool, input.mode);
+  let view = modeView(input.pool, input.mode);
   if (!view) return buildMenuWalk(input, shortlist);
+  if (offersFinder(view.candidates.length, shortlist, input.called)) view = modeView(input.pool, input.mode, true) ?? view;
   const { pool, mode, called } = input;
   const { candidates, candidateNames, candidatePos, candidateAt, byName } = view;
 
@@ -142,7 +169,7 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
   if (keptAt.length > view.alwaysKept.length) keptAt.sort((a, b) => a - b);
   for (const k of keptAt) keep.add(candidateNames[k]);
 
-  const chosen = shortlist(candidates, keep, input.request, pool);
+  const chosen = shortlist(candidates, keep, input.request, pool, input.prefer);
   for (const k of keep) chosen.add(k);
 
   // The declared tools' pool positions: chosen candidates and labelled restricted ones, in pool order.
@@ -195,7 +222,12 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
 /** The plain walk over the pool, for a pool that repeats a name (the registry refuses one). */
 function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   const { mode } = input;
-  const exists = (t: ToolSpec) => !t.onlyInModes || t.onlyInModes.includes(mode);
+  const isFinder = (t: ToolSpec) => t.name === FIND_TOOLS && t.plugin === 'core';
+  const executable = input.pool.filter(
+    (t) => !isFinder(t) && (!t.onlyInModes || t.onlyInModes.includes(mode)) && executableInMode(t, mode),
+  );
+  const finder = offersFinder(executable.length, shortlist, input.called);
+  const exists = (t: ToolSpec) => (!t.onlyInModes || t.onlyInModes.includes(mode)) && (finder || !isFinder(t));
   const candidates: ToolSpec[] = [];
   const restricted = new Set<string>();
   for (const t of input.pool) {
@@ -206,9 +238,10 @@ function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   }
   const keep = new Set<string>(input.admitted);
   for (const t of candidates) {
-    if (t.name === 'ask_user' || t.name === 'memory_search' || t.declaration.pinned || input.called.has(t.name)) keep.add(t.name);
+    if (t.name === 'ask_user' || t.name === 'memory_search' || isFinder(t) || t.declaration.pinned || input.called.has(t.name))
+      keep.add(t.name);
   }
-  const chosen = shortlist(candidates, keep, input.request, input.pool);
+  const chosen = shortlist(candidates, keep, input.request, input.pool, input.prefer);
   for (const k of keep) chosen.add(k);
 
   const tools: ToolSpec[] = [];
@@ -239,4 +272,34 @@ function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
     dropped,
     admissible: (name) => inPool.has(name) && !hidden.has(name),
   };
+}
+
+/** One tool find_tools returns (R31): it may run in the mode, or is declared unavailable (C3). */
+export interface FoundTool {
+  tool: ToolSpec;
+  available: boolean;
+}
+
+/**
+ * R31: the tools the mode lets the model see (those that may run, and those a contract mode keeps
+ * declared, C3) that best match `query`, ranked as the shortlist ranks, at most `limit`, skipping
+ * `skip` and find_tools itself. A tool the mode hides is never returned.
+ */
+export function findInPool(pool: readonly ToolSpec[], mode: Mode, query: string, limit: number, skip: ReadonlySet<string>): FoundTool[] {
+  const view = modeView(pool, mode);
+  let searchable: ToolSpec[];
+  let available: (t: ToolSpec) => boolean;
+  if (view) {
+    const labelled = new Set(view.declared);
+    searchable = pool.filter((t, i) => view.candidateAt.has(t.name) || labelled.has(i));
+    available = (t) => view.candidateAt.has(t.name);
+  } else {
+    const exists = (t: ToolSpec) => !t.onlyInModes || t.onlyInModes.includes(mode);
+    searchable = pool.filter(
+      (t) => exists(t) && (executableInMode(t, mode) || t.declaration.contract_modes === 'declare' || denialOf(t, mode) === 'policy'),
+    );
+    available = (t) => executableInMode(t, mode);
+  }
+  const skipped = new Set(skip).add(FIND_TOOLS);
+  return searchTools(pool, searchable, query, limit, skipped).map((tool) => ({ tool, available: available(tool) }));
 }

@@ -1,4 +1,5 @@
 import { denialOf } from '../policy/gate.js';
+import { FIND_TOOLS } from '../tools/builtins.js';
 import type { Contract, DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 
 /** R9: the mark a tool's declaration carries, by its effect and gate. Read tools carry none. */
@@ -51,6 +52,9 @@ const BASE = `You are Keel, an assistant that works for the user through tools.
 /** R10: present once, only when a confirm-once write is on the menu. Names no plugin tool. */
 export const ASK_ONCE_RULE = `Before a run of writes on the user's behalf, ask the user once with ask_user, listing every item you will create or change. After the answer, call the tool once per item without asking again. A clarifying question is not a confirmation.`;
 
+/** R31: present only when find_tools is on the menu. Names no plugin tool. */
+export const FIND_TOOLS_RULE = `Your list shows only some of the tools you have: when a tool you need is not on it, call ${FIND_TOOLS} with a few words saying what it should do, then call what it finds.`;
+
 export interface PromptParts {
   mode: Mode;
   menu: readonly ToolSpec[];
@@ -97,6 +101,7 @@ export function systemPrompt(p: PromptParts): string {
   const parts = p.instructions ? [p.instructions.trim(), BASE] : [BASE];
   const unavailable = new Set(p.unavailable);
   if (p.menu.some((t) => t.gate === 'confirm_once' && !unavailable.has(t.name))) parts.push(ASK_ONCE_RULE);
+  if (p.menu.some((t) => t.name === FIND_TOOLS && t.plugin === 'core')) parts.push(FIND_TOOLS_RULE);
   if (p.mode !== 'agent') {
     const submit = p.mode === 'plan' ? 'submit_plan (ordered steps)' : 'submit_goal (outcome, acceptance criteria, boundaries)';
     parts.push(

@@ -301,62 +301,121 @@ function markCandidates(ix: Index, pool: readonly ToolSpec[], candidates: readon
   return j === candidates.length;
 }
 
+/** The pool's index, and which of its tools are candidates of this call. */
+function prepare(pool: readonly ToolSpec[], candidates: readonly ToolSpec[]): { ix: Index; allowed: (i: number) => boolean } {
+  let ix = indexes.get(pool);
+  // A pool array changed in place (not how the registry works, but cheap to notice) gets a new index.
+  if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool)));
+  const index = ix;
+  const inOrder = markCandidates(index, pool, candidates);
+  const allowedNames = inOrder ? undefined : new Set(candidates.map((t) => t.name));
+  const gen = index.generation;
+  return { ix: index, allowed: (i) => (allowedNames ? allowedNames.has(pool[i].name) : index.stamp[i] === gen) };
+}
+
+/**
+ * The one ranking (R23, R31): the `room` best-scoring allowed tools that `skip` does not exclude,
+ * best first (ties in pool order). Only tools that share a term with the text are ranked at all.
+ */
+function rank(
+  ix: Index,
+  pool: readonly ToolSpec[],
+  allowed: (i: number) => boolean,
+  text: string,
+  room: number,
+  skip: (name: string) => boolean,
+): number[] {
+  if (room <= 0) return [];
+  // Score: each distinct query term, and the longer index terms it begins, add their precomputed weights.
+  const { scores, touched } = ix;
+  let nTouched = 0;
+  const add = (p: Postings | undefined, scale: number) => {
+    if (!p) return;
+    for (let k = 0; k < p.docs.length; k++) {
+      const d = p.docs[k];
+      if (scores[d] === 0) touched[nTouched++] = d;
+      scores[d] += p.weights[k] * scale;
+    }
+  };
+  for (const term of new Set(terms(text))) {
+    const exact = ix.postings.get(term);
+    if (exact) add(exact, 1);
+    else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
+  }
+
+  // Top `room` allowed, not skipped, by score then pool order.
+  const top: number[] = [];
+  const better = (a: number, b: number) => scores[a] > scores[b] || (scores[a] === scores[b] && a < b);
+  for (let k = 0; k < nTouched; k++) {
+    const d = touched[k];
+    if (top.length === room && !better(d, top[room - 1])) continue;
+    if (!allowed(d) || skip(pool[d].name)) continue;
+    if (top.length === room) top.pop();
+    let at = top.length;
+    while (at > 0 && better(d, top[at - 1])) at--;
+    top.splice(at, 0, d);
+  }
+  for (let k = 0; k < nTouched; k++) scores[touched[k]] = 0;
+  return top;
+}
+
 /**
  * R23: BM25F over name, description, guidance, parameters and plugin. Keeps `keep`, then the
- * best-ranked other candidates up to `cap` in all (ties in pool order). Candidates below the cap are
- * all kept.
+ * best-ranked other candidates up to `cap` in all (ties in pool order); the room the ranking leaves
+ * (a request that shares no word with the tools it needs) is filled with `prefer` (the tools the
+ * conversation has used, then the most used before), then with the other candidates in pool order.
+ * Candidates at or below the cap are all kept.
  */
 export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP): Shortlist {
-  return (candidates, keep, request, pool) => {
+  const shortlist: Shortlist = (candidates, keep, request, pool, prefer = []) => {
     if (candidates.length <= cap) return new Set(candidates.map((t) => t.name));
     const chosen = new Set<string>(keep);
-    let ix = indexes.get(pool);
-    // A pool array changed in place (not how the registry works, but cheap to notice) gets a new index.
-    if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool)));
-    const inOrder = markCandidates(ix, pool, candidates);
-    const allowedNames = inOrder ? undefined : new Set(candidates.map((t) => t.name));
-    const allowed = (i: number) => (allowedNames ? allowedNames.has(pool[i].name) : ix.stamp[i] === ix.generation);
+    const { ix, allowed } = prepare(pool, candidates);
     let kept = 0;
     for (const k of keep) {
       const i = ix.byName.get(k);
       if (i !== undefined && allowed(i)) kept++;
     }
-    const room = cap - kept;
+    let room = cap - kept;
     if (room <= 0) return chosen;
-
-    // Score: each distinct query term, and the longer index terms it begins, add their precomputed weights.
-    const { scores, touched } = ix;
-    let nTouched = 0;
-    const add = (p: Postings | undefined, scale: number) => {
-      if (!p) return;
-      for (let k = 0; k < p.docs.length; k++) {
-        const d = p.docs[k];
-        if (scores[d] === 0) touched[nTouched++] = d;
-        scores[d] += p.weights[k] * scale;
-      }
-    };
-    for (const term of new Set(terms(request))) {
-      const exact = ix.postings.get(term);
-      if (exact) add(exact, 1);
-      else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
+    for (const d of rank(ix, pool, allowed, request, room, (n) => chosen.has(n))) {
+      chosen.add(pool[d].name);
+      room--;
     }
-
-    // Top `room` allowed, not already kept, by score then pool order.
-    const top: number[] = [];
-    const better = (a: number, b: number) => scores[a] > scores[b] || (scores[a] === scores[b] && a < b);
-    for (let k = 0; k < nTouched; k++) {
-      const d = touched[k];
-      if (top.length === room && !better(d, top[room - 1])) continue;
-      if (!allowed(d) || chosen.has(pool[d].name)) continue;
-      if (top.length === room) top.pop();
-      let at = top.length;
-      while (at > 0 && better(d, top[at - 1])) at--;
-      top.splice(at, 0, d);
+    // The fill: nothing on the menu is there for no reason, but an empty menu serves nobody.
+    for (const name of prefer) {
+      if (room <= 0) return chosen;
+      const i = ix.byName.get(name);
+      if (i === undefined || !allowed(i) || chosen.has(name)) continue;
+      chosen.add(name);
+      room--;
     }
-    for (let k = 0; k < nTouched; k++) scores[touched[k]] = 0;
-    for (const d of top) chosen.add(pool[d].name);
+    for (const t of candidates) {
+      if (room <= 0) break;
+      if (chosen.has(t.name)) continue;
+      chosen.add(t.name);
+      room--;
+    }
     return chosen;
   };
+  return Object.assign(shortlist, { cap });
+}
+
+/**
+ * R31: the tools among `candidates` that best match `query`, best first, at most `limit`, skipping
+ * `skip`: the shortlist's own ranking (same index, same weights), for find_tools and its bench.
+ * A tool that shares no term with the query is never returned.
+ */
+export function searchTools(
+  pool: readonly ToolSpec[],
+  candidates: readonly ToolSpec[],
+  query: string,
+  limit: number,
+  skip: ReadonlySet<string> = new Set(),
+): ToolSpec[] {
+  if (candidates.length === 0 || limit <= 0) return [];
+  const { ix, allowed } = prepare(pool, candidates);
+  return rank(ix, pool, allowed, query, limit, (n) => skip.has(n)).map((d) => pool[d]);
 }
 
 /** KEEL_TOOL_CAP: the menu's size once the pool outgrows it (default 12). */

@@ -26,6 +26,8 @@ export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
   submit_goal: { effect: 'write', approval: 'pinned' },
   // Changes nothing of the user's: it records, in the run, how far an approved goal has come.
   report_goal: { effect: 'read', pinned: true },
+  // Searches the pool the mode lets the model see; what it finds joins the menu (R31). Offered above the cap only.
+  find_tools: { effect: 'read' },
 };
 
 /**
@@ -112,6 +114,32 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
     }),
   ];
 }
+
+/** R31: the name of the core's tool search (the menu offers it only when the pool outgrows the cap). */
+export const FIND_TOOLS = 'find_tools';
+/** R31: the longest query find_tools takes. */
+export const FIND_TOOLS_MAX_QUERY = 200;
+
+/**
+ * R31: the tool search as the model sees it. The search itself needs the run's pool, mode and menu,
+ * which the loop lends it (src/loop/find-tools.ts): this handler is never the one that runs.
+ */
+export const findTools = coreTool<{ query: string }>({
+  name: FIND_TOOLS,
+  description:
+    'Find tools that are not on your list: describe in a few words what the tool should do. The best matches are added to your list for the rest of the conversation.',
+  parameters: {
+    type: 'object',
+    properties: {
+      query: { type: 'string', minLength: 1, maxLength: FIND_TOOLS_MAX_QUERY, description: 'What the tool should do, in a few words.' },
+    },
+    required: ['query'],
+    additionalProperties: false,
+  },
+  execute: () => {
+    throw new Error('find_tools is answered by the run it is called in, never executed on its own');
+  },
+});
 
 const strList = (description: string) => ({ type: 'array', items: { type: 'string', minLength: 1 }, description });
 
