@@ -221,3 +221,24 @@ test('R23 fill: a request that matches no tool gets the tools the conversation u
   assert.equal(c.status, 'done', c.answer ?? '');
   assert.deepEqual(filled(c), ['calendar_lookup'], 'the conversation used it: before the most used');
 });
+
+test('R31/C3 end to end: in Plan mode a search never returns or declares a tool the mode hides', async (t) => {
+  const h = new Harness(
+    [
+      { tool_calls: [{ id: 'f1', name: 'find_tools', args: { query: 'move emails to the trash, restore or send them' } }] },
+      { text: 'I can only read in Plan mode.' },
+    ],
+    { shortlist: bm25Shortlist(6) },
+  );
+  t.after(() => h.close());
+  const r = await h.run('hello', 'plan');
+  assert.equal(r.status, 'done', r.answer ?? '');
+  assert.ok(declaredIn(r, 0).includes('find_tools'), 'Plan mode has more reads than the cap: offered');
+  const result = r.steps[0].result;
+  assert.equal(r.steps[0].outcome, 'ran');
+  for (const hidden of ['trash_email', 'restore_email', 'send_email']) {
+    assert.ok(!result.includes(hidden), `${hidden} is hidden in Plan mode: not returned\n${result}`);
+    assert.ok(!declaredIn(r, 1).includes(hidden), `${hidden} not declared after the search`);
+  }
+  assert.equal(r.requests[1].found, undefined, 'nothing admitted');
+});
