@@ -1,15 +1,36 @@
 /**
- * bench/loop: the core's own time per step — everything except the model and the tools — with a
- * zero-latency scripted model, at 20 and at 2,000 pool tools, against pi-agent-core's `Agent`
- * running the same conversation on pi-ai's faux provider in the same process.
+ * bench/loop: the core's own time per step — everything except the model and the tools — at 20 and
+ * at 2,000 pool tools, against pi-agent-core's `Agent` running the same conversation in the same
+ * process.
  *
  *   node --import tsx bench/loop.ts [--runs 200] [--warmup 40] [--steps 10] [--tools 20,2000] [--only keel|pi]
- *     [--stores none,sqlite-memory,sqlite-file] [--no-write] [--baseline DIR]
+ *     [--stores none,sqlite-memory,sqlite-file] [--mem-runs 40] [--block 1] [--groups 10] [--keel dist|src]
+ *     [--no-write] [--baseline DIR]
+ *
+ * Keel runs as compiled JavaScript (--keel dist, the default: src/ compiled by tsc as `npm run build`
+ * does, into node_modules/.cache), as a user of the package runs it and as pi-agent-core runs from its
+ * own dist/; --keel src runs the TypeScript through tsx, whose transform adds a `__name` call to
+ * every named closure (a few µs per step that no user pays).
+ *
+ * The fair pairing (model faux and faux-recorded): Keel THROUGH its pi-ai adapter
+ * (src/models/provider.ts, the path every real provider spec takes) and pi-agent-core's Agent, both
+ * calling the same pi-ai faux provider through the same stream function — live (every call goes to
+ * the faux provider with the context the agent built, drained and timed as the model's) and
+ * pre-recorded (the faux events recorded once, pushed into a fresh stream per call). Both keep the
+ * transcript in memory (Keel with store none) and declare every pool tool (no shortlist).
+ * The replay rows: Keel with a zero-latency ModelClient of its own (no pi-ai at all), per store.
  *
  * Per-step time of one run = (run wall time − time inside the model's stream − time inside tool
  * execute) / model calls. Each run is one fresh run from the user's message to the final answer:
  * steps−1 replies that each call one read tool (a different tool, different arguments), then a text
- * answer. Median and p95 are over runs. Writes bench/results/loop.json.
+ * answer. Median and p95 are over runs. The contenders take turns run by run (ABAB, the first one
+ * rotating each round), each run after a minor GC outside the timed region, so the garbage a run
+ * leaves is collected on no one else's time. Spread: the runs are cut into --groups groups in
+ * order; each pairing's ratio is computed per group and the lowest and highest are reported.
+ * Memory: --mem-runs more runs per contender, interleaved, each under v8's GCProfiler: bytes
+ * allocated per step = (heap used after − before + what each GC freed) / model calls (the model
+ * stream's own allocations included: for the live faux that is its serialisation of the context).
+ * Writes bench/results/loop.json.
  *
  * --baseline DIR: another checkout of Keel (e.g. `git worktree add /tmp/keel-before REV`, with its
  * node_modules) runs the same conversation with its own engine and store in this process, its runs
@@ -21,17 +42,21 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { EngineDeps } from '../src/loop/engine.js';
+import type { ModelClient } from '../src/models/types.js';
+import type { Registry } from '../src/plugin-host/host.js';
 import { systemPrompt } from '../src/prompt/prompt.js';
-import { SqliteStore } from '../src/store/sqlite.js';
+import type { SqliteStore } from '../src/store/sqlite.js';
 import { conversation } from './support/conversation.js';
-import { benchRegistry, ReplayModel, runKeelOnce } from './support/keel-side.js';
+import { benchRegistry, compileKeel, type KeelCode, loadKeelCode, providerModel, ReplayModel, runKeelOnce } from './support/keel-side.js';
 import {
   checkPiRun,
-  meteredStreamFn,
+  liveFauxStream,
   type PiCase,
   piTools,
-  recordedStreamFn,
+  recordedFauxStream,
   registerZeroLatencyFaux,
   runPiOnce,
   scriptFaux,
@@ -48,16 +73,27 @@ const STEPS = Number(arg('steps', '10'));
 const TOOL_COUNTS = arg('tools', '20,2000').split(',').map(Number);
 const ONLY = arg('only', '');
 const STORES = arg('stores', 'none,sqlite-memory,sqlite-file').split(',');
+const MEM_RUNS = Number(arg('mem-runs', '40'));
+/** Runs per contender before the next one takes its turn (1: strict ABAB). */
+const BLOCK = Math.max(1, Number(arg('block', '1')));
+/** How many groups the runs are cut into for the ratios' spread. */
+const GROUPS = Math.max(1, Number(arg('groups', '10')));
 const WRITE = !process.argv.includes('--no-write');
 const BASELINE = arg('baseline', '');
-/** Runs per impl before rotating to the next: keeps GC attribution local while spreading drift. */
-const BLOCK = 25;
+/** Keel's code: compiled JavaScript (dist, the default: what the package runs) or its TypeScript through tsx (src). */
+const KEEL = arg('keel', 'dist');
+if (KEEL !== 'dist' && KEEL !== 'src') throw new Error(`--keel takes dist or src, not ${KEEL}`);
+
+// A minor GC before every run (outside the timed region): no run pays for the garbage of the one before.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as (o?: { type: 'minor' | 'major' }) => void;
 
 type Impl = 'keel' | 'keel-baseline' | 'pi-agent-core';
 type StoreKind = 'none' | 'sqlite-memory' | 'sqlite-file';
 /**
- * replay: Keel's zero-latency ModelClient. faux: pi-ai's faux provider, drained inside the model timer.
- * faux-recorded: the faux provider's events recorded once and replayed (pi-agent-core's best case).
+ * replay: Keel's zero-latency ModelClient (no pi-ai). faux: pi-ai's faux provider, called live and
+ * drained inside the model timer (Keel through its pi-ai adapter). faux-recorded: the faux provider's
+ * events recorded once and pushed into a fresh stream per call.
  */
 type ModelKind = 'replay' | 'faux' | 'faux-recorded';
 
@@ -72,6 +108,8 @@ interface Contender {
   close?: () => Promise<void>;
   samples: number[];
   walls: number[];
+  /** Bytes allocated per step, one per memory run. */
+  allocs: number[];
 }
 
 interface CaseRow {
@@ -85,6 +123,26 @@ interface CaseRow {
   /** Wall time per step including the (zero-latency) model and tools, for context. */
   median_wall_us_per_step: number;
   runs: number;
+  /** Median bytes allocated per step (KB), over the memory runs. */
+  median_alloc_kb_per_step: number;
+  mem_runs: number;
+}
+
+/** Keel through its pi-ai adapter against pi-agent-core, on the same faux stream (one row of the fair pairing). */
+interface PairRow {
+  tools: number;
+  model: 'faux' | 'faux-recorded';
+  keel_median_us_per_step: number;
+  pi_median_us_per_step: number;
+  /** Keel median / pi-agent-core median (< 1: Keel spends less per step). */
+  ratio: number;
+  /** The same ratio in each group of runs (in run order): lowest and highest. */
+  ratio_min_over_groups: number;
+  ratio_max_over_groups: number;
+  groups: number;
+  keel_alloc_kb_per_step: number;
+  pi_alloc_kb_per_step: number;
+  alloc_ratio: number;
 }
 
 const model = new Meter();
@@ -94,6 +152,7 @@ async function timedRun(c: Contender): Promise<{ core: number; wall: number }> {
   c.before?.();
   model.reset();
   tools.reset();
+  gc({ type: 'minor' });
   const t0 = now();
   await c.run();
   const wall = now() - t0;
@@ -102,117 +161,212 @@ async function timedRun(c: Contender): Promise<{ core: number; wall: number }> {
   return { core: (core / STEPS) * 1000, wall: (wall / STEPS) * 1000 };
 }
 
-/** What one Keel checkout lends the bench: its registry, replay model, store and one-run driver. */
-interface KeelSide {
-  benchRegistry: typeof benchRegistry;
-  ReplayModel: typeof ReplayModel;
-  runKeelOnce: typeof runKeelOnce;
-  SqliteStore: typeof SqliteStore;
+/** One run under the GC profiler: bytes allocated per step (heap growth plus what the GCs freed). */
+async function memoryRun(c: Contender): Promise<number> {
+  c.before?.();
+  gc({ type: 'minor' });
+  const profiler = new GCProfiler();
+  profiler.start();
+  const used0 = getHeapStatistics().used_heap_size;
+  await c.run();
+  const used1 = getHeapStatistics().used_heap_size;
+  const stats = profiler.stop();
+  c.after?.();
+  let freed = 0;
+  for (const g of stats?.statistics ?? []) freed += g.beforeGC.heapStatistics.usedHeapSize - g.afterGC.heapStatistics.usedHeapSize;
+  return (used1 - used0 + freed) / STEPS;
 }
 
-/** The baseline checkout's own bench support and store, loaded from its tree (its own src/). */
+/** What one Keel checkout lends the bench: its tools, replay model, store and one-run driver. */
+interface KeelSide {
+  registry: (count: number) => Registry;
+  replay: (replies: ReturnType<typeof conversation>) => ModelClient;
+  run: (deps: EngineDeps) => Promise<void>;
+  store: (path: string) => SqliteStore;
+  /** Its code, when its bench support loads it (the provider path needs it). */
+  code?: KeelCode;
+}
+
+/** Keel's code as --keel says: compiled (dist, as `npm run build` makes it) or its TypeScript through tsx (src). */
+async function keelCode(repo: string, load: typeof loadKeelCode): Promise<KeelCode> {
+  return load(KEEL === 'dist' ? compileKeel(repo) : join(repo, 'src'));
+}
+
+function sideOf(code: KeelCode): KeelSide {
+  return {
+    registry: (count) => benchRegistry(code, count, tools),
+    replay: (replies) => new ReplayModel(replies, model),
+    run: (deps) => runKeelOnce(code, deps, STEPS),
+    store: (path) => new code.SqliteStore(path),
+    code,
+  };
+}
+
+/** The baseline checkout's own bench support and store, loaded from its tree. */
 async function baselineSide(): Promise<KeelSide> {
   const { pathToFileURL } = await import('node:url');
   const from = (p: string) => import(pathToFileURL(join(BASELINE, p)).href);
   const side = await from('bench/support/keel-side.ts');
+  if (side.loadKeelCode) {
+    const code: KeelCode = await keelCode(BASELINE, side.loadKeelCode);
+    return {
+      registry: (count) => side.benchRegistry(code, count, tools),
+      replay: (replies) => new side.ReplayModel(replies, model),
+      run: (deps) => side.runKeelOnce(code, deps, STEPS),
+      store: (path) => new code.SqliteStore(path),
+    };
+  }
+  // A checkout from before the bench loaded Keel's code itself: its src/ through tsx.
   const store = await from('src/store/sqlite.ts');
   return {
-    benchRegistry: side.benchRegistry,
-    ReplayModel: side.ReplayModel,
-    runKeelOnce: side.runKeelOnce,
-    SqliteStore: store.SqliteStore,
+    registry: (count) => side.benchRegistry(count, tools),
+    replay: (replies) => new side.ReplayModel(replies, model),
+    run: (deps) => side.runKeelOnce(deps, STEPS),
+    store: (path) => new store.SqliteStore(path),
   };
 }
 
+const contender = (c: Omit<Contender, 'samples' | 'walls' | 'allocs'>): Contender => ({ ...c, samples: [], walls: [], allocs: [] });
+
 function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: string): Contender[] {
   const replies = conversation(toolCount, STEPS);
-  const registry = side.benchRegistry(toolCount, tools);
-  const replay = new side.ReplayModel(replies, model);
+  const registry = side.registry(toolCount);
+  const replay = side.replay(replies);
   const stores: [StoreKind, () => SqliteStore | null][] = [
     ['none', () => null],
-    ['sqlite-memory', () => new side.SqliteStore(':memory:')],
-    ['sqlite-file', () => new side.SqliteStore(join(dir, `${impl}-${toolCount}.db`))],
+    ['sqlite-memory', () => side.store(':memory:')],
+    ['sqlite-file', () => side.store(join(dir, `${impl}-${toolCount}.db`))],
   ];
   return stores
     .filter(([k]) => STORES.includes(k))
     .map(([kind, make]) => {
       const store = make();
       const deps: EngineDeps = { registry, model: replay, store };
-      return {
+      return contender({
         impl,
         store: kind,
-        model: 'replay' as const,
-        run: () => side.runKeelOnce(deps, STEPS),
+        model: 'replay',
+        run: () => side.run(deps),
         close: async () => store?.close(),
-        samples: [],
-        walls: [],
-      };
+      });
     });
 }
 
-async function contenders(toolCount: number, dir: string): Promise<Contender[]> {
+/** The fair pairing: Keel (through its pi-ai adapter) and pi-agent-core on the same faux streams. */
+async function fauxContenders(code: KeelCode, toolCount: number): Promise<Contender[]> {
   const replies = conversation(toolCount, STEPS);
+  const faux = registerZeroLatencyFaux();
+  const live = liveFauxStream(model);
+  const pi: PiCase = {
+    faux,
+    tools: piTools(toolCount, tools),
+    replies,
+    streamFn: live,
+    system: systemPrompt({ mode: 'agent', menu: [], unavailable: [] }),
+  };
   const out: Contender[] = [];
+  let agent: Awaited<ReturnType<typeof runPiOnce>> | undefined;
   if (ONLY !== 'pi') {
-    out.push(...keelContenders('keel', { benchRegistry, ReplayModel, runKeelOnce, SqliteStore }, toolCount, dir));
-    if (BASELINE) out.push(...keelContenders('keel-baseline', await baselineSide(), toolCount, dir));
+    const registry = benchRegistry(code, toolCount, tools);
+    const liveDeps: EngineDeps = { registry, model: providerModel(code, faux.getModel(), live), store: null };
+    out.push(
+      contender({
+        impl: 'keel',
+        store: 'none',
+        model: 'faux',
+        before: () => scriptFaux(pi),
+        run: () => runKeelOnce(code, liveDeps, STEPS),
+      }),
+    );
+    const recorded = await recordedFauxStream(pi, model);
+    const recordedDeps: EngineDeps = { registry, model: providerModel(code, faux.getModel(), recorded.stream), store: null };
+    out.push(
+      contender({
+        impl: 'keel',
+        store: 'none',
+        model: 'faux-recorded',
+        before: recorded.reset,
+        run: () => runKeelOnce(code, recordedDeps, STEPS),
+      }),
+    );
   }
   if (ONLY !== 'keel') {
-    const faux = registerZeroLatencyFaux();
-    const pi: PiCase = {
-      faux,
-      tools: piTools(toolCount, tools),
-      replies,
-      streamFn: meteredStreamFn(model),
-      system: systemPrompt({ mode: 'agent', menu: [], unavailable: [] }),
-    };
-    let agent: Awaited<ReturnType<typeof runPiOnce>> | undefined;
-    out.push({
-      impl: 'pi-agent-core',
-      store: 'none',
-      model: 'faux',
-      before: () => scriptFaux(pi),
-      run: async () => {
-        agent = await runPiOnce(pi);
-      },
-      after: () => checkPiRun(agent!, STEPS),
-      samples: [],
-      walls: [],
-    });
-    const recorded = await recordedStreamFn(pi, model);
-    const piRecorded: PiCase = { ...pi, streamFn: recorded.streamFn };
-    out.push({
-      impl: 'pi-agent-core',
-      store: 'none',
-      model: 'faux-recorded',
-      before: recorded.reset,
-      run: async () => {
-        agent = await runPiOnce(piRecorded);
-      },
-      after: () => checkPiRun(agent!, STEPS),
-      close: async () => faux.unregister(),
-      samples: [],
-      walls: [],
-    });
+    out.push(
+      contender({
+        impl: 'pi-agent-core',
+        store: 'none',
+        model: 'faux',
+        before: () => scriptFaux(pi),
+        run: async () => {
+          agent = await runPiOnce(pi);
+        },
+        after: () => checkPiRun(agent!, STEPS),
+      }),
+    );
+    const recorded = await recordedFauxStream(pi, model);
+    const piRecorded: PiCase = { ...pi, streamFn: recorded.stream };
+    out.push(
+      contender({
+        impl: 'pi-agent-core',
+        store: 'none',
+        model: 'faux-recorded',
+        before: recorded.reset,
+        run: async () => {
+          agent = await runPiOnce(piRecorded);
+        },
+        after: () => checkPiRun(agent!, STEPS),
+      }),
+    );
   }
+  // Unregistered once, after the last contender of this case closes.
+  out[out.length - 1].close = async () => faux.unregister();
   return out;
 }
 
-async function benchCase(toolCount: number, dir: string): Promise<CaseRow[]> {
-  const cs = await contenders(toolCount, dir);
-  for (const c of cs) for (let i = 0; i < WARMUP; i++) await timedRun(c);
-  for (let done = 0; done < RUNS; done += BLOCK) {
-    const n = Math.min(BLOCK, RUNS - done);
-    for (const c of cs) {
-      for (let i = 0; i < n; i++) {
-        const { core, wall } = await timedRun(c);
-        c.samples.push(core);
-        c.walls.push(wall);
-      }
+async function contenders(sides: { keel: KeelSide; baseline?: KeelSide }, toolCount: number, dir: string): Promise<Contender[]> {
+  const out: Contender[] = [];
+  if (ONLY !== 'pi') {
+    out.push(...keelContenders('keel', sides.keel, toolCount, dir));
+    if (sides.baseline) out.push(...keelContenders('keel-baseline', sides.baseline, toolCount, dir));
+  }
+  out.push(...(await fauxContenders(sides.keel.code as KeelCode, toolCount)));
+  return out;
+}
+
+/**
+ * Runs `fn` for each contender in turns of BLOCK runs, `rounds` times; the contender that starts a
+ * round rotates, so no one always runs first (right after the previous round's last one).
+ */
+async function interleaved(cs: Contender[], runs: number, fn: (c: Contender) => Promise<void>): Promise<void> {
+  let round = 0;
+  for (let done = 0; done < runs; done += BLOCK, round++) {
+    const n = Math.min(BLOCK, runs - done);
+    for (let j = 0; j < cs.length; j++) {
+      const c = cs[(j + round) % cs.length];
+      for (let i = 0; i < n; i++) await fn(c);
     }
   }
+}
+
+async function benchCase(
+  sides: { keel: KeelSide; baseline?: KeelSide },
+  toolCount: number,
+  dir: string,
+): Promise<{ rows: CaseRow[]; pairs: PairRow[] }> {
+  const cs = await contenders(sides, toolCount, dir);
+  await interleaved(cs, WARMUP, async (c) => {
+    await timedRun(c);
+  });
+  await interleaved(cs, RUNS, async (c) => {
+    const { core, wall } = await timedRun(c);
+    c.samples.push(core);
+    c.walls.push(wall);
+  });
+  await interleaved(cs, MEM_RUNS, async (c) => {
+    c.allocs.push(await memoryRun(c));
+  });
   for (const c of cs) await c.close?.();
-  return cs.map((c) => {
+  const rows = cs.map((c): CaseRow => {
     const s = summarize(c.samples);
     return {
       tools: toolCount,
@@ -224,11 +378,47 @@ async function benchCase(toolCount: number, dir: string): Promise<CaseRow[]> {
       min_us_per_step: round(s.min),
       median_wall_us_per_step: round(summarize(c.walls).median),
       runs: s.n,
+      median_alloc_kb_per_step: round(summarize(c.allocs).median / 1024),
+      mem_runs: c.allocs.length,
     };
   });
+  const pairs: PairRow[] = [];
+  for (const m of ['faux', 'faux-recorded'] as const) {
+    const k = cs.find((c) => c.impl === 'keel' && c.model === m);
+    const p = cs.find((c) => c.impl === 'pi-agent-core' && c.model === m);
+    if (!k || !p) continue;
+    const groupRatios = groupMedians(k.samples).map((x, g) => x / groupMedians(p.samples)[g]);
+    const km = summarize(k.samples).median;
+    const pm = summarize(p.samples).median;
+    const ka = summarize(k.allocs).median;
+    const pa = summarize(p.allocs).median;
+    pairs.push({
+      tools: toolCount,
+      model: m,
+      keel_median_us_per_step: round(km),
+      pi_median_us_per_step: round(pm),
+      ratio: ratio(km / pm),
+      ratio_min_over_groups: ratio(Math.min(...groupRatios)),
+      ratio_max_over_groups: ratio(Math.max(...groupRatios)),
+      groups: groupRatios.length,
+      keel_alloc_kb_per_step: round(ka / 1024),
+      pi_alloc_kb_per_step: round(pa / 1024),
+      alloc_ratio: ratio(ka / pa),
+    });
+  }
+  return { rows, pairs };
+}
+
+/** The samples cut into GROUPS consecutive groups (run order), each group's median. */
+function groupMedians(samples: readonly number[]): number[] {
+  const size = Math.max(1, Math.floor(samples.length / GROUPS));
+  const out: number[] = [];
+  for (let i = 0; i + size <= samples.length; i += size) out.push(summarize(samples.slice(i, i + size)).median);
+  return out;
 }
 
 const round = (x: number) => Math.round(x * 10) / 10;
+const ratio = (x: number) => Math.round(x * 100) / 100;
 
 /** Which core was measured: the commit, and whether src/ had uncommitted changes at the time. */
 function gitInfo(cwd?: string): { commit: string; src_dirty: boolean } | undefined {
@@ -240,8 +430,14 @@ function gitInfo(cwd?: string): { commit: string; src_dirty: boolean } | undefin
   }
 }
 
-function table(rows: CaseRow[]): string {
-  const head = ['tools', 'impl', 'store', 'model', 'median µs/step', 'p95 µs/step', 'min µs/step', 'wall µs/step'];
+function table(head: string[], body: string[][], left: number): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i < left ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+function caseTable(rows: CaseRow[]): string {
+  const head = ['tools', 'impl', 'store', 'model', 'median µs/step', 'p95 µs/step', 'min µs/step', 'wall µs/step', 'alloc KB/step'];
   const body = rows.map((r) => [
     String(r.tools),
     r.impl,
@@ -251,52 +447,79 @@ function table(rows: CaseRow[]): string {
     r.p95_us_per_step.toFixed(1),
     r.min_us_per_step.toFixed(1),
     r.median_wall_us_per_step.toFixed(1),
+    r.median_alloc_kb_per_step.toFixed(1),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i < 4 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+  return table(head, body, 4);
 }
 
-const find = (rows: CaseRow[], tools: number, impl: Impl, storeOrModel: StoreKind | ModelKind) =>
-  rows.find((r) => r.tools === tools && r.impl === impl && (impl === 'pi-agent-core' ? r.model : r.store) === storeOrModel);
+function pairTable(pairs: PairRow[]): string {
+  const head = [
+    'tools',
+    'model',
+    'keel µs/step',
+    'pi µs/step',
+    'ratio',
+    `ratio over ${pairs[0]?.groups ?? GROUPS} groups`,
+    'keel KB/step',
+    'pi KB/step',
+    'alloc ratio',
+  ];
+  const body = pairs.map((p) => [
+    String(p.tools),
+    p.model,
+    p.keel_median_us_per_step.toFixed(1),
+    p.pi_median_us_per_step.toFixed(1),
+    p.ratio.toFixed(2),
+    `${p.ratio_min_over_groups.toFixed(2)}–${p.ratio_max_over_groups.toFixed(2)}`,
+    p.keel_alloc_kb_per_step.toFixed(1),
+    p.pi_alloc_kb_per_step.toFixed(1),
+    p.alloc_ratio.toFixed(2),
+  ]);
+  return table(head, body, 2);
+}
+
+const find = (rows: CaseRow[], tools: number, impl: Impl, store: StoreKind, m: ModelKind) =>
+  rows.find((r) => r.tools === tools && r.impl === impl && r.store === store && r.model === m);
 
 /** This checkout's median / the baseline's, per store (< 1: this checkout spends less time per step). */
 function baselineRatios(rows: CaseRow[]): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const r of rows.filter((x) => x.impl === 'keel')) {
-    const b = find(rows, r.tools, 'keel-baseline', r.store);
-    if (b) out[`keel_${r.store}_vs_baseline_at_${r.tools}`] = Math.round((r.median_us_per_step / b.median_us_per_step) * 100) / 100;
+  for (const r of rows.filter((x) => x.impl === 'keel' && x.model === 'replay')) {
+    const b = find(rows, r.tools, 'keel-baseline', r.store, 'replay');
+    if (b) out[`keel_${r.store}_vs_baseline_at_${r.tools}`] = ratio(r.median_us_per_step / b.median_us_per_step);
   }
   return out;
 }
 
-/** Keel median / pi-agent-core median, per Keel store and pi model variant (< 1: Keel spends less). */
-function ratiosOf(rows: CaseRow[]): Record<string, number> {
+/**
+ * Keel median / pi-agent-core median (< 1: Keel spends less). keel_pi-ai_…: the fair pairing, Keel
+ * through its pi-ai adapter on the same stream as pi; keel_STORE_…: Keel's replay rows against pi.
+ */
+function ratiosOf(rows: CaseRow[], pairs: PairRow[]): Record<string, number> {
   const out: Record<string, number> = {};
+  for (const p of pairs) out[`keel_pi-ai_vs_pi_${p.model}_at_${p.tools}`] = p.ratio;
   for (const n of TOOL_COUNTS) {
     for (const piModel of ['faux', 'faux-recorded'] as const) {
-      const pi = find(rows, n, 'pi-agent-core', piModel);
+      const pi = find(rows, n, 'pi-agent-core', 'none', piModel);
       if (!pi) continue;
-      for (const r of rows.filter((x) => x.tools === n && x.impl === 'keel')) {
-        out[`keel_${r.store}_vs_pi_${piModel}_at_${n}`] = Math.round((r.median_us_per_step / pi.median_us_per_step) * 100) / 100;
+      for (const r of rows.filter((x) => x.tools === n && x.impl === 'keel' && x.model === 'replay')) {
+        out[`keel_${r.store}_vs_pi_${piModel}_at_${n}`] = ratio(r.median_us_per_step / pi.median_us_per_step);
       }
     }
   }
   return out;
 }
 
-function verdicts(rows: CaseRow[]): string[] {
+function verdicts(rows: CaseRow[], pairs: PairRow[]): string[] {
   const out: string[] = [];
+  for (const p of pairs) {
+    const ok = p.ratio <= 1;
+    out.push(
+      `${p.tools} tools, ${p.model}: Keel through pi-ai ${ok ? 'MEETS' : 'MISSES'} "at or below pi-agent-core" (ratio ${p.ratio.toFixed(2)}, ${p.ratio_min_over_groups.toFixed(2)}–${p.ratio_max_over_groups.toFixed(2)} over ${p.groups} groups)`,
+    );
+  }
   for (const n of TOOL_COUNTS) {
-    const mem = find(rows, n, 'keel', 'none');
-    const file = find(rows, n, 'keel', 'sqlite-file');
-    for (const piModel of ['faux', 'faux-recorded'] as const) {
-      const pi = find(rows, n, 'pi-agent-core', piModel);
-      if (pi && mem) {
-        const ok = mem.median_us_per_step <= pi.median_us_per_step;
-        out.push(`${n} tools: in-memory (store none) ${ok ? 'MEETS' : 'MISSES'} "no worse than pi-agent-core" (pi on ${piModel})`);
-      }
-    }
+    const file = find(rows, n, 'keel', 'sqlite-file', 'replay');
     if (file)
       out.push(`${n} tools: durable (sqlite-file) ${file.median_us_per_step < 1000 ? 'MEETS' : 'MISSES'} "< 1 ms per step (median)"`);
   }
@@ -307,32 +530,47 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'keel-bench-loop-'));
   const started = now();
   const rows: CaseRow[] = [];
+  const pairs: PairRow[] = [];
+  const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const code = await keelCode(repo, loadKeelCode);
+  const sides = { keel: sideOf(code), baseline: BASELINE ? await baselineSide() : undefined };
   try {
-    for (const n of TOOL_COUNTS) rows.push(...(await benchCase(n, dir)));
+    for (const n of TOOL_COUNTS) {
+      const r = await benchCase(sides, n, dir);
+      rows.push(...r.rows);
+      pairs.push(...r.pairs);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  const ratios = ratiosOf(rows);
+  const ratios = ratiosOf(rows, pairs);
   const vsBaseline = baselineRatios(rows);
   const load = loadavg()[0];
 
   console.log(
-    `bench/loop: ${RUNS} runs × ${STEPS} steps per case (${WARMUP} warm-up runs), model and tool time subtracted; node ${process.version}; load ${load.toFixed(1)} on ${cpus().length} CPUs\n`,
+    `bench/loop: Keel as ${KEEL === 'dist' ? 'compiled JavaScript' : 'TypeScript through tsx'}; ${RUNS} runs × ${STEPS} steps per case (${WARMUP} warm-up runs, ${MEM_RUNS} memory runs), contenders interleaved ${BLOCK === 1 ? 'run by run' : `${BLOCK} runs at a time`}, model and tool time subtracted; node ${process.version}; load ${load.toFixed(1)} on ${cpus().length} CPUs\n`,
   );
-  console.log(table(rows));
+  console.log(caseTable(rows));
+  if (pairs.length) {
+    console.log(
+      '\nthe fair pairing: Keel through its pi-ai adapter vs pi-agent-core, same faux stream (ratio < 1: Keel spends less per step):',
+    );
+    console.log(pairTable(pairs));
+  }
   console.log('\nratios (Keel median / pi-agent-core median; < 1 means Keel spends less time per step):');
   for (const [k, v] of Object.entries(ratios)) console.log(`  ${k.padEnd(48)} ${v.toFixed(2)}`);
   console.log(`
-The fair 'in-memory' comparison is Keel with store none: like pi-agent-core's Agent it keeps the
-transcript in memory and persists nothing. sqlite-memory runs the whole persistence path (serialise,
-hash, insert) on an in-memory database; sqlite-file is the durable store (WAL, synchronous=NORMAL).
-pi on faux: pi-ai's faux provider, its per-call work timed as model time and subtracted; pi on
-faux-recorded: the same events recorded once and replayed (pi-agent-core's best case, no faux garbage).`);
+model faux: pi-ai's faux provider called live with the context each agent built (its serialisation,
+clone and deltas are model time, subtracted); faux-recorded: its events recorded once and pushed into
+a fresh stream per call. Keel on faux runs its real-model path (src/models/provider.ts) with store none:
+like pi-agent-core's Agent it keeps the transcript in memory and persists nothing. The replay rows are
+Keel on a zero-latency ModelClient of its own (no pi-ai), per store: sqlite-memory runs the whole
+persistence path on an in-memory database; sqlite-file is the durable store (WAL, synchronous=NORMAL).`);
   if (BASELINE) {
     console.log(`\nthis checkout / the baseline at ${BASELINE} (median per step; < 1: this checkout spends less):`);
     for (const [k, v] of Object.entries(vsBaseline)) console.log(`  ${k.padEnd(48)} ${v.toFixed(2)}`);
   }
-  const v = verdicts(rows);
+  const v = verdicts(rows, pairs);
   if (v.length) console.log(`\ntargets:\n${v.map((x) => `  ${x}`).join('\n')}`);
   console.log(`\n(${((now() - started) / 1000).toFixed(1)} s)`);
 
@@ -349,16 +587,24 @@ faux-recorded: the same events recorded once and replayed (pi-agent-core's best 
         steps_per_run: STEPS,
         runs: RUNS,
         warmup_runs: WARMUP,
+        memory_runs: MEM_RUNS,
         per_step: '(run wall time − time inside the model stream − time inside tool execute) / model calls; median and p95 over runs',
+        schedule: `contenders take turns ${BLOCK === 1 ? 'run by run (ABAB)' : `${BLOCK} runs at a time`}, the first one rotating each round; a minor GC before every run, outside the timed region`,
+        spread: `runs cut into ${GROUPS} consecutive groups; each pairing's ratio per group, lowest and highest reported`,
+        memory:
+          "bytes allocated per step: (heap used after the run − before + bytes each GC freed during it, from v8's GCProfiler) / model calls; median over the memory runs; includes the model stream's own allocations",
         conversation: `${STEPS - 1} replies each calling one read tool (different tool, different args), then a text answer`,
-        keel: 'streamRun + collect (src/loop/legs.ts), registry = ask_user + N read tools built with makeToolSpec, zero-latency replay ModelClient, default limits and shortlist',
-        pi: '@mariozechner/pi-agent-core 0.73.1 Agent.prompt, a fresh Agent per run, same N tools (TypeBox schemas), default parallel tool execution',
-        pi_model_faux:
-          'pi-ai 0.73.1 registerFauxProvider (no tokensPerSecond: no timers; tokenSize 1e9: one delta per block), its stream drained inside the model timer and replayed to the agent',
-        pi_model_faux_recorded: 'the faux events for each reply recorded once before the bench and pushed into a fresh stream per call',
-        fair_in_memory: 'keel store none (pi-agent-core persists nothing either)',
+        keel_faux:
+          'streamRun + collect (src/loop/legs.ts) with ProviderModel (src/models/provider.ts) given pi-ai with its stream replaced by the bench stream and the faux model; registry = ask_user + N read tools (makeToolSpec), store none, no shortlist (every tool declared, as pi-agent-core does)',
+        keel_replay: 'the same engine with a zero-latency replay ModelClient (no pi-ai), per store',
+        keel_code: KEEL === 'dist' ? 'compiled JavaScript (tsc -p tsconfig.build.json, as npm run build)' : 'TypeScript through tsx',
+        pi: '@mariozechner/pi-agent-core 0.73.1 Agent.prompt, a fresh Agent per run, same N tools (TypeBox schemas), default parallel tool execution, streamFn = the bench stream',
+        model_faux:
+          'pi-ai 0.73.1 registerFauxProvider (no tokensPerSecond: no timers; tokenSize 1e9: one delta per block) called with the context the agent built; drained inside the model timer, its events handed over in a fresh pi-ai stream',
+        model_faux_recorded: 'the faux events for each reply recorded once before the bench and pushed into a fresh stream per call',
       },
       cases: rows,
+      fair_pairing: pairs,
       ratios,
       ...(BASELINE ? { baseline: { dir: BASELINE, commit: gitInfo(BASELINE)?.commit, ratios: vsBaseline } } : {}),
       targets: v,

@@ -1,19 +1,95 @@
-/** Keel's side of the loop bench: a registry of N read tools, a zero-latency scripted model, one run. */
-
+/**
+ * Keel's side of the loop bench: a registry of N read tools, a zero-latency scripted model, Keel's
+ * pi-ai adapter on the bench's faux stream, one run — over Keel's code as the bench loads it: its
+ * compiled JavaScript (what a user of the package runs, as pi-agent-core runs from its dist/) or its
+ * TypeScript source through tsx (whose transform adds a `__name` call to every named closure).
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as PiAi from '@mariozechner/pi-ai';
 import type { EngineDeps } from '../../src/loop/engine.js';
-import { collect, streamRun } from '../../src/loop/legs.js';
+import type * as Legs from '../../src/loop/legs.js';
+import type * as Provider from '../../src/models/provider.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
 import type { Registry } from '../../src/plugin-host/host.js';
-import { askUser } from '../../src/tools/builtins.js';
-import { makeToolSpec } from '../../src/tools/spec.js';
+import type * as Sqlite from '../../src/store/sqlite.js';
+import type * as Builtins from '../../src/tools/builtins.js';
+import type * as Spec from '../../src/tools/spec.js';
 import type { ToolCall, ToolSpec } from '../../src/types/index.js';
 import { benchTools, REQUEST, type ScriptedReply, toolOutput } from './conversation.js';
+import type { FauxStream } from './pi-side.js';
 import { type Meter, now } from './timing.js';
 
+/** What the bench runs of Keel: the engine's driver, the tools it builds, its pi-ai adapter, its store. */
+export interface KeelCode {
+  /** Where it was loaded from. */
+  from: string;
+  streamRun: typeof Legs.streamRun;
+  collect: typeof Legs.collect;
+  askUser: typeof Builtins.askUser;
+  makeToolSpec: typeof Spec.makeToolSpec;
+  ProviderModel: typeof Provider.ProviderModel;
+  SqliteStore: typeof Sqlite.SqliteStore;
+}
+
+/** Keel's code under `srcDir` (a checkout's src/ through tsx, or the compiled src/ of `compileKeel`). */
+export async function loadKeelCode(srcDir: string): Promise<KeelCode> {
+  const from = (p: string) => import(pathToFileURL(join(srcDir, p)).href);
+  const [legs, builtins, spec, provider, sqlite] = await Promise.all([
+    from('loop/legs.js'),
+    from('tools/builtins.js'),
+    from('tools/spec.js'),
+    from('models/provider.js'),
+    from('store/sqlite.js'),
+  ]);
+  return {
+    from: srcDir,
+    streamRun: legs.streamRun,
+    collect: legs.collect,
+    askUser: builtins.askUser,
+    makeToolSpec: spec.makeToolSpec,
+    ProviderModel: provider.ProviderModel,
+    SqliteStore: sqlite.SqliteStore,
+  };
+}
+
+/**
+ * Compiles the checkout at `repo` as `npm run build` does (tsc, tsconfig.build.json), into
+ * node_modules/.cache/keel-bench-loop-HASH (so its imports resolve to the checkout's node_modules), and
+ * returns the compiled src/. Type errors are reported and the emitted JavaScript used all the same.
+ */
+export function compileKeel(repo: string): string {
+  // One folder per checkout: a baseline whose node_modules is this one's (a symlink) gets its own.
+  const out = join(
+    repo,
+    'node_modules',
+    '.cache',
+    `keel-bench-loop-${createHash('sha256').update(realpathSync(repo)).digest('hex').slice(0, 8)}`,
+  );
+  const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
+  try {
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', out, '--declaration', 'false'], {
+      cwd: repo,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    const text = String((err as { stdout?: Buffer }).stdout ?? err);
+    console.error(
+      `bench/loop: tsc reported errors compiling ${repo} (its emitted JavaScript is used):\n${text.split('\n').slice(0, 5).join('\n')}`,
+    );
+  }
+  const src = join(out, 'src');
+  if (!existsSync(join(src, 'loop', 'legs.js'))) throw new Error(`bench/loop: compiling ${repo} produced no ${src}/loop/legs.js`);
+  return src;
+}
+
 /** The registry shape host.ts builds, without plugin folders: ask_user plus the N bench tools. */
-export function benchRegistry(count: number, tools: Meter): Registry {
+export function benchRegistry(code: KeelCode, count: number, tools: Meter): Registry {
   const specs: ToolSpec[] = benchTools(count).map((t) =>
-    makeToolSpec(
+    code.makeToolSpec(
       {
         ...t,
         execute: (args) => tools.time(() => toolOutput(t.name, args)),
@@ -21,7 +97,7 @@ export function benchRegistry(count: number, tools: Meter): Registry {
       'bench',
     ),
   );
-  const pool = [askUser, ...specs];
+  const pool = [code.askUser, ...specs];
   return {
     plugins: [],
     pool,
@@ -80,9 +156,30 @@ export class ReplayModel implements ModelClient {
   }
 }
 
+/**
+ * Keel's real-model path: its pi-ai adapter (src/models/provider.ts, the class every provider spec
+ * builds), given pi-ai itself with `stream` replaced by the bench's faux stream (live or recorded)
+ * and the faux provider's model. Everything between the engine and pi-ai's stream is Keel's own
+ * code: the context it builds (transcript and declared tools), the event handling, the reply.
+ */
+export function providerModel(code: KeelCode, model: PiAi.Model<PiAi.Api>, stream: FauxStream): Provider.ProviderModel {
+  const target: Provider.ProviderTarget = {
+    kind: 'faux',
+    model: model.id,
+    api: 'openai-completions',
+    provider: model.provider,
+    baseUrl: model.baseUrl,
+    apiKey: 'none',
+    label: "pi-ai's faux provider",
+    unreachable: 'the bench registers it in-process',
+  };
+  const pi = { ...PiAi, stream: stream as typeof PiAi.stream };
+  return new code.ProviderModel('bench:pi-ai-faux', target, pi, model);
+}
+
 /** One run, start to final answer. Throws when the run did not end the way the script says. */
-export async function runKeelOnce(deps: EngineDeps, steps: number): Promise<void> {
-  const result = await collect(streamRun(deps, { message: REQUEST }));
+export async function runKeelOnce(code: KeelCode, deps: EngineDeps, steps: number): Promise<void> {
+  const result = await code.collect(code.streamRun(deps, { message: REQUEST }));
   if (result.status !== 'done' || result.reason !== 'final_answer' || result.model_calls !== steps) {
     throw new Error(`keel run ended ${result.status}/${result.reason} after ${result.model_calls} model calls: ${result.answer}`);
   }

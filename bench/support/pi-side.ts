@@ -11,13 +11,18 @@
  */
 import { Agent, type AgentTool, type StreamFn } from '@mariozechner/pi-agent-core';
 import {
+  type Api,
   type AssistantMessage,
   type AssistantMessageEvent,
+  type AssistantMessageEventStream,
+  type Context,
   createAssistantMessageEventStream,
   type FauxProviderRegistration,
   fauxAssistantMessage,
   fauxToolCall,
+  type Model,
   registerFauxProvider,
+  type SimpleStreamOptions,
   streamSimple,
   Type,
 } from '@mariozechner/pi-ai';
@@ -28,7 +33,7 @@ export interface PiCase {
   faux: FauxProviderRegistration;
   tools: AgentTool[];
   replies: readonly ScriptedReply[];
-  streamFn: StreamFn;
+  streamFn: StreamFn | FauxStream;
   system: string;
 }
 
@@ -75,11 +80,41 @@ export function meteredStreamFn(model: Meter): StreamFn {
 }
 
 /**
- * The stricter variant: the faux provider's events for each reply, recorded once before the bench,
- * then replayed by a stream function that only pushes them. No per-call faux work (and none of its
- * garbage) lands anywhere near the agent's own time. Call `reset()` before every run.
+ * A model call as both agents of the fair pairing make it: a function that returns pi-ai's own
+ * event stream at once (as `stream` and `streamSimple` do). pi-agent-core takes it as its `streamFn`;
+ * Keel's pi-ai adapter (src/models/provider.ts) takes it as the `stream` of the pi-ai it is given.
  */
-export async function recordedStreamFn(c: PiCase, model: Meter): Promise<{ streamFn: StreamFn; reset: () => void }> {
+export type FauxStream = (model: Model<Api>, context: Context, options?: SimpleStreamOptions) => AssistantMessageEventStream;
+
+/**
+ * Live: every call goes to pi-ai's faux provider (its context serialisation, clone and deltas) with
+ * the context the agent built. The faux stream is drained completely, timed as the model's, and its
+ * events reach the agent through a fresh stream once drained, so what the agent does with them is
+ * its own time. The stream is handed back at once; the drain runs while the agent waits on it.
+ */
+export function liveFauxStream(model: Meter): FauxStream {
+  return (m, context, options) => {
+    const out = createAssistantMessageEventStream();
+    const t0 = now();
+    const inner = streamSimple(m, context, options);
+    void (async () => {
+      const events: AssistantMessageEvent[] = [];
+      for await (const e of inner) events.push(e);
+      const final = await inner.result();
+      model.ms += now() - t0;
+      for (const e of events) out.push(e);
+      out.end(final);
+    })();
+    return out;
+  };
+}
+
+/**
+ * Pre-recorded: the faux provider's events for each reply, recorded once before the bench, then
+ * pushed into a fresh stream per call (timed as the model's). No per-call faux work and none of its
+ * garbage lands near the agent's own time. Call `reset()` before every run.
+ */
+export async function recordedFauxStream(c: PiCase, model: Meter): Promise<{ stream: FauxStream; reset: () => void }> {
   const recorded: { events: AssistantMessageEvent[]; final: AssistantMessage }[] = [];
   for (const reply of fauxReplies(c.replies)) {
     c.faux.setResponses([reply]);
@@ -89,9 +124,10 @@ export async function recordedStreamFn(c: PiCase, model: Meter): Promise<{ strea
     recorded.push({ events, final: await inner.result() });
   }
   let call = 0;
-  const streamFn: StreamFn = () => {
+  const stream: FauxStream = () => {
     const t0 = now();
     const r = recorded[call++];
+    if (!r) throw new Error(`the recorded faux stream ran out at call ${call}`);
     const out = createAssistantMessageEventStream();
     for (const e of r.events) out.push(e);
     out.end(r.final);
@@ -99,11 +135,17 @@ export async function recordedStreamFn(c: PiCase, model: Meter): Promise<{ strea
     return out;
   };
   return {
-    streamFn,
+    stream,
     reset: () => {
       call = 0;
     },
   };
+}
+
+/** The stricter variant for pi-agent-core alone (kept for the existing rows): see recordedFauxStream. */
+export async function recordedStreamFn(c: PiCase, model: Meter): Promise<{ streamFn: StreamFn; reset: () => void }> {
+  const r = await recordedFauxStream(c, model);
+  return { streamFn: r.stream, reset: r.reset };
 }
 
 function fauxReplies(replies: readonly ScriptedReply[]): AssistantMessage[] {

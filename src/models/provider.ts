@@ -205,22 +205,26 @@ export class ProviderModel implements ModelClient {
   /** Gemini's thought signatures by call id: Keel's transcript has no field for them (in-process only). */
   private readonly signatures = new Map<string, string>();
 
-  constructor(spec: string, target: ProviderTarget, pi: Pi) {
+  /**
+   * `model`: a pi-ai Model to use as it is instead of one built from the target (a provider pi-ai
+   * already knows, e.g. its faux provider in bench/loop).
+   */
+  constructor(spec: string, target: ProviderTarget, pi: Pi, model?: PiAi.Model<PiAi.Api>) {
     this.spec = spec;
     this.target = target;
     this.pi = pi;
-    this.model = piModel(pi, target);
+    this.model = (model as PiAi.Model<PiApi> | undefined) ?? piModel(pi, target);
     const c = this.model.cost;
     this.priced = target.kind === 'ollama' || c.input > 0 || c.output > 0;
   }
 
   async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    const tools = piToolsOf(req.tools);
     const context: PiAi.Context = {
       systemPrompt: req.system,
       messages: this.toPiMessages(req.messages),
-      tools: req.tools.map(toPiTool),
+      tools: tools.tools,
     };
-    const declared = new Map(req.tools.map((t) => [t.name, t.parameters]));
     let events: PiAi.AssistantMessageEventStream;
     try {
       events = this.pi.stream(this.model, context, {
@@ -228,7 +232,7 @@ export class ProviderModel implements ModelClient {
         signal: req.signal,
         // Fail fast: the loop reports a model error; a retry loop here would hide a dead server for seconds.
         maxRetries: 0,
-        onPayload: (payload) => (this.model.api === 'anthropic-messages' ? fullAnthropicSchemas(payload, declared) : undefined),
+        ...(this.model.api === 'anthropic-messages' ? { onPayload: (payload: unknown) => fullAnthropicSchemas(payload, tools) } : {}),
       });
     } catch (err) {
       throw this.failure(err instanceof Error ? err.message : String(err));
@@ -374,20 +378,55 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** One declarations array as pi-ai takes it: its tools, and (for Anthropic) each one's schema by name. */
+interface PiTools {
+  tools: PiAi.Tool[];
+  byName?: Map<string, Record<string, unknown>>;
+}
+
+/**
+ * P4: converted once per declarations array. The loop declares a menu's array (src/loop/menu-cache.ts
+ * keeps one per menu and shares it across steps and runs), never changed once built, so a step
+ * reuses its conversion and does no work per declared tool here. A declaration shared by several
+ * arrays is converted once too.
+ */
+const PI_TOOLS = new WeakMap<readonly ToolDeclaration[], PiTools>();
+const PI_TOOL = new WeakMap<ToolDeclaration, PiAi.Tool>();
+
+/** How many declarations have been converted to pi-ai tools (in this process): what P4's test counts. */
+export const piToolConversions = { count: 0 };
+
+export function piToolsOf(decls: readonly ToolDeclaration[]): PiTools {
+  let hit = PI_TOOLS.get(decls);
+  // An array that changed length was changed in place (no Keel caller does that): converted afresh.
+  if (!hit || hit.tools.length !== decls.length) {
+    hit = { tools: decls.map(toPiTool) };
+    PI_TOOLS.set(decls, hit);
+  }
+  return hit;
+}
+
 function toPiTool(t: ToolDeclaration): PiAi.Tool {
-  // TypeBox schemas are plain JSON Schema at runtime: the declared schema goes through as it is.
-  return { name: t.name, description: t.description, parameters: t.parameters as unknown as PiAi.TSchema };
+  let tool = PI_TOOL.get(t);
+  if (!tool) {
+    piToolConversions.count++;
+    // TypeBox schemas are plain JSON Schema at runtime: the declared schema goes through as it is.
+    tool = { name: t.name, description: t.description, parameters: t.parameters as unknown as PiAi.TSchema };
+    PI_TOOL.set(t, tool);
+  }
+  return tool;
 }
 
 /**
  * pi-ai's Anthropic adapter keeps only `properties` and `required` of a tool schema. Put the
  * declared schema back whole, so every provider is shown the same parameters Keel declares.
  */
-function fullAnthropicSchemas(payload: unknown, declared: Map<string, Record<string, unknown>>): unknown {
+function fullAnthropicSchemas(payload: unknown, declared: PiTools): unknown {
   const tools = (payload as { tools?: { name: string; input_schema?: unknown }[] }).tools;
   if (!Array.isArray(tools)) return undefined;
+  declared.byName ??= new Map(declared.tools.map((t) => [t.name, t.parameters as unknown as Record<string, unknown>]));
   for (const tool of tools) {
-    const schema = declared.get(tool.name);
+    const schema = declared.byName.get(tool.name);
     if (schema) tool.input_schema = 'type' in schema ? schema : { type: 'object', ...schema };
   }
   return payload;
