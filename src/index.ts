@@ -1,27 +1,34 @@
-/** Keel's library API (S2): everything the CLI does is a typed function here first. */
-export { buildCard, describeCall, renderCard } from './approvals/card.js';
-export { type ApprovalDecision, expireApprovals, respondToApproval } from './approvals/respond.js';
+/**
+ * Keel's library: what an application that embeds Keel needs. Everything the CLI does is a typed
+ * function here first. Engine parts (the loop's legs, the gate, the menu, the manifest checker) are
+ * in `keel/internals`, for tools built on Keel; they may change between minor versions.
+ */
+
+// Running requests, answering their questions and approval cards, reading runs back.
+export { renderCard } from './approvals/card.js';
+export type { ApprovalDecision } from './approvals/respond.js';
 export { type DelegateConfig, type KeelConfig, loadConfig } from './config/config.js';
-export { BUNDLED_PLUGINS, Keel, type KeelOptions, keelHome, type PauseResponder, type RunOptions } from './keel/keel.js';
-export { DEFAULT_LIMITS, type EngineDeps, type Limits, RunLeg } from './loop/engine.js';
-export { collect, streamApprovalContinuation, streamResume, streamRun } from './loop/legs.js';
-export { type NewRun, type RunView, RunWriter } from './loop/run.js';
-export { SAY } from './loop/sentences.js';
-export { formatIssue, type ManifestIssue, parseManifest } from './manifest/load.js';
-export { effectiveGate, ManifestSchema, manifestJsonSchema } from './manifest/schema.js';
+export {
+  type ApprovalAnswer,
+  BUNDLED_PLUGINS,
+  Keel,
+  type KeelOptions,
+  keelHome,
+  type PauseResponder,
+  type RunOptions,
+} from './keel/keel.js';
+export type { Limits } from './loop/engine.js';
+export type { Leg } from './loop/legs.js';
+// Models: a spec (`ollama:MODEL`, `openai:MODEL`, `script:FILE`, …) or a client of your own.
 export { createModel } from './models/index.js';
-export { parseScript, type ScriptEntry, ScriptModel } from './models/script.js';
 export { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './models/types.js';
-export { discoverPlugins, mountPlugins, type Registry, registryHealthy } from './plugin-host/host.js';
+// Plugins: the API a plugin's entry receives, its tool definitions, and what a mount reports.
+export type { Registry } from './plugin-host/host.js';
 export type * from './plugin-host/types.js';
-export { type Decision, decide, deriveGateState, executableInMode, type GateState } from './policy/gate.js';
-export { guardHandler, ModeDenied } from './policy/modes.js';
-export { buildMenu, keepAll, type Menu, type Shortlist } from './prompt/menu.js';
-export { bm25Shortlist, DEFAULT_TOOL_CAP } from './prompt/shortlist.js';
+export type { Shortlist } from './prompt/menu.js';
+// The store: the interfaces (in the types below) and the default SQLite implementation.
 export { SqliteStore } from './store/sqlite.js';
-export { CORE_DECLARATIONS } from './tools/builtins.js';
 export { defineTool, type FromSchema, type ObjectSchema } from './tools/define.js';
-export { makeToolSpec } from './tools/spec.js';
+// Runs, results, events, approvals, the store interfaces, tools and modes.
 export * from './types/index.js';
 export { KeelError } from './util/errors.js';
-export { callKey, canonicalJson } from './util/json.js';

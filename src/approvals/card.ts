@@ -1,7 +1,7 @@
 import type { ApprovalCard, ApprovalItem, CardText, ToolSpec } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
 
-/** A1: the plugin's own words, or the raw call when it has none (or its describe fails). */
+/** The plugin's own words, or the raw call when it has none (or its describe fails). */
 export function describeCall(tool: ToolSpec, args: Record<string, unknown>): CardText {
   const raw = { title: `${tool.name}`, lines: [`${tool.name}(${canonicalJson(args)})`] };
   if (!tool.describe) return raw;

@@ -20,9 +20,9 @@ function journal(
 /**
  * A3: the one function every surface (CLI, HTTP, web console) answers an approval through.
  * Unknown id → not_found; answered → conflict; past its expiry → marked expired, nothing runs.
- * Every decision is audited. Continuing the run is the caller's next step (see Keel.respondToApproval).
+ * Every decision is audited. It only records the answer: Keel.respondToApproval records it and continues the run.
  */
-export async function respondToApproval(
+export async function recordApprovalAnswer(
   store: Store,
   id: string,
   decision: ApprovalDecision,
@@ -32,7 +32,7 @@ export async function respondToApproval(
   options: { consentWrites?: boolean } = {},
 ): Promise<ApprovalRecord> {
   const a = await store.getApproval(id);
-  if (!a) throw new KeelError('not_found', `no approval ${id} (keel approvals list shows them)`);
+  if (!a) throw new KeelError('not_found', `no approval ${id}`, 'keel approvals list shows them');
   const consentWrites = Boolean(options.consentWrites);
   if (consentWrites && (decision !== 'approve' || !a.card.offers_write_consent)) {
     throw new KeelError(

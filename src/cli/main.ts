@@ -758,7 +758,9 @@ function reportError(err: unknown, io: Io): number {
     return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : 2;
   }
   if (err instanceof KeelError || err instanceof ModelError) {
-    io.err(`keel: ${redact(err.message)}\n`);
+    // The library's message, then the command that helps (the library itself names none).
+    const hint = err instanceof KeelError && err.cliHint ? ` (${err.cliHint})` : '';
+    io.err(`keel: ${redact(err.message)}${hint}\n`);
     return 2;
   }
   const e = err as Error;

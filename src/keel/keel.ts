@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { resolve } from 'node:path';
-import { type ApprovalDecision, expireApprovals, respondToApproval } from '../approvals/respond.js';
+import { type ApprovalDecision, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, collect, continueLeg, type Leg, startLeg, streamCancel } from '../loop/legs.js';
@@ -39,7 +39,7 @@ import { Sessions } from './sessions.js';
 export interface KeelOptions {
   /** Keel's home: the store and plugin data live here. Default KEEL_HOME, else ~/.keel. */
   home?: string;
-  /** A store to use instead of the SQLite file under home; null for a run with nowhere to pause (A5). */
+  /** A store to use instead of the SQLite file under home; null for a run with nowhere to pause. */
   store?: Store | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
@@ -58,7 +58,7 @@ export interface RunOptions {
   pluginDirs?: string[];
   /** The session's mode; default: the session's current mode, else agent. */
   mode?: Mode;
-  /** Continue this session: the new run sees its transcript, mode and contract (C1). */
+  /** Continue this session: the new run sees its transcript, mode and contract. */
   session?: string;
 }
 
@@ -71,9 +71,9 @@ export interface ApprovalAnswer {
 
 /** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
 export interface PauseResponder {
-  /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no (R16). */
+  /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no. */
   answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
-  /** A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run (R16). */
+  /** A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run. */
   decide(approval: { id: string; card: ApprovalCard }): Promise<ApprovalAnswer | undefined>;
 }
 
@@ -115,7 +115,7 @@ export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
 }
 
 /**
- * The library API (S2): everything the CLI does is a method here. One Keel per process is enough;
+ * The library API: everything the CLI does is a method here. One Keel per process is enough;
  * registries are mounted per plugin-folder set and kept.
  */
 export class Keel {
@@ -166,7 +166,7 @@ export class Keel {
     return this.operator;
   }
 
-  /** The plugins of these folders, mounted exactly as a run mounts them (R8: status, tools, drift). */
+  /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift). */
   registry(dirs?: readonly string[]): Promise<Registry> {
     return this.registries.mount(this.pluginDirs(dirs));
   }
@@ -176,7 +176,7 @@ export class Keel {
     return this.registries.remount(this.pluginDirs(dirs));
   }
 
-  /** The delegates of every mounted plugin-folder set (C8). */
+  /** The delegates of every mounted plugin-folder set. */
   get subagents(): Subagents[] {
     return this.registries.subagents();
   }
@@ -250,8 +250,8 @@ export class Keel {
   }
 
   /**
-   * Switches a session's mode (C1; `/mode` in chat), during a run or between runs. Every handler's
-   * fresh check sees it at once (C5); a paused run continues in the new mode.
+   * Switches a session's mode (`/mode` in chat), during a run or between runs. Every handler's
+   * fresh check sees it at once; a paused run continues in the new mode.
    */
   setMode(sessionId: string, mode: Mode): Promise<void> {
     return this.sessions.setMode(sessionId, mode);
@@ -264,7 +264,7 @@ export class Keel {
 
   async getRun(runId: string): Promise<RunState> {
     const run = await this.requireStore().loadRun(runId);
-    if (!run) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
+    if (!run) throw new KeelError('not_found', `no run ${runId} in the store`, 'keel runs list shows the runs');
     return run;
   }
 
@@ -272,7 +272,7 @@ export class Keel {
     return this.requireStore().listRuns(query);
   }
 
-  /** Approval cards (filtered by status or run); pending ones past their expiry are marked expired first (A4). */
+  /** Approval cards (filtered by status or run); pending ones past their expiry are marked expired first. */
   async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
     const store = this.requireStore();
     await expireApprovals(store);
@@ -281,7 +281,7 @@ export class Keel {
 
   /**
    * Answers a paused run's question and continues it, with the run's own model spec and plugin
-   * folders unless told otherwise. A confirmation (held writes, R16) needs `{ confirm: true|false }`;
+   * folders unless told otherwise. A confirmation (of held writes) needs `{ confirm: true|false }`;
    * plain text answers a plain question.
    */
   async *streamResume(runId: string, answer: string | Answer, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
@@ -300,8 +300,8 @@ export class Keel {
   }
 
   /**
-   * A3: answers an approval (the one function every surface uses), then continues its run. For a
-   * plan or goal card, `consentWrites` also lets its confirm-once writes run without asking (R16).
+   * Answers an approval (the one function every surface uses), then continues its run. For a
+   * plan or goal card, `consentWrites` also lets its confirm-once writes run without asking.
    * An MCP session's card is refused here (see answerCard).
    */
   async respondToApproval(
@@ -342,7 +342,7 @@ export class Keel {
   }
 
   /**
-   * A3: records the answer to an approval (audited) and claims its run's continuation, to be driven
+   * Records the answer to an approval (audited) and claims its run's continuation, to be driven
    * now or when a server's queue gets to it. Unknown → not_found; already answered → conflict; past
    * its expiry → recorded as expired (the continuation ends the run, nothing runs).
    */
@@ -353,7 +353,7 @@ export class Keel {
     reason: string | null = null,
     options: { consentWrites?: boolean } = {},
   ): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
-    const approval = await respondToApproval(this.requireStore(), id, decision, actor, reason, new Date(), options);
+    const approval = await recordApprovalAnswer(this.requireStore(), id, decision, actor, reason, new Date(), options);
     // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
     if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval));
@@ -368,7 +368,8 @@ export class Keel {
       if (!(err instanceof KeelError || err instanceof ModelError)) throw err;
       throw new KeelError(
         err instanceof KeelError ? err.code : 'config',
-        `approval ${approval.id} is recorded (${approval.status}), but run ${approval.run_id} could not continue: ${err.message}. Fix that, then continue it with: keel resume ${approval.run_id}${err instanceof ModelError ? ' --model SPEC' : ''}`,
+        `approval ${approval.id} is recorded (${approval.status}), but run ${approval.run_id} could not continue: ${err.message}. Fix that, then continue the run`,
+        `keel resume ${approval.run_id}${err instanceof ModelError ? ' --model SPEC' : ''}`,
       );
     }
   }
@@ -379,7 +380,7 @@ export class Keel {
     return this.tracked(await approvalLeg(deps, approval));
   }
 
-  /** Continues a run after its approval was answered, or after a crash left it mid-way (A2). */
+  /** Continues a run after its approval was answered, or after a crash left it mid-way. */
   async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     return collect((await this.approvalLeg(approval, o)).drive(), onEvent);
   }
@@ -410,17 +411,22 @@ export class Keel {
       const approval = await store.getApproval(pause.approval_id);
       if (!approval) throw new KeelError('not_found', `run ${runId} waits for approval ${pause.approval_id}, which is not in the store`);
       if (approval.status === 'pending') {
-        throw new KeelError('not_paused', `run ${runId} waits for approval ${approval.id}: keel approvals approve|reject ${approval.id}`);
+        throw new KeelError(
+          'not_paused',
+          `run ${runId} waits for approval ${approval.id}: answer the approval, and the run goes on`,
+          `keel approvals approve|reject ${approval.id}`,
+        );
       }
       return this.approvalLeg(approval, o);
     }
     if (run.status === 'paused' && pause?.kind === 'ask_user') {
-      throw new KeelError(
-        'bad_input',
-        pause.confirm
-          ? `run ${runId} asks the user to confirm ${pause.confirm.tools.join(', ')}: keel resume ${runId} --yes or --no`
-          : `run ${runId} waits for an answer: keel resume ${runId} --answer TEXT`,
-      );
+      throw pause.confirm
+        ? new KeelError(
+            'bad_input',
+            `run ${runId} asks the user to confirm ${pause.confirm.tools.join(', ')}: resume it with a decision`,
+            `keel resume ${runId} --yes or --no`,
+          )
+        : new KeelError('bad_input', `run ${runId} waits for an answer: resume it with one`, `keel resume ${runId} --answer TEXT`);
     }
     const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
     return this.tracked(await continueLeg(deps, runId));

@@ -42,7 +42,7 @@ export class Sessions {
   async open(sessionId: string, modelSpec: string | undefined): Promise<SessionStart> {
     const store = this.requireStore();
     const rec = await store.getSession(sessionId);
-    if (!rec) throw new KeelError('not_found', `no session ${sessionId} (keel runs list shows each run's session)`);
+    if (!rec) throw new KeelError('not_found', `no session ${sessionId}`, "keel runs list shows each run's session");
     const last = rec.last_run_id ? await store.loadRun(rec.last_run_id) : undefined;
     if (last?.status === 'paused' || last?.status === 'running') {
       throw new KeelError('conflict', `session ${sessionId} has a run that is ${last.status} (${last.id}): answer or finish it first`);

@@ -6,13 +6,13 @@ import type { RunView } from './run.js';
 
 /** What one leg of a run is given: the pool, the model, the store, the limits, the session's mode. */
 export interface Limits {
-  /** R20 step cap: model calls per run. */
+  /** The step cap: model calls per run. */
   maxSteps: number;
-  /** R20: consecutive failed calls before the run halts. */
+  /** Consecutive failed calls before the run halts. */
   maxConsecutiveFailures: number;
-  /** R20 wall-clock limit for one leg of a run (start or resume), in ms. */
+  /** The wall-clock limit for one leg of a run (start or resume), in ms. */
   timeoutMs: number;
-  /** A4: how long an approval stays answerable. */
+  /** How long an approval stays answerable. */
   approvalTtlMs: number;
   /** How much of one tool result is kept and shown to the model (the rest is cut, with a note). */
   maxResultChars: number;

@@ -59,12 +59,12 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
   return leg(run, (l) => l.start(), deps);
 }
 
-/** Streaming API: every event as it happens, ending with the run's result (R14). */
+/** Streaming API: every event as it happens, ending with the run's result. */
 export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
   return yield* (await startLeg(deps, input)).drive();
 }
 
-/** Blocking API: the same events, collected (R14). */
+/** Blocking API: the same events, collected. */
 export async function collect(gen: AsyncGenerator<LoopEvent, RunResult>, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
   while (true) {
     const n = await gen.next();
@@ -78,7 +78,7 @@ function storeOf(deps: EngineDeps): NonNullable<EngineDeps['store']> {
   return deps.store;
 }
 
-/** R17/R18: the answer becomes the ask_user call's result (same call id); the run continues. */
+/** The answer becomes the ask_user call's result (same call id); the run continues. */
 export async function answerLeg(deps: EngineDeps, runId: string, answer: Answer): Promise<Leg> {
   const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, answer, deps.now);
   return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps);
@@ -89,7 +89,7 @@ export async function* streamResume(deps: EngineDeps, runId: string, answer: Ans
 }
 
 /**
- * A2: continues a run whose approval has been answered (or expired), or takes over one a dead
+ * Continues a run whose approval has been answered (or expired), or takes over one a dead
  * process left while running its approved calls.
  */
 export async function approvalLeg(deps: EngineDeps, approval: ApprovalRecord): Promise<Leg> {
@@ -113,7 +113,8 @@ export async function continueLeg(deps: EngineDeps, runId: string): Promise<Leg>
   if (waiting?.kind === 'approval') {
     throw new KeelError(
       'not_paused',
-      `run ${runId} waits for approval ${waiting.approval_id}: keel approvals approve|reject ${waiting.approval_id}`,
+      `run ${runId} waits for approval ${waiting.approval_id}: answer the approval, and the run goes on`,
+      `keel approvals approve|reject ${waiting.approval_id}`,
     );
   }
   const run = await RunWriter.claimStalled(store, runId, deps.now);

@@ -134,11 +134,16 @@ export class RunWriter {
     if (pause.kind === 'approval') {
       throw new KeelError(
         'not_paused',
-        `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: use keel approvals approve|reject ${pause.approval_id}`,
+        `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: answer the approval`,
+        `keel approvals approve|reject ${pause.approval_id}`,
       );
     }
     if (pause.kind !== 'ask_user') {
-      throw new KeelError('not_paused', `run ${runId} was ${pause.why}, not asked a question: continue it with keel resume ${runId}`);
+      throw new KeelError(
+        'not_paused',
+        `run ${runId} was ${pause.why}, not asked a question: continue it without an answer`,
+        `keel resume ${runId}`,
+      );
     }
     // R16: a confirmation is a decision, not free text. Refused before the claim: the pause stays open.
     if (pause.confirm && answer.confirm === undefined) {
@@ -357,6 +362,6 @@ export type ApprovalPause = Extract<Pause, { kind: 'approval' }>;
 
 async function loadOrThrow(store: RunStore, runId: string): Promise<RunState> {
   const s = await store.loadRun(runId);
-  if (!s) throw new KeelError('not_found', `no run ${runId} in the store (keel runs list shows the runs)`);
+  if (!s) throw new KeelError('not_found', `no run ${runId} in the store`, 'keel runs list shows the runs');
   return s;
 }

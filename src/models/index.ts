@@ -5,7 +5,7 @@ import type { ModelClient } from './types.js';
 export const MODEL_SPEC_HELP =
   'model specs: script:FILE, openai:MODEL, ollama:MODEL, anthropic:MODEL, google:MODEL, openai-compatible:MODEL@URL';
 
-/** P1: a model spec string → a client. Providers load lazily (keel --help stays fast). */
+/** A model spec string → a client. Providers load lazily (keel --help stays fast). */
 export async function createModel(spec: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<ModelClient> {
   const s = (spec ?? env.KEEL_MODEL ?? '').trim();
   if (!s) throw new KeelError('config', `no model given: pass --model SPEC or set KEEL_MODEL (${MODEL_SPEC_HELP})`);

@@ -21,7 +21,7 @@ export interface Registry {
   hooks: { onToolCall: ToolCallHook[]; onToolResult: ToolResultHook[] };
   /** The operator policy the pool was mounted under, and its rules that match no tool. */
   policy?: { hash: string; unmatched: string[] };
-  /** Charges a tool failure to the plugin that owns the tool (R6). */
+  /** Charges a tool failure to the plugin that owns the tool. */
   chargeFailure(tool: ToolSpec): void;
   close(): Promise<void>;
 }
@@ -33,7 +33,7 @@ export interface MountOptions {
   builtins?: ToolSpec[];
   /** Names no plugin may register (the core's own, whether or not this mount offers them). */
   reserved?: ReadonlySet<string>;
-  /** The operator's policy (R7 override and config rules): applied here, to every tool, once. */
+  /** The operator's policy (override and config rules): applied here, to every tool, once. */
   policy?: OperatorPolicy;
   /** Wraps every tool's handler (the fresh mode check, C5). */
   guard?: (tool: ToolSpec) => ToolSpec;
@@ -345,7 +345,7 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
   };
 }
 
-/** Non-zero when any plugin failed or is degraded (R8). */
+/** Non-zero when any plugin failed or is degraded. */
 export function registryHealthy(r: Pick<Registry, 'plugins'>): boolean {
   return r.plugins.every((p) => p.status === 'loaded');
 }

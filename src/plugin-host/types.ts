@@ -63,7 +63,7 @@ export interface PluginReport {
   degraded: Row[];
   /** Manifest and code disagree in a way that refuses nothing. */
   drift: Row[];
-  /** Tool failures charged to this plugin at run time (R6). */
+  /** Tool failures charged to this plugin at run time. */
   runtime_failures: number;
 }
 
@@ -95,7 +95,7 @@ export interface PluginAPI {
   /** Keel's home folder (KEEL_HOME): where a plugin keeps its data. */
   readonly home: string;
   registerTool(def: ToolDefinition): void;
-  /** R4: the same check for a tool the plugin runs in its own loop. Undefined when refused. */
+  /** The same check for a tool the plugin runs in its own loop. Undefined when refused. */
   declareTool(def: ToolDefinition): ToolSpec | undefined;
   onToolCall(fn: ToolCallHook): void;
   onToolResult(fn: ToolResultHook): void;

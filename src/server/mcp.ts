@@ -23,7 +23,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { buildCard, renderCard } from '../approvals/card.js';
-import { expireApprovals, respondToApproval } from '../approvals/respond.js';
+import { expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
 import { type Keel, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { admitReply, type ExecuteContext, executeCall, prepareApproval, prepareCall, whenAborted } from '../loop/pipeline.js';
 import { RunWriter } from '../loop/run.js';
@@ -307,7 +307,7 @@ class McpSession {
       });
       const reason = typeof answer.content?.reason === 'string' ? answer.content.reason : null;
       try {
-        await respondToApproval(
+        await recordApprovalAnswer(
           this.store,
           id,
           answer.action === 'accept' ? 'approve' : 'reject',

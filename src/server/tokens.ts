@@ -86,7 +86,7 @@ export class Tokens {
   revoke(idOrName: string, now = new Date()): TokenRecord {
     const rows = this.read().map((r) => ({ ...r }));
     const row = rows.find((r) => !r.revoked_at && (r.id === idOrName || r.name === idOrName));
-    if (!row) throw new KeelError('not_found', `no active token ${idOrName} (keel tokens list shows them)`);
+    if (!row) throw new KeelError('not_found', `no active token ${idOrName}`, 'keel tokens list shows them');
     row.revoked_at = now.toISOString();
     this.write(rows);
     const { hash: _h, ...rec } = row;

@@ -239,7 +239,7 @@ export class SqliteStore implements Store {
     return n;
   }
 
-  /** Appends what the file does not hold yet and writes the run's fields. The transcript only grows (R19). */
+  /** Appends what the file does not hold yet and writes the run's fields. The transcript only grows. */
   private writeRun(run: RunState): void {
     const had = this.storedOf(run.id);
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };

@@ -5,7 +5,7 @@ export interface ToolCall {
   id: string;
   name: string;
   args?: Record<string, unknown>;
-  /** The raw argument text when it was not valid JSON (R21). */
+  /** The raw argument text when it was not valid JSON. */
   raw_args?: string;
 }
 
@@ -14,7 +14,7 @@ export type Message =
   | { role: 'assistant'; content: string; tool_calls: ToolCall[] }
   | { role: 'tool'; call_id: string; name: string; content: string; is_error: boolean };
 
-/** R27: what happened to a call. */
+/** What happened to a call. */
 export type Outcome =
   | 'ran'
   | 'held_for_confirmation'
@@ -27,7 +27,7 @@ export type Outcome =
   | 'invalid_arguments'
   | 'error';
 
-/** R28: why a run ended or paused. */
+/** Why a run ended or paused. */
 export type EndReason =
   | 'final_answer'
   | 'answered_by_tool'
@@ -47,7 +47,7 @@ export type EndReason =
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
-/** One call's record in the trace (R26, S1 `steps[]`). */
+/** One call's record in the trace (`steps[]`). */
 export interface CallRecord {
   step: number;
   call_id: string;
@@ -58,15 +58,15 @@ export interface CallRecord {
   is_error: boolean;
   /** Effect of the tool when it is in the pool. */
   effect?: Effect;
-  /** True when the core produced the result instead of running the tool (R12 "unusable"). */
+  /** True when the core produced the result instead of running the tool ("unusable"). */
   by_core: boolean;
-  /** R16: on an ask_user call that was a confirmation, the user's explicit yes or no. */
+  /** On an ask_user call that was a confirmation, the user's explicit yes or no. */
   decision?: 'yes' | 'no';
-  /** R16: on an approved submit_plan/submit_goal, the approver let its confirm-once writes run unasked. */
+  /** On an approved submit_plan/submit_goal, the approver let its confirm-once writes run unasked. */
   consent_writes?: true;
 }
 
-/** R29: a non-read call that started, recorded before it ran. */
+/** A non-read call that started, recorded before it ran. */
 export interface EffectRecord {
   call_id: string;
   tool: string;
@@ -74,7 +74,7 @@ export interface EffectRecord {
   args: Record<string, unknown>;
 }
 
-/** One declaration as sent, with whether the tool may run (S1 `requests[].tools[]`). */
+/** One declaration as sent, with whether the tool may run (`requests[].tools[]`). */
 export interface DeclaredTool {
   name: string;
   description: string;
@@ -86,9 +86,9 @@ export interface RequestTrace {
   step: number;
   system: string;
   tools: DeclaredTool[];
-  /** Names in the pool that were not declared this request (R23: no silent truncation). */
+  /** Names in the pool that were not declared this request (no silent truncation). */
   dropped: string[];
-  /** R31: the tools declared this request because a find_tools search of this run found them. */
+  /** The tools declared this request because a find_tools search of this run found them. */
   found?: string[];
   input_tokens?: number;
   usage?: { input: number; output: number; cost?: number };
@@ -114,14 +114,14 @@ export interface ApprovalCard {
   items: { tool: string; title: string; lines: string[]; undo: string; call: string }[];
   request: string;
   /**
-   * R16: a plan or goal card: the approver may also let the confirm-once writes made while carrying
+   * A plan or goal card: the approver may also let the confirm-once writes made while carrying
    * it out run without asking (destructive calls and pinned writes keep their cards).
    */
   offers_write_consent?: true;
 }
 
 /**
- * R16: a question asked while writes are held is a confirmation: it names the held tools and the
+ * A question asked while writes are held is a confirmation: it names the held tools and the
  * calls waiting on them, and its answer carries an explicit yes or no.
  */
 export interface Confirmation {
@@ -135,19 +135,19 @@ export interface Answer {
   confirm?: boolean;
 }
 
-/** An approved proposal from a contract mode (C1). */
+/** An approved proposal from a contract mode. */
 export type Contract =
   | { kind: 'plan'; summary?: string; steps: string[] }
   | { kind: 'goal'; outcome: string; criteria: string[]; boundaries: string[] };
 
-/** Why and where a run waits. `seq` makes each pause resumable at most once (R18). */
+/** Why and where a run waits. `seq` makes each pause resumable at most once. */
 export type Pause =
   | {
       kind: 'ask_user';
       seq: number;
       call_id: string;
       question: string;
-      /** Set when writes are held: the answer must say yes or no (R16). */
+      /** Set when writes are held: the answer must say yes or no. */
       confirm?: Confirmation;
       step: number;
       results: PendingResult[];
@@ -186,14 +186,14 @@ export interface RunState {
   notes: string[];
   /** What the user should know that did not stop the run: a plugin failed to mount, a held write was never asked about. */
   warnings: string[];
-  /** The session the run belongs to: its mode and history carry across runs (C1). */
+  /** The session the run belongs to: its mode and history carry across runs. */
   session_id: string;
   /**
    * Model calls the session's earlier runs made with this run's model spec: a scripted model
    * continues from there, so one script can drive a whole session.
    */
   seq_base: number;
-  /** The approved contract the run works under, if any (C1). */
+  /** The approved contract the run works under, if any. */
   contract: Contract | null;
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
@@ -201,14 +201,14 @@ export interface RunState {
   updated_at: string;
 }
 
-/** S1: what `keel run --json` prints. */
+/** What `keel run --json` prints. */
 export interface RunResult {
   run_id: string;
   status: 'done' | 'paused' | 'failed';
   reason: EndReason | null;
   answer: string | null;
   question?: string;
-  /** The question is a confirmation of these held writes: answer yes or no (R16). */
+  /** The question is a confirmation of these held writes: answer yes or no. */
   confirm?: Confirmation;
   approval?: { id: string; card: ApprovalCard };
   mode: Mode;
@@ -219,7 +219,7 @@ export interface RunResult {
     tools: { name: string; description: string; available: boolean }[];
     input_tokens?: number;
     dropped: string[];
-    /** R31: declared because a find_tools search of this run found them. */
+    /** Declared because a find_tools search of this run found them. */
     found?: string[];
   }[];
   steps: Omit<CallRecord, 'by_core' | 'effect' | 'step'>[];
@@ -229,7 +229,7 @@ export interface RunResult {
 }
 
 /**
- * What a leg emits as it works (R14). With a store, every event but a text delta is kept in the run's
+ * What a leg emits as it works. With a store, every event but a text delta is kept in the run's
  * journal before it is emitted, and carries the journal's `id` (ids grow across the whole store).
  */
 export type LoopEvent = (

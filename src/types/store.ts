@@ -37,7 +37,7 @@ export interface ApprovalRecord {
   answered_at: string | null;
   answered_by: string | null;
   reason: string | null;
-  /** R16: a plan or goal approved with its confirm-once writes let run unasked. */
+  /** A plan or goal approved with its confirm-once writes let run unasked. */
   consent_writes: boolean;
 }
 
@@ -49,7 +49,7 @@ export interface AuditRecord {
   detail: string;
 }
 
-/** A side-effect ledger row: intent before an approved call runs, outcome after (A2). */
+/** A side-effect ledger row: intent before an approved call runs, outcome after. */
 export interface LedgerRow {
   approval_id: string;
   call_id: string;
@@ -76,7 +76,7 @@ export interface RunStore {
   createRun(run: RunState): Promise<void>;
   /**
    * Writes the run's fields and appends the messages, steps and requests the store does not have
-   * yet, in one transaction. The transcript only grows (R19): a run with fewer messages, steps or
+   * yet, in one transaction. The transcript only grows: a run with fewer messages, steps or
    * requests than stored is refused.
    */
   saveRun(run: RunState): Promise<void>;
@@ -85,7 +85,7 @@ export interface RunStore {
   listRuns(query?: RunQuery): Promise<RunSummary[]>;
   /**
    * Atomically takes a paused run out of pause `seq`. False when it is not paused there any more
-   * (already resumed, in this process or another): the caller must not continue it (R18).
+   * (already resumed, in this process or another): the caller must not continue it.
    */
   claimPause(runId: string, seq: number, owner: string): Promise<boolean>;
   /**
@@ -106,7 +106,7 @@ export interface RunStore {
   latestEventId(): Promise<number>;
   /**
    * The tools most used before, across every run: calls that ran (outcome `ran`), most first, ties
-   * by name, at most `limit` (R23: what fills a menu whose request matches no tool).
+   * by name, at most `limit` (what fills a menu whose request matches no tool).
    */
   toolUsage(limit: number): Promise<ToolUsage[]>;
 }
@@ -131,7 +131,7 @@ export interface EventQuery {
   limit?: number;
 }
 
-/** Approval cards, the audit log, and the side-effect ledger that makes approved calls run once (A2–A4). */
+/** Approval cards, the audit log, and the side-effect ledger that makes approved calls run once. */
 export interface ApprovalStore {
   createApproval(a: ApprovalRecord): Promise<void>;
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
@@ -161,7 +161,7 @@ export interface MemoryStore {
   addFeedback(runId: string, text: string): Promise<void>;
 }
 
-/** One store (S4): SQLite now, PostgreSQL behind the same interfaces; test/store/conformance.ts checks each. */
+/** One store: SQLite now, PostgreSQL behind the same interfaces; test/store/conformance.ts checks each. */
 export interface Store extends RunStore, ApprovalStore, MemoryStore {
   readonly kind: string;
   close(): Promise<void>;

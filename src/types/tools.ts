@@ -4,18 +4,18 @@
  * Keel's, and every other layer may use it.
  */
 
-/** What a call changes in the world (M2). */
+/** What a call changes in the world. */
 export const EFFECTS = ['read', 'write', 'destructive'] as const;
 export type Effect = (typeof EFFECTS)[number];
 
-/** What the core does before a call runs (M3): nothing, ask once per run, or a card per call. */
+/** What the core does before a call runs: nothing, ask once per run, or a card per call. */
 export type Gate = 'none' | 'confirm_once' | 'approval';
 
-/** A session's mode (C1). Plan and Goal are the contract modes. */
+/** A session's mode. Plan and Goal are the contract modes. */
 export type Mode = 'agent' | 'plan' | 'goal';
 export const MODES: readonly Mode[] = ['agent', 'plan', 'goal'];
 
-/** A tool declaration with every default filled in: what the core reads (M2). */
+/** A tool declaration with every default filled in: what the core reads. */
 export interface Declaration {
   effect: Effect;
   confirm?: 'once' | 'never';
@@ -38,14 +38,14 @@ export type ToolOutput = string | { content: string; details?: unknown; is_error
 export interface ToolContext {
   run_id: string;
   call_id: string;
-  /** The session's mode at call time (read fresh, never cached: C5). */
+  /** The session's mode at call time (read fresh, never cached). */
   mode: Mode;
   /** The user's request that started the run. */
   request: string;
   signal: AbortSignal;
 }
 
-/** An approval card in the plugin's own words (A1). */
+/** An approval card in the plugin's own words. */
 export interface CardText {
   title: string;
   lines: string[];

@@ -1,9 +1,14 @@
-/** An error the user caused and can fix: the CLI prints its message (no stack) and exits non-zero. */
+/**
+ * An error the user caused and can fix. The message says what is wrong in the library's own terms;
+ * `cliHint`, when there is one, is the `keel` command that helps, which only the CLI prints (it
+ * prints the message, no stack, and exits non-zero).
+ */
 export class KeelError extends Error {
   override name = 'KeelError';
   constructor(
     readonly code: 'not_found' | 'conflict' | 'bad_input' | 'not_paused' | 'expired' | 'config',
     message: string,
+    readonly cliHint?: string,
   ) {
     super(message);
   }

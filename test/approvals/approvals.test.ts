@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { respondToApproval } from '../../src/approvals/respond.js';
+import { recordApprovalAnswer } from '../../src/approvals/respond.js';
 import { Keel } from '../../src/keel/keel.js';
 import { KeelError } from '../../src/util/errors.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
@@ -131,7 +131,7 @@ test('A2: crash after the approval was recorded, before execution — a new proc
   t.after(() => h.close());
   const r = await h.run('trash');
   // The answer is committed, then the process dies before continuing the run.
-  await respondToApproval(h.keel.store!, r.approval!.id, 'approve', 'ana');
+  await recordApprovalAnswer(h.keel.store!, r.approval!.id, 'approve', 'ana');
   await h.keel.close();
   h.keel = new Keel({ home: h.home });
   const result = await h.keel.continueRun(r.run_id);

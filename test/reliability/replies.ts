@@ -12,7 +12,7 @@
  * are strings.
  */
 import fc from 'fast-check';
-import { respondToApproval } from '../../src/approvals/respond.js';
+import { recordApprovalAnswer } from '../../src/approvals/respond.js';
 import { collect, streamApprovalContinuation, streamResume, streamRun } from '../../src/loop/legs.js';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
@@ -185,7 +185,7 @@ export async function runCase(c: FuzzCase, store: SqliteStore): Promise<CaseOutc
       } else if (r.approval) {
         const decision = d.kind === 'reject' || d.kind === 'no' ? 'reject' : 'approve';
         const consentWrites = d.kind === 'approve_writes' && decision === 'approve' && r.approval.card.offers_write_consent === true;
-        const a = await respondToApproval(store, r.approval.id, decision, 'fuzz', null, new Date(), { consentWrites });
+        const a = await recordApprovalAnswer(store, r.approval.id, decision, 'fuzz', null, new Date(), { consentWrites });
         r = await collect(streamApprovalContinuation(deps, a));
       } else break;
     }
