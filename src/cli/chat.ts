@@ -2,10 +2,12 @@ import { createInterface, type Interface } from 'node:readline';
 import { renderCard } from '../approvals/card.js';
 import type { Keel, PauseResponder } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
-import type { LoopEvent, Mode } from '../types/index.js';
+import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { nearestName } from '../util/text.js';
 import { osUser } from '../util/user.js';
-import { eventPrinter, renderRunList, runRow } from './render.js';
+import { answerLater, chatWarning, renderChatCall, type Waiting, waitingOf } from './chat-words.js';
+import { renderRunList, runRow } from './render.js';
 
 export interface ChatOptions {
   model?: string;
@@ -21,8 +23,19 @@ export interface ChatOptions {
   tty: boolean;
 }
 
-const HELP = `Commands: /mode agent|plan|goal  /approvals  /runs  /help  /quit
-Anything else is a request. Questions and approval cards are answered inline.
+/** The chat's own commands: a line that starts with `/` is one of these, never a request (S6). */
+const COMMANDS = ['/mode', '/approvals', '/approve', '/reject', '/runs', '/help', '/quit', '/exit'] as const;
+
+const HELP = `Commands:
+  /mode                  show the mode; /mode agent|plan|goal changes it
+  /approvals             approval cards waiting for an answer, from any run
+  /approve ID [--allow-writes]   approve a card and continue its run here
+  /reject ID [REASON]    reject a card and continue its run here
+  /runs                  the latest runs
+  /help                  this list
+  /quit                  leave (also /exit, or Ctrl-D)
+Anything else is a request (start a line with // to send one that begins with /).
+Questions and approval cards are answered inline.
 `;
 
 /** A spinner on the current line while the model works (TTY only). */
@@ -65,38 +78,85 @@ function lineReader(rl: Interface) {
   };
 }
 
+function oneLine(s: string, n = 160): string {
+  const flat = s.replace(/\s+/g, ' ').trim();
+  return flat.length > n ? `${flat.slice(0, n)}…` : flat;
+}
+
 /**
  * `keel chat`: one session, many requests. The session carries its transcript and mode from one
- * request to the next; questions and approval cards are answered inline.
+ * request to the next; questions and approval cards are answered inline, and so are cards left
+ * pending by earlier runs (`/approve`, `/reject`). What it prints is for a person (S6): each call's
+ * outcome in chat's own words, never the sentences the core writes for the model.
  */
 export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
   const rl = createInterface({ input: o.input, terminal: false });
   const next = lineReader(rl);
   const spin = spinner(o.spinnerOut ?? o.out, o.tty);
-  const print = eventPrinter(o.out);
+  /** The run whose events are being shown (what a question or card at a prompt belongs to). */
+  let current: string | undefined;
   const onEvent = (e: LoopEvent) => {
-    if (e.type === 'model_request') spin.start();
-    else {
-      spin.stop();
-      print(e);
+    if (e.type === 'model_request') {
+      spin.start();
+      return;
+    }
+    spin.stop();
+    if (e.type === 'run_started') {
+      current = e.run_id;
+      o.out(e.resumed ? `▶ resuming ${e.run_id}\n` : `▶ ${e.run_id}: ${e.request}\n`);
+    } else if (e.type === 'assistant' && e.text.trim() && e.tool_calls.length) {
+      o.out(`  model: ${oneLine(e.text)}\n`);
+    } else if (e.type === 'tool_result') {
+      o.out(`${renderChatCall(e.record)}\n`);
     }
   };
   let session: string | undefined;
   let mode: Mode = o.mode;
+  /** What the chat waits for the user to answer, when it is a run's question or card (Ctrl-C says how to answer it later). */
+  let asking: Waiting | undefined;
+  /** A run's leg is being worked (Ctrl-C then stops it at a safe point: the CLI's signal handler does that). */
+  let working = false;
   const prompt = () => o.out(`${mode === 'agent' ? '' : `[${mode}] `}you> `);
   o.out(`Keel chat — ${mode} mode. ${HELP}`);
+
+  /**
+   * Ctrl-C at a prompt: nothing is running, and whatever the chat was asking stays paused in the
+   * store; say how to answer it later, and leave. (While a leg works, the CLI's own handler stops it
+   * at its next safe point, and the chat reports the paused run.) Prepended: it speaks before the
+   * CLI's handler exits.
+   */
+  const onSigint = () => {
+    if (working) return;
+    spin.stop();
+    o.out(`\n${asking ? `${answerLater(asking)}\n` : ''}Bye.\n`);
+    process.exit(130);
+  };
+  process.prependListener('SIGINT', onSigint);
+
+  /** Waits for a line while `what` is being asked. */
+  const ask = async (what: Waiting): Promise<string | undefined> => {
+    asking = what;
+    working = false;
+    try {
+      return await next();
+    } finally {
+      asking = undefined;
+      working = true;
+    }
+  };
 
   /** Questions and cards are answered inline, from the same input (undefined at its end leaves the run paused). */
   const responder: PauseResponder = {
     answer: async (question, confirm) => {
+      const run_id = current ?? '';
       if (!confirm) {
         o.out(`? ${question}\nanswer> `);
-        const text = await next();
+        const text = await ask({ kind: 'question', run_id });
         return text === undefined ? undefined : { text };
       }
       // R16: a confirmation is a decision: y or n, and anything after it is passed on as text.
       o.out(`? ${question}\n  (nothing is written until you confirm: ${confirm.tools.join(', ')})\nconfirm? [y/n] `);
-      for (let line = await next(); line !== undefined; line = await next()) {
+      for (let line = await ask({ kind: 'confirm', run_id }); line !== undefined; line = await ask({ kind: 'confirm', run_id })) {
         const m = /^\s*(y|yes|n|no)\b[\s,.:;!-]*(.*)$/i.exec(line);
         if (m) return { confirm: m[1][0].toLowerCase() === 'y', text: m[2] };
         o.out('please answer y or n: ');
@@ -108,11 +168,96 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       o.out(
         `${renderCard(approval.card, approval.id)}\n${writes ? 'approve? [y = approve, w = approve and let its writes run, N = reject] ' : 'approve? [y/N] '}`,
       );
-      const line = await next();
+      const line = await ask({ kind: 'card', run_id: current ?? '', approval_id: approval.id });
       if (line === undefined) return undefined;
       const consentWrites = Boolean(writes) && /^\s*w/i.test(line);
       return { decision: consentWrites || /^\s*y/i.test(line) ? 'approve' : 'reject', actor: osUser(), consentWrites };
     },
+  };
+
+  /** Answers the run's pauses inline until it ends (or the input does), then says how it ended. */
+  const carryOn = async (first: RunResult): Promise<RunResult> => {
+    const { result: r } = await keel.answerPauses(first, responder, onEvent);
+    spin.stop();
+    for (const w of r.warnings) o.err(`warning: ${chatWarning(w)}\n`);
+    if (r.status === 'paused') o.out(`(still paused) ${answerLater(waitingOf(r))}\n`);
+    else o.out(`${r.answer ?? ''}\n(${r.status}: ${r.reason}, ${r.model_calls} model calls)\n`);
+    return r;
+  };
+
+  /** `/approve ID` and `/reject ID [reason]`: the card is answered as `keel approvals approve|reject` does, and its run goes on here. */
+  const answerCard = async (decision: 'approve' | 'reject', args: string[]) => {
+    const [id, ...rest] = args;
+    if (!id) {
+      o.out(`usage: ${decision === 'approve' ? '/approve ID [--allow-writes]' : '/reject ID [REASON]'}  (/approvals lists the ids)\n`);
+      return;
+    }
+    const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
+    const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
+    const { approval, result } = await keel.answerCard(id, decision, osUser(), reason, onEvent, { consentWrites: allowWrites });
+    spin.stop();
+    o.out(`Approval ${approval.id}: ${approval.status}.\n`);
+    if (!result) {
+      o.out('The MCP client waiting on it gets the outcome.\n');
+      return;
+    }
+    const r = await carryOn(result);
+    // A card of this chat's own session: its mode may have changed (an approved plan switches to agent).
+    if (session && (await keel.getRun(r.run_id)).session_id === session) mode = r.mode;
+  };
+
+  const command = async (text: string): Promise<'quit' | undefined> => {
+    const [name, ...args] = text.split(/\s+/);
+    switch (name) {
+      case '/quit':
+      case '/exit':
+        return 'quit';
+      case '/help':
+        o.out(HELP);
+        return;
+      case '/mode': {
+        const m = args[0];
+        if (m === undefined) o.out(`mode: ${mode}  (/mode agent|plan|goal changes it)\n`);
+        else if (m !== 'agent' && m !== 'plan' && m !== 'goal') o.out(`unknown mode ${m}: /mode agent|plan|goal\n`);
+        else {
+          mode = m;
+          if (session) await keel.setMode(session, mode);
+          o.out(`mode: ${mode}\n`);
+        }
+        return;
+      }
+      case '/approvals': {
+        const pending = await keel.listApprovals({ status: 'pending' });
+        if (!pending.length) {
+          o.out('No pending approvals.\n');
+          return;
+        }
+        for (const a of pending) o.out(`${renderCard(a.card, a.id)}\n  run ${a.run_id}, expires ${a.expires_at}\n`);
+        o.out(`Answer one with /approve ID or /reject ID [REASON]; its run continues here.\n`);
+        return;
+      }
+      case '/approve':
+      case '/reject':
+        working = true;
+        try {
+          await answerCard(name === '/approve' ? 'approve' : 'reject', args);
+        } finally {
+          working = false;
+        }
+        return;
+      case '/runs':
+        o.out(renderRunList((await keel.listRuns({ limit: 10 })).map(runRow)));
+        return;
+      default: {
+        // Never sent to the model: a mistyped command is not a request.
+        const near = nearestName(name, COMMANDS);
+        o.out(
+          `unknown command ${name}${near ? ` (did you mean ${near}?)` : ''}: nothing was sent. Commands: ${COMMANDS.join(' ')}\n` +
+            '(start a line with // to send a request that begins with /)\n',
+        );
+        return;
+      }
+    }
   };
 
   try {
@@ -120,35 +265,19 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     for (let line = await next(); line !== undefined; line = await next()) {
       const text = line.trim();
       try {
-        if (!text) {
-          // nothing
-        } else if (text === '/quit' || text === '/exit') {
-          break;
-        } else if (text === '/help') {
-          o.out(HELP);
-        } else if (text.startsWith('/mode')) {
-          const m = text.split(/\s+/)[1];
-          if (m !== 'agent' && m !== 'plan' && m !== 'goal') {
-            o.out('usage: /mode agent|plan|goal\n');
-          } else {
-            mode = m;
-            if (session) await keel.setMode(session, mode);
-            o.out(`mode: ${mode}\n`);
+        if (text.startsWith('/') && !text.startsWith('//')) {
+          if ((await command(text)) === 'quit') break;
+        } else if (text) {
+          const request = text.startsWith('//') ? text.slice(1) : text;
+          working = true;
+          try {
+            const first = await keel.run(request, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent);
+            const r = await carryOn(first);
+            session = (await keel.getRun(r.run_id)).session_id;
+            mode = r.mode;
+          } finally {
+            working = false;
           }
-        } else if (text === '/approvals') {
-          const pending = await keel.listApprovals({ status: 'pending' });
-          o.out(pending.length ? `${pending.map((a) => renderCard(a.card, a.id)).join('\n')}\n` : 'No pending approvals.\n');
-        } else if (text === '/runs') {
-          o.out(renderRunList((await keel.listRuns({ limit: 10 })).map(runRow)));
-        } else {
-          const first = await keel.run(text, { model: o.model, pluginDirs: o.pluginDirs, mode, session }, onEvent);
-          const { result: r } = await keel.answerPauses(first, responder, onEvent);
-          spin.stop();
-          for (const w of r.warnings) o.err(`warning: ${w}\n`);
-          session = (await keel.getRun(r.run_id)).session_id;
-          mode = r.mode;
-          if (r.status === 'paused') o.out(`(run ${r.run_id} is still paused: keel resume or keel approvals)\n`);
-          else o.out(`${r.answer ?? ''}\n(${r.status}: ${r.reason}, ${r.model_calls} model calls)\n`);
         }
       } catch (err) {
         spin.stop();
@@ -160,6 +289,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
   } finally {
     spin.stop();
     rl.close();
+    process.off('SIGINT', onSigint);
   }
   o.out('\n');
   return 0;
