@@ -1,8 +1,10 @@
 import { readFileSync, statSync } from 'node:fs';
-import { type Document, isMap, isPair, isScalar, LineCounter, type Node, parseDocument, visit } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Document, Node } from 'yaml';
 import type { z } from 'zod';
 import { nearestName } from '../util/text.js';
 import type { ManifestCache } from './cache.js';
+import { parsePlainYaml } from './plain-yaml.js';
 import {
   type Declaration,
   EFFECTS,
@@ -11,6 +13,7 @@ import {
   ManifestSchema,
   McpSectionSchema,
   normalizeDeclaration,
+  PLUGIN_NAME,
   TOOL_NAME,
   ToolDeclarationSchema,
 } from './schema.js';
@@ -86,6 +89,10 @@ function declarationsOf(manifest: Manifest): Map<string, Declaration> {
 
 type Path = readonly (string | number)[];
 
+// The `yaml` package is loaded on first need (M6): a process whose manifests are all plain never loads it.
+let yamlModule: typeof import('yaml') | undefined;
+const Y = (): typeof import('yaml') => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+
 /** A manifest longer than this is refused unread (a plugin declares tools, not data). */
 export const MAX_MANIFEST_CHARS = 1_000_000;
 /** At most this many tools in one manifest. */
@@ -105,14 +112,94 @@ export function parseManifest(text: string, file: string, fallbackName: string):
   if (text.length > MAX_MANIFEST_CHARS) {
     return fail(`the manifest is ${text.length} characters long, over the limit of ${MAX_MANIFEST_CHARS}`);
   }
+  return plainManifest(text) ?? parseManifestFull(text, file, fallbackName);
+}
+
+/**
+ * The full check alone (what parseManifest does for a manifest the plain path does not accept): the
+ * `yaml` package with every node's position, so each issue says where it is. Exported so tests can
+ * compare the two paths' verdicts.
+ */
+export function parseManifestFull(text: string, file: string, fallbackName: string): ManifestResult {
   try {
     return parseManifestText(text, file, fallbackName);
   } catch (err) {
-    return fail(`the manifest cannot be read as YAML: ${(err as Error)?.message?.split('\n')[0] ?? String(err)}`);
+    const message = `the manifest cannot be read as YAML: ${(err as Error)?.message?.split('\n')[0] ?? String(err)}`;
+    return { ok: false, issues: [{ plugin: fallbackName, message, file, line: 1, col: 1 }] };
   }
 }
 
+/** A placeholder position: the plain path only ever accepts, so its issues are only counted. */
+const noWhere: IssueAt = (path, message) => ({ plugin: '', message, file: '', line: 0, col: 0, field: path.join('.') });
+
+/**
+ * M6: a manifest in plain YAML (src/manifest/plain-yaml.ts) that passes the same schema and rules
+ * is accepted without the `yaml` package; anything else — text outside the subset, or any mistake —
+ * is undefined, and the full check reads it again and says where each mistake is.
+ */
+function plainManifest(text: string): ManifestResult | undefined {
+  const raw = parsePlainYaml(text);
+  if (!raw || !plainShape(raw)) return undefined;
+  if (raw.tools && Object.keys(raw.tools).length > MAX_MANIFEST_TOOLS) return undefined;
+  if (checkRules(raw, noWhere).length > 0) return undefined;
+  return { ok: true, value: { manifest: raw, declarations: declarationsOf(raw) } };
+}
+
+type Check = (v: unknown) => boolean;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isString: Check = (v) => typeof v === 'string';
+const isBoolean: Check = (v) => typeof v === 'boolean';
+const filled: Check = (v) => typeof v === 'string' && v.length > 0;
+const strings: Check = (v) => Array.isArray(v) && v.every(isString);
+const oneOf =
+  (...xs: readonly unknown[]): Check =>
+  (v) =>
+    xs.includes(v);
+/** Every key is a field of `fields` whose check passes, and the `required` ones are there. */
+const shaped =
+  (fields: Record<string, Check>, required: readonly string[] = []): Check =>
+  (v) =>
+    isRecord(v) && Object.keys(v).every((k) => Object.hasOwn(fields, k) && fields[k](v[k])) && required.every((k) => Object.hasOwn(v, k));
+
+/**
+ * M6: the manifest schema (schema.ts) restated as plain checks: zod builds and runs its own parser
+ * the first time, ~0.5 ms a manifest in a cold process. True only where ManifestSchema accepts the
+ * value as it is; test/manifest/plain.test.ts holds the two together (the fields, and the verdicts
+ * on mutated manifests).
+ */
+export const PLAIN_FIELDS = {
+  tool: {
+    effect: oneOf(...EFFECTS),
+    confirm: oneOf('once', 'never'),
+    approval: oneOf('pinned'),
+    guidance: isString,
+    pinned: isBoolean,
+    answers_directly: isBoolean,
+    undo: isString,
+    idempotent: isBoolean,
+    contract_modes: oneOf('declare', 'hide'),
+  } satisfies Record<keyof typeof ToolDeclarationSchema.shape, Check>,
+  mcp: {
+    command: filled,
+    args: strings,
+    env: (v: unknown) => isRecord(v) && Object.values(v).every(isString),
+  } satisfies Record<keyof typeof McpSectionSchema.shape, Check>,
+  manifest: {
+    name: (v: unknown) => typeof v === 'string' && PLUGIN_NAME.test(v),
+    version: filled,
+    description: isString,
+    entry: isString,
+    provides: strings,
+    tools: (v: unknown) => isRecord(v) && Object.values(v).every(plainTool),
+    mcp: (v: unknown) => plainMcp(v),
+  } satisfies Record<keyof typeof ManifestSchema.shape, Check>,
+};
+const plainTool = shaped(PLAIN_FIELDS.tool, ['effect']);
+const plainMcp = shaped(PLAIN_FIELDS.mcp, ['command']);
+const plainShape = shaped(PLAIN_FIELDS.manifest, ['name', 'version']) as (v: unknown) => v is Manifest;
+
 function parseManifestText(text: string, file: string, fallbackName: string): ManifestResult {
+  const { isMap, LineCounter, parseDocument } = Y();
   const lineCounter = new LineCounter();
   // Duplicate keys are found below in one pass: the YAML library's own check is quadratic.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, logLevel: 'error' });
@@ -285,6 +372,7 @@ const keyName = (value: unknown): string => (value === null || value === undefin
  * object would silently drop), are issues at their own position.
  */
 function checkKeys(doc: Document, pos: (offset: number) => { line: number; col: number }, plugin: string, file: string): ManifestIssue[] {
+  const { isMap, isScalar } = Y();
   const out: ManifestIssue[] = [];
   const stack: unknown[] = [doc.contents];
   while (stack.length) {
@@ -311,6 +399,7 @@ function checkKeys(doc: Document, pos: (offset: number) => { line: number; col: 
 
 /** Where the first alias is, for an issue about aliases. */
 function firstAlias(doc: Document, pos: (offset: number) => { line: number; col: number }): { line: number; col: number } {
+  const { visit } = Y();
   let at: { line: number; col: number } = { line: 1, col: 1 };
   visit(doc, {
     Alias(_, node) {
@@ -322,6 +411,7 @@ function firstAlias(doc: Document, pos: (offset: number) => { line: number; col:
 }
 
 function offsetOf(doc: Document, path: Path, key: boolean): number {
+  const { isMap, isPair, isScalar } = Y();
   let node: unknown = doc.contents;
   let best = 0;
   for (let i = 0; i < path.length; i++) {

@@ -5,6 +5,7 @@ export type { Declaration, Effect, Gate };
 export { EFFECTS };
 
 export const TOOL_NAME = /^[a-z0-9_]+$/;
+export const PLUGIN_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
 export const ToolDeclarationSchema = z
   .strictObject({
@@ -33,7 +34,7 @@ export const McpSectionSchema = z
 
 export const ManifestSchema = z
   .strictObject({
-    name: z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'the plugin name must be lowercase letters, digits, - and _'),
+    name: z.string().regex(PLUGIN_NAME, 'the plugin name must be lowercase letters, digits, - and _'),
     version: z.string().min(1),
     description: z.string().optional(),
     entry: z.string().optional().describe('Entry module, relative to the plugin folder (default index.ts/js/mjs).'),

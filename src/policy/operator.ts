@@ -12,7 +12,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Node } from 'yaml';
 import { type Gate, MODES, type Mode, type ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
@@ -154,6 +155,8 @@ export function confirmOnceFromEnv(env: NodeJS.ProcessEnv): { add: Set<string>; 
 
 /** The `policy:` section of a config file, every rule checked, each problem with its position. */
 export function parseRules(file: string, text: string): PolicyRule[] {
+  // Loaded here, not at the top: mounting plugins imports this module, and most mounts have no policy file (M6).
+  const { isMap, isScalar, isSeq, LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const lc = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lc, logLevel: 'error' });
   const at = (n: unknown) => {
