@@ -281,8 +281,11 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
         }
       } catch (err) {
         spin.stop();
-        if (err instanceof KeelError || err instanceof ModelError) o.out(`error: ${err.message}\n`);
-        else throw err;
+        if (err instanceof KeelError || err instanceof ModelError) {
+          // The library's message, and the command that helps when the error names one (as the CLI prints it).
+          const hint = err instanceof KeelError && 'cliHint' in err && typeof err.cliHint === 'string' ? ` (${err.cliHint})` : '';
+          o.out(`error: ${err.message}${hint}\n`);
+        } else throw err;
       }
       prompt();
     }
