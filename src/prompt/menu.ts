@@ -7,14 +7,14 @@ import { searchTools } from './shortlist.js';
 export interface MenuInput {
   pool: readonly ToolSpec[];
   mode: Mode;
-  /** Tools the transcript already calls (R23, C3 beyond). */
+  /** Tools the transcript already calls (kept declared: a strict gateway rejects a call of an undeclared tool). */
   called: ReadonlySet<string>;
-  /** Pool tools admitted on first call (R24). */
+  /** Pool tools admitted on first call. */
   admitted: ReadonlySet<string>;
   /** The user's request (what the shortlist ranks against). */
   request: string;
   /**
-   * What fills the room the ranking leaves (R23), in order: the tools the conversation has used,
+   * What fills the room the ranking leaves, in order: the tools the conversation has used,
    * then the tools most used before. The other candidates follow in pool order.
    */
   prefer?: readonly string[];
@@ -34,7 +34,7 @@ export interface Menu {
 
 /**
  * Ranks the executable candidates and keeps what fits; the default keeps them all. A shortlist with
- * a `cap` leaves tools off the menu once the candidates outnumber it: then find_tools is offered (R31).
+ * a `cap` leaves tools off the menu once the candidates outnumber it: then find_tools is offered.
  */
 export type Shortlist = ((
   candidates: readonly ToolSpec[],
@@ -67,6 +67,8 @@ interface ModeView {
   byName: Map<string, [number, Kind]>;
   /** Pool positions of the `contract_modes: declare` restricted tools, ascending. */
   declared: number[];
+  /** R31: what find_tools searches (candidates and labelled tools, pool order), made on first search. */
+  searchable?: ToolSpec[];
 }
 
 interface PoolView {
@@ -81,7 +83,7 @@ interface PoolView {
 const views = new WeakMap<readonly ToolSpec[], PoolView>();
 
 /**
- * R31: find_tools is offered when the executable tools other than itself outnumber the shortlist's
+ * find_tools is offered when the executable tools other than itself outnumber the shortlist's
  * cap, or when the transcript already calls it (so a strict gateway still sees it declared).
  */
 function offersFinder(executable: number, shortlist: Shortlist, called: ReadonlySet<string>): boolean {
@@ -138,7 +140,7 @@ function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeVi
 
 /**
  * Pool → menu. In a contract mode a tool that may not run stays declared, labelled, only when it
- * is declared `contract_modes: declare` or the transcript already calls it (C3); any other is hidden.
+ * is declared `contract_modes: declare` or the transcript already calls it; any other is hidden.
  *
  * What does not depend on the request, the calls or the admissions (the candidates, the tools each
  * mode hides or labels, the names) is worked out once per pool array and mode, so a call costs the
@@ -274,14 +276,14 @@ function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   };
 }
 
-/** One tool find_tools returns (R31): it may run in the mode, or is declared unavailable (C3). */
+/** One tool find_tools returns: it may run in the mode, or is declared unavailable. */
 export interface FoundTool {
   tool: ToolSpec;
   available: boolean;
 }
 
 /**
- * R31: the tools the mode lets the model see (those that may run, and those a contract mode keeps
+ * The tools the mode lets the model see (those that may run, and those a contract mode keeps
  * declared, C3) that best match `query`, ranked as the shortlist ranks, at most `limit`, skipping
  * `skip` and find_tools itself. A tool the mode hides is never returned.
  */
@@ -290,8 +292,11 @@ export function findInPool(pool: readonly ToolSpec[], mode: Mode, query: string,
   let searchable: ToolSpec[];
   let available: (t: ToolSpec) => boolean;
   if (view) {
-    const labelled = new Set(view.declared);
-    searchable = pool.filter((t, i) => view.candidateAt.has(t.name) || labelled.has(i));
+    if (!view.searchable) {
+      const labelled = new Set(view.declared);
+      view.searchable = pool.filter((t, i) => view.candidateAt.has(t.name) || labelled.has(i));
+    }
+    searchable = view.searchable;
     available = (t) => view.candidateAt.has(t.name);
   } else {
     const exists = (t: ToolSpec) => !t.onlyInModes || t.onlyInModes.includes(mode);
