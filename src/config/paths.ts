@@ -1,7 +1,7 @@
 /** Where Keel's own files are and where its home is: cheap to import (the CLI's --help needs them). */
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Keel's package folder, whether this runs from src/ (tsx) or dist/src/. */
@@ -11,8 +11,16 @@ export const PACKAGE_ROOT = (() => {
   return dir;
 })();
 
-/** The reference plugins shipped with Keel (used when no plugin folder is given). */
-export const BUNDLED_PLUGINS = join(PACKAGE_ROOT, 'plugins');
+/**
+ * The reference plugins shipped with Keel (used when no plugin folder is given): compiled into
+ * dist/plugins by the build when Keel runs from dist/ (no TypeScript loader to start), their
+ * sources in plugins/ when it runs from src/.
+ */
+export const BUNDLED_PLUGINS = (() => {
+  const compiled = join(PACKAGE_ROOT, 'dist', 'plugins');
+  const fromDist = fileURLToPath(import.meta.url).startsWith(join(PACKAGE_ROOT, 'dist') + sep);
+  return fromDist && existsSync(join(compiled, 'calendar', 'index.js')) ? compiled : join(PACKAGE_ROOT, 'plugins');
+})();
 
 export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
