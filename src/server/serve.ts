@@ -11,6 +11,7 @@ import { expireApprovals } from '../approvals/respond.js';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
+import { PostgresStore } from '../store/postgres.js';
 import type { LoopEvent, RunStatus, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { createApp } from './app.js';
@@ -73,6 +74,8 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
   const notifier = new Notifier(config.notify ?? [], { audit: (row) => store.audit(row), env });
   const hub = new Hub();
+  // S5: on a shared PostgreSQL store, runs other processes work wake this server's live streams too.
+  const unlisten = store instanceof PostgresStore ? await store.listen((runId) => hub.wake(runId)) : undefined;
   let state: 'starting' | 'ok' | 'stopping' = 'starting';
   const runner = new LegRunner({
     limit,
@@ -151,6 +154,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
       if (!settled) log(`keel serve: legs still running after ${shutdownMs} ms: the next start takes their runs over`);
       if ('closeAllConnections' in server) server.closeAllConnections();
       await notifier.drain(2000);
+      await unlisten?.();
       await keel.close();
     })());
   return { url, port: addr.port, keel, adminToken, recovered, close };

@@ -35,6 +35,8 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
 /** Advisory lock keys (first half): migrations, and the journal's append order. */
 const LOCK_MIGRATE = 0x6b65656c; // 'keel'
 const LOCK_JOURNAL = 0x6b65656d;
+/** The channel journal appends notify on (payload: `SCHEMA RUN_ID`). */
+const EVENTS_CHANNEL = 'keel_events';
 
 /** A URL Keel accepts for PostgreSQL. */
 export function isPostgresUrl(spec: string): boolean {
@@ -60,7 +62,10 @@ export function parsePostgresUrl(spec: string): PostgresTarget {
   try {
     u = new URL(spec.trim());
   } catch {
-    throw new KeelError('config', `${shown} is not a valid PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (USER:PASSWORD@ with a password)`);
+    throw new KeelError(
+      'config',
+      `${shown} is not a valid PostgreSQL URL: write postgres://USER@HOST:PORT/DATABASE (USER:PASSWORD@ with a password)`,
+    );
   }
   if (!/^postgres(ql)?:$/i.test(u.protocol)) {
     throw new KeelError('config', `${shown} is not a PostgreSQL URL: it must start with postgres://`);
@@ -569,11 +574,59 @@ export class PostgresStore implements Store {
    */
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
     const r = await this.q<{ id: string }>(
-      `INSERT INTO run_events (run_id, type, at, body)
-       SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id`,
-      [runId, event.type, at, jsonb(event), LOCK_JOURNAL],
+      `WITH e AS (
+         INSERT INTO run_events (run_id, type, at, body)
+         SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id
+       ) SELECT e.id, pg_notify('${EVENTS_CHANNEL}', $6) FROM e`,
+      [runId, event.type, at, jsonb(event), LOCK_JOURNAL, `${this.target.schema} ${runId}`],
     );
     return Number(r.rows[0].id);
+  }
+
+  /**
+   * Live wake-ups across processes (S5): every journal append notifies, at its commit, the
+   * processes listening here — a server whose SSE clients follow a run another process works. The
+   * journal stays the source of truth: a wake-up only says "read what is new". The listening
+   * connection reconnects by itself; `onWake('*')` after a reconnect says anything may be new.
+   * Returns the function that stops listening.
+   */
+  async listen(onWake: (runId: string) => void): Promise<() => Promise<void>> {
+    await this.ensureReady();
+    let client: pg.Client | undefined;
+    let stopped = false;
+    let retry: NodeJS.Timeout | undefined;
+    const prefix = `${this.target.schema} `;
+    const connect = async (again: boolean): Promise<void> => {
+      const c = new pg.Client({ connectionString: this.target.connectionString, application_name: 'keel-listen' });
+      c.on('notification', (m) => {
+        if (m.payload?.startsWith(prefix)) onWake(m.payload.slice(prefix.length));
+      });
+      const lost = () => {
+        if (stopped || client !== c) return;
+        client = undefined;
+        c.end().catch(() => {});
+        retry = setTimeout(() => connect(true).catch(() => lost()), 1000);
+        retry.unref();
+      };
+      c.on('error', lost);
+      c.on('end', lost);
+      client = c;
+      await c.connect();
+      await c.query(`LISTEN ${EVENTS_CHANNEL}`);
+      if (again) onWake('*');
+    };
+    try {
+      await connect(false);
+    } catch (err) {
+      throw explainPgError(err, this.target.shown);
+    }
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
+    };
   }
 
   async toolUsage(limit: number): Promise<{ tool: string; calls: number }[]> {
