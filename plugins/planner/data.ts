@@ -146,8 +146,9 @@ export function sections(db: Database.Database): { section: Section; enabled: nu
 export async function openSibling(home: string, pluginDir: string, plugin: string): Promise<Database.Database | { unavailable: string }> {
   const file = dbPath(home, plugin);
   if (!existsSync(file)) {
-    const entry = join(dirname(pluginDir), plugin, 'index.ts');
-    if (!existsSync(entry)) return { unavailable: `the ${plugin} plugin is not installed beside planner and ${file} does not exist` };
+    // Compiled (dist/plugins, index.js) or from source (plugins/, index.ts): the sibling is built as this one is.
+    const entry = ['index.js', 'index.ts'].map((f) => join(dirname(pluginDir), plugin, f)).find((f) => existsSync(f)) ?? '';
+    if (!entry) return { unavailable: `the ${plugin} plugin is not installed beside planner and ${file} does not exist` };
     try {
       const mod = (await import(pathToFileURL(entry).href)) as { reset?: (home: string) => Promise<void> };
       if (typeof mod.reset !== 'function') return { unavailable: `the ${plugin} plugin has no data yet` };

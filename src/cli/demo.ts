@@ -120,7 +120,8 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
   const env = { ...(opts.env ?? process.env), KEEL_HOME: home, KEEL_CONFIG: '' };
   const keel = new Keel({ home, env });
   const pluginDirs = [BUNDLED_PLUGINS, ...s.plugins.map((p) => resolve(join(s.file, '..'), p))];
-  const printer = eventPrinter(out);
+  // Each tool's output in full: the scenarios' answers point to it ("from the plan above").
+  const printer = eventPrinter(out, true);
   try {
     const reg = await keel.registry(pluginDirs);
     const degraded = reg.plugins.filter((p) => p.status !== 'loaded').map((p) => p.name);

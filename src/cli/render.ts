@@ -42,16 +42,30 @@ function oneLine(s: string, n = 160): string {
   return flat.length > n ? `${flat.slice(0, n)}…` : flat;
 }
 
-export function renderCall(r: Pick<CallRecord, 'tool' | 'args' | 'outcome' | 'result'>): string {
+/** A tool's output shown whole, each line indented under its call. */
+function indented(s: string): string {
+  return s
+    .trimEnd()
+    .split('\n')
+    .map((l) => `      ${l}`)
+    .join('\n');
+}
+
+/** One call and its outcome; `full` shows the tool's whole output, else its first 160 characters on one line. */
+export function renderCall(r: Pick<CallRecord, 'tool' | 'args' | 'outcome' | 'result'>, full = false): string {
   const args = r.args ? JSON.stringify(r.args) : '(unparseable arguments)';
   const [icon, style] = OUTCOME_ICON[r.outcome];
   const head = `  → ${r.tool}(${args === '{}' ? '' : args})  ${paint(style, icon)}`;
   if (r.tool === 'ask_user' && r.outcome === 'ran') return `${head}\n      user answered: ${oneLine(r.result)}`;
-  return r.result ? `${head}\n      ${oneLine(r.result)}` : head;
+  if (!r.result) return head;
+  return full && r.outcome === 'ran' ? `${head}\n${indented(r.result)}` : `${head}\n      ${oneLine(r.result)}`;
 }
 
-/** A readable transcript, event by event (the CLI's non-JSON output). */
-export function eventPrinter(write: (s: string) => void): (e: LoopEvent) => void {
+/**
+ * A readable transcript, event by event (the CLI's non-JSON output). With `full`, each tool's output
+ * is shown whole (the demo, where the answer refers to it); else cut to one line.
+ */
+export function eventPrinter(write: (s: string) => void, full = false): (e: LoopEvent) => void {
   return (e) => {
     switch (e.type) {
       case 'run_started':
@@ -61,7 +75,7 @@ export function eventPrinter(write: (s: string) => void): (e: LoopEvent) => void
         if (e.text.trim() && e.tool_calls.length) write(`  model: ${oneLine(e.text)}\n`);
         break;
       case 'tool_result':
-        if (e.record.tool !== 'ask_user' || e.record.outcome !== 'ran' || e.record.result) write(`${renderCall(e.record)}\n`);
+        if (e.record.tool !== 'ask_user' || e.record.outcome !== 'ran' || e.record.result) write(`${renderCall(e.record, full)}\n`);
         break;
       default:
         break;

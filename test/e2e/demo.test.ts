@@ -24,6 +24,14 @@ test('keel demo: every example runs end to end and the summary table says so (ex
   assert.match(r.stdout, /write_file\(.*\)\s+⛔ denied/, 'plan mode refuses the write');
   assert.match(r.stdout, /plugin rogue is degraded: tool rogue_purge is registered by plugin rogue but not declared/);
   assert.match(r.stdout, /\n10 passed, 0 failed\n/);
+  // Scenario 10's answer points to the plan above it: the plan is shown whole, its calendar included
+  // (the bundled planner finds its sibling plugins whether it runs compiled or from source).
+  const day = r.stdout.slice(r.stdout.indexOf('→ daily_plan()'), r.stdout.indexOf("assistant: Here's your day"));
+  assert.match(day, /\n {6}Suggested plan:\n/);
+  assert.match(day, /\n {8}\d\d:\d\d–\d\d:\d\d {2}\S/);
+  assert.match(day, /Brunch with Priya/);
+  assert.doesNotMatch(day, /unavailable/);
+  assert.doesNotMatch(day, /…\n/, 'nothing is cut');
 });
 
 test('keel demo exits non-zero when a scenario does not end as its example expects', async () => {
