@@ -1,6 +1,6 @@
 /**
  * bench/mount: how long mountPlugins takes to load and validate 100 plugins of 20 tools each
- * (target from the "Foundation" issue: under 300 ms).
+ * (target from the "Foundation" issue and #18: under 300 ms in a fresh process with an empty cache).
  *
  *   node --import tsx bench/mount.ts [--runs 9] [--plugins 100] [--tools 20] [--baseline ROOT] [--no-write]
  *
@@ -10,9 +10,15 @@
  * properties. Every measurement runs in a fresh `node` process importing dist/ (what the CLI runs),
  * so neither the ESM module cache nor a warmed-up JIT carries over between runs:
  *
- * - cold_ms: the first mountPlugins call in a fresh process (median over --runs processes; the very
- *   first process is also reported alone as first_ms);
- * - warm_ms: the same process mounting fresh copies of the tree again (JIT warm, imports not cached);
+ * - bare `node -e 0`, measured between the processes below in the same run: what any fresh process
+ *   costs on this machine now, so every figure can be read against it;
+ * - fresh process, empty cache (cold_ms): the first mountPlugins call in a process with a new
+ *   KEEL_HOME (median over --runs processes; the first of them also alone as first_ms), and the whole
+ *   process's wall time, spawn to exit, over bare node (process.cold_over_node_ms);
+ * - fresh process, warm cache (cached_ms): the same in one KEEL_HOME whose manifest cache an earlier
+ *   process filled — every later `keel` command — with its whole-process time too;
+ * - in-process (warm_ms, in_process_ms): one process mounting fresh copies of the tree again (JIT
+ *   warm, Keel's modules loaded, entry modules not cached, no manifest cache);
  * - phases, each alone in fresh processes: reading+parsing+validating the 100 manifests, compiling
  *   the 2,000 parameter schemas with ajv (and, for comparison, only checking them against the
  *   meta-schema), importing the 100 entry modules;
@@ -234,42 +240,62 @@ function main(): void {
     const driver = join(work, 'driver.mjs');
     writeFileSync(driver, DRIVER);
 
+    type MountOut = { import_ms: number; mounts: number[]; mounts_cpu: number[]; plugins: number; tools: number };
+    /** A child's output and its wall time from spawn to exit (node start-up, Keel's imports and the mount). */
+    const timed = (args: string[], env: Record<string, string> = {}) => {
+      const t0 = performance.now();
+      const out = child(driver, args, env) as MountOut;
+      const wall = performance.now() - t0;
+      if (out.plugins !== PLUGINS || out.tools !== tools) throw new Error(`mounted ${out.plugins} plugins, ${out.tools} tools`);
+      return { out, wall };
+    };
+    /** Bare `node -e 0`: what any fresh process costs on this machine now, measured between the runs it is compared with. */
+    const node: number[] = [];
+    const bareNode = () => {
+      const t0 = performance.now();
+      const r = spawnSync(process.execPath, ['-e', '0']);
+      node.push(performance.now() - t0);
+      if (r.status !== 0) throw new Error('node -e 0 failed');
+    };
+
+    // Fresh process, empty cache: a new KEEL_HOME per process, the first mount a user ever does.
     const cold: number[] = [];
     const coldCpu: number[] = [];
+    const coldWall: number[] = [];
     const imports: number[] = [];
-    let first = Number.NaN;
-    let warm: number[] = [];
-    let warmCpu: number[] = [];
-    type MountOut = { import_ms: number; mounts: number[]; mounts_cpu: number[]; plugins: number; tools: number };
     const base = { cold: [] as number[], cpu: [] as number[] };
     const baselineRun = () => {
-      const r = child(driver, ['mount', resolve(BASELINE), plugins]) as MountOut;
+      const r = child(driver, ['mount', resolve(BASELINE), plugins], { BENCH_HOME: mkdtempSync(join(work, 'home-base-')) }) as MountOut;
       base.cold.push(r.mounts[0]);
       base.cpu.push(r.mounts_cpu[0]);
     };
     for (let i = 0; i < RUNS; i++) {
       if (BASELINE && i % 2 === 1) baselineRun();
-      // The first process also mounts the fresh copies afterwards: the same work with a warm JIT.
-      // A new KEEL_HOME per process: no manifest cache, the first mount a user ever does.
-      const r = child(driver, ['mount', ROOT, plugins, ...(i === 0 ? copies : [])], {
-        BENCH_HOME: mkdtempSync(join(work, 'home-')),
-      }) as MountOut;
+      bareNode();
+      const { out: r, wall } = timed(['mount', ROOT, plugins], { BENCH_HOME: mkdtempSync(join(work, 'home-')) });
       if (BASELINE && i % 2 === 0) baselineRun();
-      if (r.plugins !== PLUGINS || r.tools !== tools) throw new Error(`mounted ${r.plugins} plugins, ${r.tools} tools`);
-      if (i === 0) {
-        first = r.mounts[0];
-        warm = r.mounts.slice(1);
-        warmCpu = r.mounts_cpu.slice(1);
-      }
       cold.push(r.mounts[0]);
       coldCpu.push(r.mounts_cpu[0]);
+      coldWall.push(wall);
       imports.push(r.import_ms);
     }
-    // Later mounts in one KEEL_HOME (every `keel` command mounts every plugin): the manifest cache is warm.
+    const first = cold[0];
+    // Fresh process, warm cache: later mounts in one KEEL_HOME (every `keel` command mounts every plugin).
     const sharedHome = mkdtempSync(join(work, 'home-shared-'));
     child(driver, ['mount', ROOT, plugins], { BENCH_HOME: sharedHome });
     const cached: number[] = [];
-    for (let i = 0; i < RUNS; i++) cached.push((child(driver, ['mount', ROOT, plugins], { BENCH_HOME: sharedHome }) as MountOut).mounts[0]);
+    const cachedWall: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      bareNode();
+      const { out, wall } = timed(['mount', ROOT, plugins], { BENCH_HOME: sharedHome });
+      cached.push(out.mounts[0]);
+      cachedWall.push(wall);
+    }
+    // In-process: one process mounting fresh copies of the tree again and again (JIT warm, Keel's
+    // modules loaded, the entry modules not cached; a new KEEL_HOME, so no manifest cache).
+    const inProcess = timed(['mount', ROOT, plugins, ...copies], { BENCH_HOME: mkdtempSync(join(work, 'home-')) }).out;
+    const warm = inProcess.mounts.slice(1);
+    const warmCpu = inProcess.mounts_cpu.slice(1);
     const phase = (mode: string) => {
       const rs = Array.from({ length: RUNS }, () => child(driver, [mode, ROOT, plugins]) as { ms: number; cpu_ms: number });
       return { wall_ms: round(median(rs.map((r) => r.ms))), cpu_ms: round(median(rs.map((r) => r.cpu_ms))) };
@@ -302,6 +328,7 @@ function main(): void {
       tools,
       runs: RUNS,
       target_ms: TARGET_MS,
+      node_e0_ms: round(median(node)),
       first_ms: round(first),
       cold_ms: round(median(cold)),
       median_ms: round(median(cold)),
@@ -312,6 +339,16 @@ function main(): void {
       warm_ms: round(median(warm)),
       warm_cpu_ms: round(median(warmCpu)),
       within_target: median(cold) < TARGET_MS,
+      // Whole processes (spawn to exit: node start-up, Keel's imports, the mount), against bare node.
+      process: {
+        node_e0_ms: round(median(node)),
+        cold_ms: round(median(coldWall)),
+        cold_over_node_ms: round(median(coldWall) - median(node)),
+        cached_ms: round(median(cachedWall)),
+        cached_over_node_ms: round(median(cachedWall) - median(node)),
+      },
+      in_process_ms: round(median(warm)),
+      in_process_over_node_e0: round(median(warm) / median(node)),
       phases,
       import_keel_ms: round(median(imports)),
       cli_plugins_check_ms: round(median(cli)),
@@ -329,6 +366,17 @@ function main(): void {
     const f = (p: { wall_ms: number; cpu_ms: number }) => `${p.wall_ms} ms (cpu ${p.cpu_ms})`;
     console.log(
       `bench/mount: ${PLUGINS} plugins × ${TOOLS} tools = ${tools} tools, ${RUNS} fresh processes (node ${process.version}, ${result.cpus} cpus, load ${result.loadavg_1m})`,
+    );
+    const vsNode = (ms: number) => `${round(ms - median(node))} ms over bare node, ×${(ms / median(node)).toFixed(1)}`;
+    console.log(`  bare \`node -e 0\`   median ${result.node_e0_ms} ms (the same run, between the processes below)`);
+    console.log(
+      `  fresh process, empty cache: whole process ${result.process.cold_ms} ms (${vsNode(median(coldWall))}); mountPlugins ${result.cold_ms} ms`,
+    );
+    console.log(
+      `  fresh process, warm cache:  whole process ${result.process.cached_ms} ms (${vsNode(median(cachedWall))}); mountPlugins ${result.cached_ms} ms`,
+    );
+    console.log(
+      `  in-process (JIT warm, modules loaded): mountPlugins ${result.in_process_ms} ms (×${result.in_process_over_node_e0} bare node)`,
     );
     console.log(
       `  mountPlugins cold   median ${result.cold_ms} ms (cpu ${result.cold_cpu_ms}; first ${result.first_ms}, min ${result.cold_min_ms}, max ${result.cold_max_ms})  target < ${TARGET_MS} ms: ${result.within_target ? 'met' : 'MISSED'}`,
