@@ -146,7 +146,7 @@ export function renderRunShow(run: RunState): string {
     step = req.step;
     const avail = req.tools.filter((t) => t.available).length;
     out.push(
-      `step ${step}: ${req.tools.length} tools declared (${avail} available)${req.dropped.length ? `, ${req.dropped.length} left off: ${req.dropped.slice(0, 8).join(', ')}${req.dropped.length > 8 ? ', …' : ''}` : ''}${req.input_tokens ? `, ${req.input_tokens} input tokens` : ''}`,
+      `step ${step}: ${req.tools.length} tools declared (${avail} available)${req.dropped.length ? `, ${req.dropped.length} left off: ${req.dropped.slice(0, 8).join(', ')}${req.dropped.length > 8 ? ', …' : ''}` : ''}${req.input_tokens ? `, ${req.input_tokens} input tokens` : ''}${req.found?.length ? `; found by find_tools: ${req.found.join(', ')}` : ''}`,
     );
     for (const r of records.filter((x) => x.step === step)) out.push(renderCall(r));
   }

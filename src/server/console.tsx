@@ -608,6 +608,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
                 ))}
               </ul>
               {q.dropped.length > 0 && <p class="dropped">Left off the menu: {q.dropped.join(', ')}</p>}
+              {(q.found?.length ?? 0) > 0 && <p class="found">Found by find_tools: {q.found?.join(', ')}</p>}
             </details>
           ))}
         </section>

@@ -125,6 +125,8 @@ export const RunSchema = z.object({
       tools: z.array(z.object({ name: z.string(), description: z.string(), available: z.boolean() })),
       input_tokens: z.number().optional(),
       dropped: z.array(z.string()),
+      /** Declared because a find_tools search of this run found them. */
+      found: z.array(z.string()).optional(),
     }),
   ),
   steps: z.array(
