@@ -159,7 +159,7 @@ const styleArb = fc.record({
   comment: fc.boolean(),
   width: fc.integer({ min: 20, max: 90 }),
 });
-type Style = fc.RecordValue<typeof styleArb extends fc.Arbitrary<infer T> ? T : never>;
+type Style = typeof styleArb extends fc.Arbitrary<infer T> ? T : never;
 
 function scalarText(v: unknown, s: Style, indent: number): string {
   if (typeof v !== 'string') return String(v);
