@@ -4,10 +4,13 @@
  * its parent explicitly, so the tree holds without a context manager.
  *
  * Nothing is recorded unless an SDK is registered (`startTelemetryFromEnv`, or the embedding
- * application's own). Without one the API's no-op tracer answers the leg, and the children of a
- * span that does not record cost one check each: the engine calls these on every step.
+ * application's own). Until something registers with the OpenTelemetry API (which keeps its
+ * registrations on one global, whichever copy of the API made them), the API is not even loaded:
+ * every span is NO_SPAN, and the children of a span that does not record cost one check each —
+ * the engine calls these on every step, and a one-reply `keel run` should not pay for tracing.
  */
-import { type Attributes, context, INVALID_SPAN_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { createRequire } from 'node:module';
+import type { Attributes, Span } from '@opentelemetry/api';
 import type { Effect, Mode, Outcome } from '../types/index.js';
 import { KeelError } from './errors.js';
 import { redact } from './redact.js';
@@ -16,16 +19,44 @@ export type { Span };
 
 const AGENT = 'keel';
 
+type Api = typeof import('@opentelemetry/api');
+/** Where @opentelemetry/api 1.x keeps what is registered: set once anything registers. */
+const REGISTRY = Symbol.for('opentelemetry.js.api.1');
+let api: Api | undefined;
+
+/** The OpenTelemetry API, loaded (synchronously) the first time something is registered with it. */
+function otel(): Api | undefined {
+  if (api) return api;
+  if (!(globalThis as Record<symbol, unknown>)[REGISTRY]) return undefined;
+  api = createRequire(import.meta.url)('@opentelemetry/api') as Api;
+  return api;
+}
+
 /** Stands in for a span when nothing records: attributes and end() are no-ops. */
-export const NO_SPAN: Span = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+export const NO_SPAN: Span = {
+  spanContext: () => ({ traceId: '00000000000000000000000000000000', spanId: '0000000000000000', traceFlags: 0 }),
+  setAttribute: () => NO_SPAN,
+  setAttributes: () => NO_SPAN,
+  addEvent: () => NO_SPAN,
+  addLink: () => NO_SPAN,
+  addLinks: () => NO_SPAN,
+  setStatus: () => NO_SPAN,
+  updateName: () => NO_SPAN,
+  end: () => {},
+  isRecording: () => false,
+  recordException: () => {},
+};
+const ERROR = 2; // ERROR
+const INTERNAL = 0; // SpanKind.INTERNAL
+const CLIENT = 2; // SpanKind.CLIENT
 
 /** How a leg of a run began (RunLeg's entry points). */
 export type LegKind = 'start' | 'answer' | 'approval' | 'interruption' | 'recover' | 'cancel' | 'reopen';
 
 /** Looked up per span, not kept: a provider registered (or disabled) later is the one used. */
-const tracer = () => trace.getTracer('keel');
+const tracer = (a: Api) => a.trace.getTracer('keel');
 
-const under = (parent: Span) => trace.setSpan(context.active(), parent);
+const under = (a: Api, parent: Span) => a.trace.setSpan(a.context.active(), parent);
 
 interface ModelParts {
   provider: string;
@@ -63,9 +94,11 @@ export function modelParts(spec: string): ModelParts {
 
 /** One leg of a run: kind INTERNAL, a child of whatever span is active where the leg is driven. */
 export function startLegSpan(leg: LegKind, run: { id: string; session_id: string; mode: Mode }, modelSpec: string): Span {
+  const a = otel();
+  if (!a) return NO_SPAN;
   const m = modelParts(modelSpec);
-  return tracer().startSpan(`invoke_agent ${AGENT}`, {
-    kind: SpanKind.INTERNAL,
+  return tracer(a).startSpan(`invoke_agent ${AGENT}`, {
+    kind: INTERNAL,
     attributes: {
       'gen_ai.operation.name': 'invoke_agent',
       'gen_ai.agent.name': AGENT,
@@ -86,7 +119,7 @@ export function endLegSpan(span: Span, run: { status: string; reason: string | n
     if (run.reason) span.setAttribute('keel.run.reason', run.reason);
     if (run.status === 'failed') {
       span.setAttribute('error.type', run.reason ?? 'failed');
-      span.setStatus({ code: SpanStatusCode.ERROR, message: run.reason ?? undefined });
+      span.setStatus({ code: ERROR, message: run.reason ?? undefined });
     }
   }
   span.end();
@@ -105,7 +138,8 @@ export function startChatSpan(parent: Span, modelSpec: string): Span {
     attributes['server.address'] = m.server.address;
     if (m.server.port) attributes['server.port'] = m.server.port;
   }
-  return tracer().startSpan(`chat ${m.model}`, { kind: SpanKind.CLIENT, attributes }, under(parent));
+  const a = otel() as Api; // a recording parent means the API is loaded
+  return tracer(a).startSpan(`chat ${m.model}`, { kind: CLIENT, attributes }, under(a, parent));
 }
 
 /** Ends a model call's span with the tokens the provider reported (record an error first with recordError). */
@@ -120,10 +154,11 @@ export function endChatSpan(span: Span, usage: { input: number; output: number }
 /** One tool call, whatever becomes of it: kind INTERNAL. */
 export function startToolSpan(parent: Span, name: string, callId: string): Span {
   if (!parent.isRecording()) return NO_SPAN;
-  return tracer().startSpan(
+  const a = otel() as Api;
+  return tracer(a).startSpan(
     `execute_tool ${name}`,
     {
-      kind: SpanKind.INTERNAL,
+      kind: INTERNAL,
       attributes: {
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': name,
@@ -131,7 +166,7 @@ export function startToolSpan(parent: Span, name: string, callId: string): Span 
         'gen_ai.tool.type': 'function',
       },
     },
-    under(parent),
+    under(a, parent),
   );
 }
 
@@ -142,7 +177,7 @@ export function endToolSpan(span: Span, outcome: Outcome, isError: boolean, effe
     if (effect) span.setAttribute('keel.tool.effect', effect);
     if (isError) {
       span.setAttribute('error.type', outcome);
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      span.setStatus({ code: ERROR });
     }
   }
   span.end();
@@ -160,7 +195,7 @@ export function recordError(span: Span, err: unknown): void {
   const message = redact(err instanceof Error ? err.message : String(err));
   span.recordException({ name, message });
   span.setAttribute('error.type', name);
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.setStatus({ code: ERROR, message });
 }
 
 /** Where spans go: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as is, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces. */
@@ -198,6 +233,7 @@ export async function startTelemetryFromEnv(env: NodeJS.ProcessEnv): Promise<(()
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'keel' }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url }))],
   });
+  const { trace } = await import('@opentelemetry/api');
   if (!trace.setGlobalTracerProvider(provider)) {
     // Another provider is registered already (the embedding application's): it keeps the spans.
     await provider.shutdown().catch(() => {});
