@@ -1,5 +1,5 @@
 import { normalizeDeclaration, type ToolDeclarationInput } from '../manifest/schema.js';
-import type { MemoryStore, ToolDefinition, ToolSpec } from '../types/index.js';
+import type { MemoryStore, SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
 import { makeToolSpec } from './spec.js';
 
 /**
@@ -37,8 +37,15 @@ export const CORE_DECLARATIONS: Record<string, ToolDeclarationInput> = {
 export function coreTool<Args extends Record<string, unknown>>(def: ToolDefinition<Args>, extra: Partial<ToolSpec> = {}): ToolSpec {
   const decl = CORE_DECLARATIONS[def.name];
   if (!decl) throw new Error(`core tool ${def.name} has no declaration in CORE_DECLARATIONS`);
-  return { ...makeToolSpec(def as unknown as ToolDefinition, 'core', normalizeDeclaration(decl)), ...extra };
+  return { ...makeToolSpec(def as unknown as ToolDefinition, 'core', normalizeDeclaration(decl), CORE_SCHEMAS), ...extra };
 }
+
+/**
+ * The core's own parameter schemas are Keel's code, checked against the JSON Schema meta-schema by
+ * a test (test/tools/spec-parameters.test.ts), not on every start: making the core tools loads no
+ * validator until a call's arguments are checked.
+ */
+const CORE_SCHEMAS: SchemaVerdicts = { valid: () => true };
 
 const str = (description: string) => ({ type: 'string', description });
 

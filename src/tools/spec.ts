@@ -1,11 +1,21 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ErrorObject, ValidateFunction } from 'ajv';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
 import type { SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
 
-// One validator instance: compiled schemas are cached by it.
+// One validator instance: compiled schemas are cached by it. Made on first use (loading ajv costs
+// tens of milliseconds): a run whose manifests' verdicts are cached and that validates no call
+// never loads it.
 // addUsedSchema: false — tools are independent: two plugins may use the same `$id` in their
 // parameters without one refusing the other (schemas are not registered globally by id).
-const ajv = new Ajv({ allErrors: false, strict: false, coerceTypes: false, addUsedSchema: false });
+let instance: AjvClass | undefined;
+function ajv(): AjvClass {
+  if (!instance) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+    instance = new Ajv({ allErrors: false, strict: false, coerceTypes: false, addUsedSchema: false });
+  }
+  return instance;
+}
 
 /**
  * Keywords for which ajv's meta-schema check (plus compiling each `pattern`) refuses exactly what
@@ -81,15 +91,15 @@ function isPlainSchema(s: unknown, root = false): boolean {
 function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ValidateFunction {
   if (
     isPlainSchema(schema, true) &&
-    (checked ? checked.valid(schema, () => ajv.validateSchema(schema) as boolean) : ajv.validateSchema(schema))
+    (checked ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean) : ajv().validateSchema(schema))
   ) {
     let compiled: ValidateFunction | undefined;
     return () => {
-      compiled ??= ajv.compile(schema);
+      compiled ??= ajv().compile(schema);
       return compiled;
     };
   }
-  const compiled = ajv.compile(schema);
+  const compiled = ajv().compile(schema);
   return () => compiled;
 }
 

@@ -107,3 +107,19 @@ describe('R1/DESIGN: a parameters schema that does not compile is refused at reg
     assert.equal(spec.checkArgs({ a: 1 }), 'a must be string');
   });
 });
+
+test("R5: every core tool's parameters pass the JSON Schema meta-schema (the core trusts its own schemas at start)", async () => {
+  const { askUser, findTools, memoryTools, reportGoal, submitGoal, submitPlan } = await import('../../src/tools/builtins.js');
+  const { Subagents } = await import('../../src/subagents/delegates.js');
+  const noStore = {} as Parameters<typeof memoryTools>[0];
+  const delegates = new Subagents(
+    { delegates: [{ name: 'researcher', instructions: 'Look things up.', tools: [] }], max_concurrent: 2 } as never,
+    {} as never,
+  );
+  const specs = [askUser, findTools, submitPlan, submitGoal, reportGoal, ...memoryTools(noStore), ...delegates.tools()];
+  const names = specs.map((s) => s.name);
+  for (const n of ['ask_user', 'find_tools', 'memory_search', 'record_feedback', 'task', 'task_wait', 'task_list', 'task_stop'])
+    assert.ok(names.includes(n), `${n} checked`);
+  const ajv = new Ajv({ strict: false });
+  for (const s of specs) assert.equal(ajv.validateSchema({ type: 'object', ...s.parameters }), true, `${s.name}: ${ajv.errorsText()}`);
+});
