@@ -1,7 +1,8 @@
 /**
  * bench/prompt: what the shortlist (R23) saves and what it costs. The pool is the reference plugins
- * plus 200 generated tools from ordinary domains (bench/support/prompt-tools.ts); the requests and
- * the tools each needs are in bench/queries.yaml.
+ * (with the core's ask_user, memory tools and find_tools) plus 207 generated tools from ordinary
+ * domains (bench/support/prompt-tools.ts); the requests and the tools each needs are in
+ * bench/queries.yaml.
  *
  *   node --import tsx bench/prompt.ts [--rounds 10] [--budget-s 25] [--timing-pool 5000] [--no-write]
  *
@@ -14,6 +15,18 @@
  * p95 over --rounds passes over all requests, at most --budget-s seconds per pool); the shortlist's
  * ranking alone and buildMenu's own cost (a shortlist that picks nothing) are reported beside it,
  * and the index build time per pool apart. The machine's load average is recorded with them.
+ * These figures are over the plain requests, as before the hard kinds were added.
+ *
+ * The hard kinds (issue #18: paraphrases sharing no content word with the tool, story problems,
+ * requests in other languages), per kind:
+ * - recall of the shortlist alone: the requests whose every needed tool is on the menu;
+ * - recall of "shortlist, then one find_tools call" (R31): the model searches with the request's
+ *   restatement (written beside it in queries.yaml: what a model would search for); the search is
+ *   find_tools' own (findInPool: the shortlist's BM25F over every tool the mode lets the model see,
+ *   the five best not already on the menu); recalled when every needed tool is on the menu or found;
+ * - the extra model calls this costs: one per request whose menu lacked a needed tool.
+ * Paraphrases are checked to share no content word with the tools they need (prompt-queries.ts);
+ * any that do are reported as violations.
  *
  * Writes bench/results/prompt.json.
  */
@@ -21,17 +34,18 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FOUND_LIMIT } from '../src/loop/find-tools.js';
 import type { Registry } from '../src/plugin-host/host.js';
 import { mountPlugins } from '../src/plugin-host/host.js';
-import { buildMenu, keepAll, type Menu, type Shortlist } from '../src/prompt/menu.js';
+import { buildMenu, findInPool, keepAll, type Menu, type Shortlist } from '../src/prompt/menu.js';
 import { systemPrompt } from '../src/prompt/prompt.js';
 import { bm25Shortlist, toolCapFromEnv } from '../src/prompt/shortlist.js';
 import { countRequestTokens } from '../src/prompt/tokens.js';
 import { SqliteStore } from '../src/store/sqlite.js';
-import { askUser, memoryTools } from '../src/tools/builtins.js';
+import { askUser, findTools, memoryTools } from '../src/tools/builtins.js';
 import type { ToolSpec } from '../src/types/index.js';
-import { type LabelledRequest, loadQueries } from './support/prompt-queries.js';
-import { generatedTools } from './support/prompt-tools.js';
+import { HARD_KINDS, type Kind, type LabelledRequest, loadQueries, paraphraseViolations } from './support/prompt-queries.js';
+import { catalog, generatedTools } from './support/prompt-tools.js';
 import { now, summarize } from './support/timing.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,7 +57,7 @@ function arg(name: string, fallback: string): string {
 const ROUNDS = Number(arg('rounds', '10'));
 const BUDGET_MS = Number(arg('budget-s', '25')) * 1000;
 const TIMING_POOL = Number(arg('timing-pool', '5000'));
-const GENERATED = 200;
+const GENERATED = catalog().length;
 const WRITE = !process.argv.includes('--no-write');
 const TARGET = { ratio: 0.2, recall: 0.95, ms: 2 };
 const BUILDS = 5;
@@ -105,11 +119,35 @@ const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…`
 
 interface Row {
   request: string;
+  kind: Kind;
   needs: string[];
   menu_size: number;
   tokens: number;
   ratio: number;
   missing: string[];
+  /** Hard kinds: the restatement searched with, what find_tools returned, and what is still missing after it. */
+  restatement?: string;
+  found?: string[];
+  missing_after_find?: string[];
+}
+
+/** Per kind: the shortlist alone, and with one find_tools call where it missed. */
+function kindFigures(rows: readonly Row[]) {
+  const n = rows.length;
+  const needed = rows.reduce((k, r) => k + r.needs.length, 0);
+  const onMenu = needed - rows.reduce((k, r) => k + r.missing.length, 0);
+  const shortlistHit = rows.filter((r) => r.missing.length === 0).length;
+  const searched = rows.filter((r) => r.missing.length > 0);
+  const afterFind = rows.filter((r) => (r.missing_after_find ?? r.missing).length === 0).length;
+  return {
+    requests: n,
+    shortlist_recall: round(shortlistHit / n),
+    shortlist_tool_recall: round(onMenu / needed),
+    with_find_recall: round(afterFind / n),
+    extra_model_calls: searched.length,
+    extra_calls_per_request: round(searched.length / n),
+    rescued_by_find: afterFind - shortlistHit,
+  };
 }
 
 async function main(): Promise<void> {
@@ -118,12 +156,16 @@ async function main(): Promise<void> {
   const store = new SqliteStore(':memory:');
   let registry: Registry | undefined;
   try {
-    registry = await mountPlugins([join(ROOT, 'plugins')], { home, builtins: [askUser, ...memoryTools(store)] });
+    // The core tools a Keel run's pool has that concern the menu: find_tools is pinned on it above the cap (R31).
+    registry = await mountPlugins([join(ROOT, 'plugins')], { home, builtins: [askUser, ...memoryTools(store), findTools] });
     const reference = registry.pool;
     const pool = [...reference, ...generatedTools(GENERATED)];
     const names = new Set(pool.map((t) => t.name));
     if (names.size !== pool.length) throw new Error('a generated tool takes a reference tool name');
-    const queries = loadQueries(join(ROOT, 'bench', 'queries.yaml'), names);
+    const allQueries = loadQueries(join(ROOT, 'bench', 'queries.yaml'), names);
+    const queries = allQueries.filter((q) => q.kind === 'plain');
+    const hard = allQueries.filter((q) => q.kind !== 'plain');
+    const violations = paraphraseViolations(hard, new Map(pool.map((t) => [t.name, t])));
     const cap = toolCapFromEnv(process.env);
     const shortlist = bm25Shortlist(cap);
 
@@ -131,23 +173,46 @@ async function main(): Promise<void> {
     const all = menuFor(pool, '', keepAll);
     const allTokens = await tokensOf(all);
 
-    const rows: Row[] = [];
-    for (const q of queries) {
+    const measure = async (q: LabelledRequest): Promise<Row> => {
       const menu = menuFor(pool, q.request, shortlist);
       const on = new Set(menu.tools.map((t) => t.name));
       const tokens = await tokensOf(menu);
-      rows.push({
+      const row: Row = {
         request: q.request,
+        kind: q.kind,
         needs: q.needs,
         menu_size: menu.tools.length,
         tokens,
         ratio: tokens / allTokens,
         missing: q.needs.filter((n) => !on.has(n)),
-      });
-    }
+      };
+      if (q.restatement !== undefined) {
+        // What find_tools would return for the restatement, with this menu already declared.
+        const found = findInPool(pool, 'agent', q.restatement, FOUND_LIMIT, on).map((f) => f.tool.name);
+        Object.assign(row, {
+          restatement: q.restatement,
+          found,
+          missing_after_find: row.missing.filter((n) => !found.includes(n)),
+        });
+      }
+      return row;
+    };
+    const rows: Row[] = [];
+    for (const q of queries) rows.push(await measure(q));
+    const hardRows: Row[] = [];
+    for (const q of hard) hardRows.push(await measure(q));
+    const kinds = Object.fromEntries(HARD_KINDS.map((k) => [k, kindFigures(hardRows.filter((r) => r.kind === k))]));
+    const allHard = kindFigures(hardRows);
+    // The same plain requests on a pool without find_tools (before R31): what its pinned menu slot costs the shortlist.
+    const withoutFinder = pool.filter((t) => t.name !== findTools.name);
+    const missedWithoutFinder = queries.reduce((n, q) => {
+      const on = new Set(menuFor(withoutFinder, q.request, shortlist).tools.map((t) => t.name));
+      return n + q.needs.filter((x) => !on.has(x)).length;
+    }, 0);
     const needed = rows.reduce((n, r) => n + r.needs.length, 0);
     const found = needed - rows.reduce((n, r) => n + r.missing.length, 0);
     const recall = found / needed;
+    const recallWithoutFinder = (needed - missedWithoutFinder) / needed;
     const requestRecall = rows.filter((r) => r.missing.length === 0).length / rows.length;
     const meanRatio = rows.reduce((s, r) => s + r.ratio, 0) / rows.length;
     const meanTokens = rows.reduce((s, r) => s + r.tokens, 0) / rows.length;
@@ -175,12 +240,33 @@ async function main(): Promise<void> {
     const misses = rows.flatMap((r) => r.missing.map((tool) => ({ request: r.request, needed_tool: tool })));
     console.log(`\nmisses (${misses.length}):`);
     for (const m of misses) console.log(`  ${m.needed_tool.padEnd(28)} dropped for: ${m.request}`);
+    console.log(`\nhard kinds (${hard.length} requests): recall of the shortlist alone, and with one find_tools call on the restatement`);
+    console.log(`  ${'kind'.padEnd(12)} ${'n'.padStart(3)}  shortlist  +find_tools  extra model calls`);
+    for (const [k, f] of [...Object.entries(kinds), ['all hard', allHard] as const]) {
+      console.log(
+        `  ${k.padEnd(12)} ${String(f.requests).padStart(3)}  ${f.shortlist_recall.toFixed(3).padStart(9)}  ${f.with_find_recall.toFixed(3).padStart(11)}  ${f.extra_model_calls} (${f.extra_calls_per_request.toFixed(2)} per request)`,
+      );
+    }
+    const stillMissing = hardRows.filter((r) => (r.missing_after_find ?? []).length > 0);
+    console.log(`\nhard requests still missing a tool after find_tools (${stillMissing.length}):`);
+    for (const r of stillMissing) {
+      console.log(
+        `  [${r.kind}] ${clip(r.request, 70)} needs ${r.missing_after_find?.join(', ')}; "${r.restatement}" found ${r.found?.join(', ') || 'nothing'}`,
+      );
+    }
+    console.log(
+      `paraphrase check: ${violations.length === 0 ? 'every paraphrase shares no content word with the tools it needs' : `${violations.length} VIOLATIONS`}`,
+    );
+    for (const v of violations) console.log(`  ${v.tool}: "${v.request}" shares ${v.shared.map(([a, b]) => `${a}~${b}`).join(', ')}`);
     const ok = (pass: boolean) => (pass ? 'ok' : 'MISSED');
     console.log(
       `\nmean menu tokens ${Math.round(meanTokens)} of ${allTokens}: mean ratio ${meanRatio.toFixed(3)} (target ≤ ${TARGET.ratio}) ${ok(meanRatio <= TARGET.ratio)}`,
     );
     console.log(
       `needed-tool recall ${found}/${needed} = ${recall.toFixed(3)} (target ≥ ${TARGET.recall}) ${ok(recall >= TARGET.recall)}; requests with every needed tool ${requestRecall.toFixed(3)}`,
+    );
+    console.log(
+      `  (find_tools takes one of the cap's ${cap} places: without it in the pool, needed-tool recall ${needed - missedWithoutFinder}/${needed} = ${recallWithoutFinder.toFixed(3)})`,
     );
     const timing = (label: string, n: number, t: ReturnType<typeof menuTimes>, build: number, target: boolean) =>
       console.log(
@@ -210,6 +296,7 @@ async function main(): Promise<void> {
         needed_tools: needed,
         needed_tools_on_menu: found,
         request_recall: round(requestRecall),
+        recall_without_find_tools: round(recallWithoutFinder),
         timing_pool_size: big.length,
         shortlist_ms_median: round(timesBig.menu.median),
         shortlist_ms_p95: round(timesBig.menu.p95),
@@ -230,6 +317,26 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         targets: { mean_token_ratio_max: TARGET.ratio, recall_min: TARGET.recall, shortlist_ms_max: TARGET.ms },
         misses,
+        hard_kinds: {
+          definition:
+            'recall = requests whose every needed tool is on the menu (shortlist) or, after one find_tools call with the restatement, on the menu or among the five found; extra_model_calls = requests whose menu lacked a needed tool (one search each)',
+          find_limit: FOUND_LIMIT,
+          ...kinds,
+          all: allHard,
+          languages: Object.fromEntries(
+            [...new Set(hard.filter((q) => q.lang).map((q) => q.lang as string))].map((l) => [l, hard.filter((q) => q.lang === l).length]),
+          ),
+          paraphrase_violations: violations,
+        },
+        hard_requests: hardRows.map((r) => ({
+          request: r.request,
+          kind: r.kind,
+          needs: r.needs,
+          missing: r.missing,
+          restatement: r.restatement,
+          found: r.found,
+          missing_after_find: r.missing_after_find,
+        })),
         requests: rows.map((r) => ({
           request: r.request,
           needs: r.needs,

@@ -1,6 +1,6 @@
 /**
- * The generated half of bench/prompt's pool: 200 hand-described tools from ordinary SaaS and
- * consumer domains (bench/support/prompt-catalog-{a,b,c,d}.ts), turned into ToolSpecs here, and for the
+ * The generated half of bench/prompt's pool: 207 hand-described tools from ordinary SaaS and
+ * consumer domains (bench/support/prompt-catalog-{a,b,c,d,e}.ts), turned into ToolSpecs here, and for the
  * timing case as many more as asked for, as the same tools offered by other vendors (a pool of
  * 5,000 is what a workspace with a few dozen connected services looks like).
  *
@@ -14,6 +14,7 @@ import { CATALOG_A } from './prompt-catalog-a.js';
 import { CATALOG_B } from './prompt-catalog-b.js';
 import { CATALOG_C } from './prompt-catalog-c.js';
 import { CATALOG_D } from './prompt-catalog-d.js';
+import { CATALOG_E } from './prompt-catalog-e.js';
 
 const DECLARATIONS: Record<EffectCode, ToolDeclarationInput> = {
   r: { effect: 'read' },
@@ -73,9 +74,11 @@ function spec(t: CatalogTool, plugin: string, name = t.name, description = t.des
   return makeToolSpec({ name, description, parameters: parameters(t.params), execute: () => 'ok' }, plugin, decl);
 }
 
-/** The 200 catalog tools, with the domain each belongs to. */
+/** The catalog tools (207), with the domain each belongs to. */
 export function catalog(): { domain: string; tool: CatalogTool }[] {
-  return [...CATALOG_A, ...CATALOG_B, ...CATALOG_C, ...CATALOG_D].flatMap((d) => d.tools.map((tool) => ({ domain: d.domain, tool })));
+  return [...CATALOG_A, ...CATALOG_B, ...CATALOG_C, ...CATALOG_D, ...CATALOG_E].flatMap((d) =>
+    d.tools.map((tool) => ({ domain: d.domain, tool })),
+  );
 }
 
 // Vendor names for the copies: two syllables each, deterministic.
@@ -88,10 +91,10 @@ function vendor(k: number): string {
 const capital = (s: string) => s[0].toUpperCase() + s.slice(1);
 
 /**
- * `n` generated tools: the 200 catalog tools first, then (n > 200) the catalog again as offered by
+ * `n` generated tools: the catalog's tools first, then (n larger) the catalog again as offered by
  * other vendors (`kevilo_crm_search_contacts`, "… (Kevilo.)"), until there are `n`.
  */
-export function generatedTools(n = 200): ToolSpec[] {
+export function generatedTools(n = catalog().length): ToolSpec[] {
   const rows = catalog();
   const out: ToolSpec[] = [];
   for (let i = 0; i < n; i++) {
