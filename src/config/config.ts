@@ -1,17 +1,24 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { parse } from 'yaml';
-import { z } from 'zod';
+import type { z as Zod } from 'zod';
 import { KeelError } from '../util/errors.js';
+import { yamlParse } from '../util/yaml.js';
 
-const DelegateSchema = z.strictObject({
-  name: z.string().regex(/^[a-z0-9_-]+$/, 'lowercase letters, digits, - and _'),
-  description: z.string().optional(),
-  instructions: z.string().min(1),
-  tools: z.array(z.string()).min(1),
-  model: z.string().optional(),
-  max_steps: z.number().int().positive().optional(),
-});
+// The schemas are built on first use: most runs have no config file, and loading zod and yaml
+// costs tens of milliseconds on every `keel run`.
+const load = createRequire(import.meta.url);
+
+function delegateSchema(z: typeof Zod) {
+  return z.strictObject({
+    name: z.string().regex(/^[a-z0-9_-]+$/, 'lowercase letters, digits, - and _'),
+    description: z.string().optional(),
+    instructions: z.string().min(1),
+    tools: z.array(z.string()).min(1),
+    model: z.string().optional(),
+    max_steps: z.number().int().positive().optional(),
+  });
+}
 
 /** What `keel serve` can tell a webhook about (src/server/notify.ts sends them). */
 export const NOTIFY_EVENTS = ['approval_created', 'run_paused', 'run_failed'] as const;
@@ -36,54 +43,65 @@ const isHttpUrl = (s: string): boolean => {
  * webhook setting), and each delivery to that target then fails unsent — never unsigned — audited as
  * `webhook_failed`, with one warning on stderr.
  */
-const NotifyTargetSchema = z
-  .strictObject({
-    url: z.string().refine(isHttpUrl, 'must be an http:// or https:// URL'),
-    events: z
-      .array(z.enum(NOTIFY_EVENTS))
-      .min(1, `list at least one event (${NOTIFY_EVENTS.join(', ')}), or leave events out for all of them`)
-      .default([...NOTIFY_EVENTS]),
-    secret_env: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (letters, digits and _), not the secret itself')
-      .optional(),
-    secret: z.string().min(1, 'must not be empty').optional(),
-    /** Attempts after the first. */
-    retries: z.number().int().min(0).max(20).default(5),
-    /** The first retry's delay; it doubles each time, up to NOTIFY_MAX_BACKOFF_MS. */
-    backoff_ms: z.number().int().min(0).max(NOTIFY_MAX_BACKOFF_MS).default(500),
-    /** Per attempt, until the response's headers arrive. */
-    timeout_ms: z.number().int().positive().max(120_000).default(5000),
-  })
-  .superRefine((t, ctx) => {
-    if (t.secret === undefined && t.secret_env === undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['secret_env'],
-        message:
-          'a webhook target needs a signing secret: set secret_env to the name of an environment variable holding it (preferred), or secret',
-      });
-    else if (t.secret !== undefined && t.secret_env !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'give secret_env or secret, not both' });
-  });
-
-export const ConfigSchema = z.strictObject({
-  /** Operator rules per tool: checked, with positions, by src/policy/operator.ts. */
-  policy: z.unknown().optional(),
-  subagents: z
+function notifyTargetSchema(z: typeof Zod) {
+  return z
     .strictObject({
-      max_concurrent: z.number().int().positive().default(2),
-      delegates: z.array(DelegateSchema).default([]),
+      url: z.string().refine(isHttpUrl, 'must be an http:// or https:// URL'),
+      events: z
+        .array(z.enum(NOTIFY_EVENTS))
+        .min(1, `list at least one event (${NOTIFY_EVENTS.join(', ')}), or leave events out for all of them`)
+        .default([...NOTIFY_EVENTS]),
+      secret_env: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable (letters, digits and _), not the secret itself')
+        .optional(),
+      secret: z.string().min(1, 'must not be empty').optional(),
+      /** Attempts after the first. */
+      retries: z.number().int().min(0).max(20).default(5),
+      /** The first retry's delay; it doubles each time, up to NOTIFY_MAX_BACKOFF_MS. */
+      backoff_ms: z.number().int().min(0).max(NOTIFY_MAX_BACKOFF_MS).default(500),
+      /** Per attempt, until the response's headers arrive. */
+      timeout_ms: z.number().int().positive().max(120_000).default(5000),
     })
-    .optional(),
-  /** Webhooks `keel serve` calls when an approval waits, a run pauses or a run fails. */
-  notify: z.array(NotifyTargetSchema).optional(),
-});
+    .superRefine((t, ctx) => {
+      if (t.secret === undefined && t.secret_env === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['secret_env'],
+          message:
+            'a webhook target needs a signing secret: set secret_env to the name of an environment variable holding it (preferred), or secret',
+        });
+      else if (t.secret !== undefined && t.secret_env !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['secret'], message: 'give secret_env or secret, not both' });
+    });
+}
 
-export type KeelConfig = z.infer<typeof ConfigSchema>;
-export type DelegateConfig = z.infer<typeof DelegateSchema>;
+function configSchema(z: typeof Zod) {
+  return z.strictObject({
+    /** Operator rules per tool: checked, with positions, by src/policy/operator.ts. */
+    policy: z.unknown().optional(),
+    subagents: z
+      .strictObject({
+        max_concurrent: z.number().int().positive().default(2),
+        delegates: z.array(delegateSchema(z)).default([]),
+      })
+      .optional(),
+    /** Webhooks `keel serve` calls when an approval waits, a run pauses or a run fails. */
+    notify: z.array(notifyTargetSchema(z)).optional(),
+  });
+}
+
+let schema: ReturnType<typeof configSchema> | undefined;
+/** The config file's schema (zod), made the first time a config is read. */
+export function ConfigSchema(): ReturnType<typeof configSchema> {
+  schema ??= configSchema((load('zod') as typeof import('zod')).z);
+  return schema;
+}
+
+export type KeelConfig = Zod.infer<ReturnType<typeof configSchema>>;
+export type DelegateConfig = Zod.infer<ReturnType<typeof delegateSchema>>;
 /** One parsed webhook target (defaults filled in). */
-export type NotifyTarget = z.infer<typeof NotifyTargetSchema>;
+export type NotifyTarget = Zod.infer<ReturnType<typeof notifyTargetSchema>>;
 
 /** Keel's config file: KEEL_CONFIG, else KEEL_HOME/config.yaml; absent means defaults. */
 export function loadConfig(home: string, env: NodeJS.ProcessEnv): { file: string | null; config: KeelConfig } {
@@ -94,11 +112,11 @@ export function loadConfig(home: string, env: NodeJS.ProcessEnv): { file: string
   }
   let raw: unknown;
   try {
-    raw = parse(readFileSync(file, 'utf8')) ?? {};
+    raw = yamlParse(readFileSync(file, 'utf8')) ?? {};
   } catch (err) {
     throw new KeelError('config', `${file}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }
-  const parsed = ConfigSchema.safeParse(raw);
+  const parsed = ConfigSchema().safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
     throw new KeelError('config', `${file}: ${i.path.join('.') || '(top)'}: ${i.message}`);

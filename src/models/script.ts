@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parse } from 'yaml';
 import type { ToolCall } from '../types/index.js';
+import { yamlParse } from '../util/yaml.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './types.js';
 
 /**
@@ -22,7 +22,7 @@ export interface ScriptEntry {
 export function parseScript(text: string, where: string): ScriptEntry[] {
   let data: unknown;
   try {
-    data = parse(text);
+    data = yamlParse(text);
   } catch (err) {
     throw new ModelError(`${where}: the script is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }

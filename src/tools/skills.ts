@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { normalizeDeclaration, TOOL_NAME } from '../manifest/schema.js';
 import type { ToolSpec } from '../types/index.js';
+import { yamlParse } from '../util/yaml.js';
 import { makeToolSpec } from './spec.js';
 
 export interface SkillSet {
@@ -45,7 +45,7 @@ export function loadSkills(dir: string, pool: ReadonlyMap<string, ToolSpec>): Sk
     const m = FRONT.exec(readFileSync(file, 'utf8'));
     let meta: { name?: unknown; description?: unknown } = {};
     try {
-      meta = (m ? parse(m[1]) : {}) ?? {};
+      meta = (m ? yamlParse(m[1]) : {}) ?? {};
     } catch {
       out.notes.push(`skill ${f} skipped: its front matter is not valid YAML`);
       continue;

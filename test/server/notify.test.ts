@@ -66,7 +66,7 @@ async function receiver(t: TestContext, answer: (g: Got, n: number) => Answer = 
 
 /** A target as loadConfig would give it (defaults filled in by the real schema). */
 function target(fields: Record<string, unknown>): NotifyTarget {
-  const parsed = ConfigSchema.parse({ notify: [{ secret_env: 'KEEL_WEBHOOK_SECRET', ...fields }] });
+  const parsed = ConfigSchema().parse({ notify: [{ secret_env: 'KEEL_WEBHOOK_SECRET', ...fields }] });
   return (parsed.notify ?? [])[0];
 }
 
