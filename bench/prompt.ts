@@ -39,7 +39,7 @@ import type { Registry } from '../src/plugin-host/host.js';
 import { mountPlugins } from '../src/plugin-host/host.js';
 import { buildMenu, findInPool, keepAll, type Menu, type Shortlist } from '../src/prompt/menu.js';
 import { systemPrompt } from '../src/prompt/prompt.js';
-import { bm25Shortlist, toolCapFromEnv } from '../src/prompt/shortlist.js';
+import { bm25Shortlist, searchTools, toolCapFromEnv } from '../src/prompt/shortlist.js';
 import { countRequestTokens } from '../src/prompt/tokens.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { askUser, findTools, memoryTools } from '../src/tools/builtins.js';
@@ -125,6 +125,11 @@ interface Row {
   tokens: number;
   ratio: number;
   missing: string[];
+  /**
+   * Needed tools on the menu that share no term with the request: the ranking cannot have put them
+   * there; they are pinned, or came with the fill (R23: pool order, when nothing else fills the room).
+   */
+  unranked: string[];
   /** Hard kinds: the restatement searched with, what find_tools returned, and what is still missing after it. */
   restatement?: string;
   found?: string[];
@@ -147,6 +152,8 @@ function kindFigures(rows: readonly Row[]) {
     extra_model_calls: searched.length,
     extra_calls_per_request: round(searched.length / n),
     rescued_by_find: afterFind - shortlistHit,
+    // Shortlist hits owed to the fill or a pin rather than to the ranking.
+    shortlist_hits_unranked: rows.filter((r) => r.missing.length === 0 && r.unranked.length > 0).length,
   };
 }
 
@@ -161,11 +168,12 @@ async function main(): Promise<void> {
     const reference = registry.pool;
     const pool = [...reference, ...generatedTools(GENERATED)];
     const names = new Set(pool.map((t) => t.name));
+    const byName = new Map(pool.map((t) => [t.name, t]));
     if (names.size !== pool.length) throw new Error('a generated tool takes a reference tool name');
     const allQueries = loadQueries(join(ROOT, 'bench', 'queries.yaml'), names);
     const queries = allQueries.filter((q) => q.kind === 'plain');
     const hard = allQueries.filter((q) => q.kind !== 'plain');
-    const violations = paraphraseViolations(hard, new Map(pool.map((t) => [t.name, t])));
+    const violations = paraphraseViolations(hard, byName);
     const cap = toolCapFromEnv(process.env);
     const shortlist = bm25Shortlist(cap);
 
@@ -185,6 +193,7 @@ async function main(): Promise<void> {
         tokens,
         ratio: tokens / allTokens,
         missing: q.needs.filter((n) => !on.has(n)),
+        unranked: q.needs.filter((n) => on.has(n) && searchTools(pool, [byName.get(n) as ToolSpec], q.request, 1).length === 0),
       };
       if (q.restatement !== undefined) {
         // What find_tools would return for the restatement, with this menu already declared.
@@ -241,10 +250,10 @@ async function main(): Promise<void> {
     console.log(`\nmisses (${misses.length}):`);
     for (const m of misses) console.log(`  ${m.needed_tool.padEnd(28)} dropped for: ${m.request}`);
     console.log(`\nhard kinds (${hard.length} requests): recall of the shortlist alone, and with one find_tools call on the restatement`);
-    console.log(`  ${'kind'.padEnd(12)} ${'n'.padStart(3)}  shortlist  +find_tools  extra model calls`);
+    console.log(`  ${'kind'.padEnd(12)} ${'n'.padStart(3)}  shortlist (of which by fill or pin)  +find_tools  extra model calls`);
     for (const [k, f] of [...Object.entries(kinds), ['all hard', allHard] as const]) {
       console.log(
-        `  ${k.padEnd(12)} ${String(f.requests).padStart(3)}  ${f.shortlist_recall.toFixed(3).padStart(9)}  ${f.with_find_recall.toFixed(3).padStart(11)}  ${f.extra_model_calls} (${f.extra_calls_per_request.toFixed(2)} per request)`,
+        `  ${k.padEnd(12)} ${String(f.requests).padStart(3)}  ${f.shortlist_recall.toFixed(3).padStart(9)} (${String(f.shortlist_hits_unranked).padStart(2)} requests)           ${f.with_find_recall.toFixed(3).padStart(11)}  ${f.extra_model_calls} (${f.extra_calls_per_request.toFixed(2)} per request)`,
       );
     }
     const stillMissing = hardRows.filter((r) => (r.missing_after_find ?? []).length > 0);
@@ -333,6 +342,7 @@ async function main(): Promise<void> {
           kind: r.kind,
           needs: r.needs,
           missing: r.missing,
+          unranked: r.unranked,
           restatement: r.restatement,
           found: r.found,
           missing_after_find: r.missing_after_find,
