@@ -3,7 +3,7 @@
  * at 2,000 pool tools, against pi-agent-core's `Agent` running the same conversation in the same
  * process.
  *
- *   node --import tsx bench/loop.ts [--runs 200] [--warmup 40] [--steps 10] [--tools 20,2000] [--only keel|pi]
+ *   node --import tsx bench/loop.ts [--runs 600] [--warmup 60] [--steps 10] [--tools 20,2000] [--only keel|pi]
  *     [--stores none,sqlite-memory,sqlite-file] [--mem-runs 40] [--block 1] [--groups 10] [--keel dist|src]
  *     [--no-write] [--baseline DIR]
  *
@@ -35,7 +35,9 @@
  * --baseline DIR: another checkout of Keel (e.g. `git worktree add /tmp/keel-before REV`, with its
  * node_modules) runs the same conversation with its own engine and store in this process, its runs
  * interleaved with this checkout's, and the table adds `keel-baseline` rows and the ratio of this
- * checkout to the baseline for each case (< 1: this checkout spends less per step).
+ * checkout to the baseline for each case (< 1: this checkout spends less per step). The baseline's
+ * code is loaded as --keel says when its bench support can (it has loadKeelCode); an older checkout's
+ * runs through tsx, so compare it with --keel src.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -67,8 +69,8 @@ function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
-const RUNS = Number(arg('runs', '200'));
-const WARMUP = Number(arg('warmup', '40'));
+const RUNS = Number(arg('runs', '600'));
+const WARMUP = Number(arg('warmup', '60'));
 const STEPS = Number(arg('steps', '10'));
 const TOOL_COUNTS = arg('tools', '20,2000').split(',').map(Number);
 const ONLY = arg('only', '');
