@@ -44,12 +44,14 @@ test('npm pack ships the examples and no tests; the tarball installed elsewhere 
   const demo = spawnSync(join(project, 'node_modules', '.bin', 'keel'), ['demo'], { cwd: project, env, encoding: 'utf8' });
   assert.equal(demo.status, 0, demo.stdout + demo.stderr);
   assert.match(demo.stdout, /10 passed, 0 failed/);
+  // The installed CLI runs the compiled reference plugins (no TypeScript loader).
+  assert.ok(files.includes('package/dist/plugins/calendar/index.js'));
 
   writeFileSync(
     join(project, 'use.mjs'),
-    "import { Keel, defineTool } from 'keel';\nimport { mountForTest } from 'keel/testing';\nconsole.log(typeof Keel, typeof defineTool, typeof mountForTest);\n",
+    "import { Keel, defineTool } from 'keel';\nimport { mountForTest } from 'keel/testing';\nimport { RunLeg } from 'keel/internals';\nconsole.log(typeof Keel, typeof defineTool, typeof mountForTest, typeof RunLeg);\n",
   );
   const lib = spawnSync(process.execPath, ['use.mjs'], { cwd: project, env, encoding: 'utf8' });
   assert.equal(lib.status, 0, lib.stderr);
-  assert.equal(lib.stdout.trim(), 'function function function');
+  assert.equal(lib.stdout.trim(), 'function function function function');
 });
