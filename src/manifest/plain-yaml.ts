@@ -111,9 +111,9 @@ export function parsePlainYaml(text: string): Record<string, unknown> | undefine
     const root = r.mapping(0);
     if (r.nextContent() !== undefined) return undefined;
     return root;
-  } catch (err) {
-    if (err instanceof NotPlain) return undefined;
-    throw err;
+  } catch {
+    // NotPlain, or anything unforeseen (a stack too deep for a hostile nesting): the full parser decides.
+    return undefined;
   }
 }
 
