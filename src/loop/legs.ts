@@ -21,18 +21,31 @@ export interface StartInput {
   notes?: readonly string[];
 }
 
+/**
+ * What a leg is, for a job queue (#15): a process that does not drive a leg hands its run to the
+ * queue with this, and a worker takes the leg up again from it (`queuedLeg`).
+ */
+export type LegJob =
+  | { kind: 'start' }
+  | { kind: 'answer'; seq: number; answer: Answer }
+  | { kind: 'approval'; approval_id: string }
+  | { kind: 'continue' };
+
 /** A leg whose run is started or claimed: `drive()` works it (once) until it ends or pauses. */
 export interface Leg {
   readonly run_id: string;
   readonly session_id: string;
+  /** What this leg is, should it be handed to a queue instead of driven here. */
+  readonly job: LegJob;
   drive(): AsyncGenerator<LoopEvent, RunResult>;
 }
 
-function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, RunResult>, deps: EngineDeps): Leg {
+function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, RunResult>, deps: EngineDeps, job: LegJob): Leg {
   let driven = false;
   return {
     run_id: run.state.id,
     session_id: run.state.session_id,
+    job,
     drive() {
       if (driven) throw new KeelError('conflict', `run ${run.state.id}: this leg was already driven`);
       driven = true;
@@ -58,7 +71,7 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
     deps.store,
     deps.now,
   );
-  return leg(run, (l) => l.start(), deps);
+  return leg(run, (l) => l.start(), deps, { kind: 'start' });
 }
 
 /** Streaming API: every event as it happens, ending with the run's result. */
@@ -83,7 +96,7 @@ function storeOf(deps: EngineDeps): NonNullable<EngineDeps['store']> {
 /** The answer becomes the ask_user call's result (same call id); the run continues. */
 export async function answerLeg(deps: EngineDeps, runId: string, answer: Answer): Promise<Leg> {
   const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, answer, deps.now);
-  return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps);
+  return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps, { kind: 'answer', seq: pause.seq, answer });
 }
 
 export async function* streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
@@ -96,7 +109,7 @@ export async function* streamResume(deps: EngineDeps, runId: string, answer: Ans
  */
 export async function approvalLeg(deps: EngineDeps, approval: ApprovalRecord): Promise<Leg> {
   const { run, pause } = await RunWriter.claimForApproval(storeOf(deps), approval, deps.now);
-  return leg(run, (l) => l.continueAfterApproval(pause, approval), deps);
+  return leg(run, (l) => l.continueAfterApproval(pause, approval), deps, { kind: 'approval', approval_id: approval.id });
 }
 
 export async function* streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
@@ -121,9 +134,35 @@ export async function continueLeg(deps: EngineDeps, runId: string): Promise<Leg>
   }
   const run = await RunWriter.claimStalled(store, runId, deps.now);
   const pause = run.state.pause;
-  if (run.state.status === 'paused' && pause?.kind === 'interrupted') return leg(run, (l) => l.continueAfterInterruption(), deps);
-  if (pause?.kind === 'ask_user') return leg(run, (l) => l.reopenQuestion(), deps);
-  return leg(run, (l) => l.recover(), deps);
+  const job: LegJob = { kind: 'continue' };
+  if (run.state.status === 'paused' && pause?.kind === 'interrupted') return leg(run, (l) => l.continueAfterInterruption(), deps, job);
+  if (pause?.kind === 'ask_user') return leg(run, (l) => l.reopenQuestion(), deps, job);
+  return leg(run, (l) => l.recover(), deps, job);
+}
+
+/**
+ * A leg a worker takes from the queue (#15): the run was handed over (no owner) by the process that
+ * started or claimed it, with what to do. The run is taken (atomically: one worker gets it), then
+ * the leg goes on exactly as it would have there. A start or an answer whose run is no longer
+ * waiting for it is refused (another process carried it on).
+ */
+export async function queuedLeg(deps: EngineDeps, runId: string, job: Exclude<LegJob, { kind: 'approval' | 'continue' }>): Promise<Leg> {
+  const store = storeOf(deps);
+  const s = await store.loadRun(runId);
+  if (!s) throw new KeelError('not_found', `no run ${runId} in the store`);
+  if (s.status !== 'running' || s.owner !== null) {
+    throw new KeelError('conflict', `run ${runId} is not waiting in the queue (status ${s.status}, held by ${s.owner ?? 'no one'})`);
+  }
+  if (job.kind === 'answer') {
+    const pause = s.pause;
+    if (pause?.kind !== 'ask_user' || pause.seq !== job.seq)
+      throw new KeelError('conflict', `run ${runId} no longer waits at question ${job.seq}`);
+    const run = await RunWriter.claimStalled(store, runId, deps.now);
+    return leg(run, (l) => l.continueAfterAnswer(pause, job.answer), deps, job);
+  }
+  if (s.pause || s.steps.length || s.model_calls) throw new KeelError('conflict', `run ${runId} has started already`);
+  const run = await RunWriter.claimStalled(store, runId, deps.now);
+  return leg(run, (l) => l.start(), deps, job);
 }
 
 export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
@@ -133,5 +172,5 @@ export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGen
 /** `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused. */
 export async function* streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
   const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
-  return yield* leg(run, (l) => l.cancel(why), deps).drive();
+  return yield* leg(run, (l) => l.cancel(why), deps, { kind: 'continue' }).drive();
 }

@@ -96,4 +96,14 @@ CREATE INDEX run_events_type ON run_events (type, id);
 CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls BIGINT NOT NULL);
 `,
   },
+  {
+    version: 2,
+    name: 'run_leases',
+    sql: `
+-- A run being worked is held by a lease its process renews; a run whose lease ran out is taken over
+-- by a worker (its leg re-queued), never by two.
+ALTER TABLE runs ADD COLUMN lease_until TIMESTAMPTZ;
+CREATE INDEX runs_lease ON runs (lease_until) WHERE status = 'running';
+`,
+  },
 ];

@@ -7,6 +7,7 @@
  * migrate once). Everything a method writes is one transaction or one statement.
  */
 import pg from 'pg';
+import PgBoss from 'pg-boss';
 import type {
   ApprovalRecord,
   ApprovalStatus,
@@ -35,6 +36,7 @@ type Queryable = Pick<pg.PoolClient, 'query'>;
 /** Advisory lock keys (first half): migrations, and the journal's append order. */
 const LOCK_MIGRATE = 0x6b65656c; // 'keel'
 const LOCK_JOURNAL = 0x6b65656d;
+const LOCK_QUEUE = 0x6b65656e;
 /** The channel journal appends notify on (payload: `SCHEMA RUN_ID`). */
 const EVENTS_CHANNEL = 'keel_events';
 
@@ -230,7 +232,19 @@ export async function migrationStatus(
 export interface PostgresStoreOptions {
   /** Pool size (default 10). */
   max?: number;
+  /** How long a run's lease lasts without renewal (default 30 s; KEEL_LEASE_MS). */
+  leaseMs?: number;
 }
+
+/** What a worker is to do with a run handed to the queue (#15): one leg. */
+export type LegJob =
+  | { kind: 'start' }
+  | { kind: 'answer'; seq: number; answer: { text: string; confirm?: boolean } }
+  | { kind: 'approval'; approval_id: string }
+  | { kind: 'continue' };
+
+/** The job queue's name, in pg-boss. */
+export const LEG_QUEUE = 'keel-legs';
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
@@ -240,6 +254,14 @@ export class PostgresStore implements Store {
   private closed = false;
   /** Hashes of blobs this process knows are stored (the table is content-addressed, rows never deleted). */
   private readonly knownBlobs = new Set<string>();
+  /** How long a lease lasts without renewal. */
+  readonly leaseMs: number;
+  /** Runs this store holds (claimed or created running), with the owner that holds them: their leases are renewed. */
+  private readonly held = new Map<string, string>();
+  /** Runs this store held and lost (their lease ran out and another process took them): never saved from here again. */
+  private readonly lost = new Set<string>();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private boss: Promise<PgBoss> | undefined;
 
   constructor(url: string | PostgresTarget, o: PostgresStoreOptions = {}) {
     this.target = typeof url === 'string' ? parsePostgresUrl(url) : url;
@@ -250,6 +272,7 @@ export class PostgresStore implements Store {
       application_name: 'keel',
       options: `-c search_path=${this.target.schema}`,
     });
+    this.leaseMs = o.leaseMs ?? 30_000;
     // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
     this.pool.on('error', () => {});
   }
@@ -342,12 +365,19 @@ export class PostgresStore implements Store {
    */
   private async writeRun(c: Queryable, run: RunState, blobsAdded: string[]): Promise<void> {
     const had = (
-      await c.query<{ messages: number; steps: number; requests: number }>(
-        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests FROM runs WHERE id = $1 FOR UPDATE',
+      await c.query<{ messages: number; steps: number; requests: number; owner: string | null }>(
+        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests, owner FROM runs WHERE id = $1 FOR UPDATE',
         [run.id],
       )
     ).rows[0];
     if (!had) throw new Error(`run ${run.id} is not in the store: it cannot be saved`);
+    // A run this process held and another took over (its lease ran out) is not written from here.
+    const holder = this.held.get(run.id);
+    if (this.lost.has(run.id) || (holder !== undefined && had.owner !== holder)) {
+      this.lost.add(run.id);
+      this.held.delete(run.id);
+      throw new KeelError('conflict', `run ${run.id} was taken over by ${had.owner ?? 'the queue'}: this process lost its lease`);
+    }
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
@@ -406,7 +436,8 @@ export class PostgresStore implements Store {
     }
     await c.query(
       `UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
-        warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16 WHERE id=$1`,
+        warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
+        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END WHERE id=$1`,
       [
         run.id,
         run.status,
@@ -424,6 +455,7 @@ export class PostgresStore implements Store {
         now.messages,
         now.steps,
         now.requests,
+        this.leaseMs,
       ],
     );
   }
@@ -436,6 +468,7 @@ export class PostgresStore implements Store {
   }
 
   async createRun(run: RunState): Promise<void> {
+    if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
     await this.runWrite(async (c, added) => {
       await c.query(
         `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
@@ -448,6 +481,7 @@ export class PostgresStore implements Store {
 
   async saveRun(run: RunState): Promise<void> {
     await this.runWrite((c, added) => this.writeRun(c, run, added));
+    if (run.status !== 'running') this.held.delete(run.id);
   }
 
   /** Saves a run inside a transaction someone else holds (a worker queues the run's next leg in it). */
@@ -533,18 +567,146 @@ export class PostgresStore implements Store {
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
     const r = await this.q(
-      "UPDATE runs SET status = 'running', owner = $1, updated_at = $2 WHERE id = $3 AND status = 'paused' AND pause_seq = $4",
-      [owner, new Date().toISOString(), runId, seq],
+      `UPDATE runs SET status = 'running', owner = $1, updated_at = $2, lease_until = now() + $5 * interval '1 millisecond'
+       WHERE id = $3 AND status = 'paused' AND pause_seq = $4`,
+      [owner, new Date().toISOString(), runId, seq, this.leaseMs],
     );
+    if (r.rowCount === 1) this.hold(runId, owner);
     return r.rowCount === 1;
   }
 
   async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
     const r = await this.q(
-      "UPDATE runs SET owner = $1, updated_at = $2 WHERE id = $3 AND status = 'running' AND pause_seq = $4 AND owner IS NOT DISTINCT FROM $5",
-      [owner, new Date().toISOString(), runId, seq, deadOwner],
+      `UPDATE runs SET owner = $1, updated_at = $2, lease_until = now() + $6 * interval '1 millisecond'
+       WHERE id = $3 AND status = 'running' AND pause_seq = $4 AND owner IS NOT DISTINCT FROM $5`,
+      [owner, new Date().toISOString(), runId, seq, deadOwner, this.leaseMs],
     );
+    if (r.rowCount === 1) this.hold(runId, owner);
     return r.rowCount === 1;
+  }
+
+  /** This process holds a run: its lease is renewed until the run pauses, ends or is handed to the queue. */
+  private hold(runId: string, owner: string): void {
+    this.held.set(runId, owner);
+    this.lost.delete(runId);
+    if (!this.heartbeat && !this.closed) {
+      this.heartbeat = setInterval(
+        () => {
+          this.renewLeases().catch(() => {});
+        },
+        Math.max(50, Math.floor(this.leaseMs / 3)),
+      );
+      this.heartbeat.unref();
+    }
+  }
+
+  /** Renews the leases of the runs this process holds; a run another process took is marked lost. */
+  async renewLeases(): Promise<void> {
+    if (!this.held.size) return;
+    const entries = [...this.held];
+    const r = await this.q<{ id: string }>(
+      `UPDATE runs SET lease_until = now() + $3 * interval '1 millisecond'
+       WHERE (id, owner) IN (SELECT * FROM unnest($1::text[], $2::text[])) AND status = 'running' RETURNING id`,
+      [entries.map((e) => e[0]), entries.map((e) => e[1]), this.leaseMs],
+    );
+    const kept = new Set(r.rows.map((x) => x.id));
+    for (const [id, owner] of entries) {
+      if (kept.has(id) || this.held.get(id) !== owner) continue;
+      this.held.delete(id);
+      // Gone from 'running' by this process's own save is not a loss; a changed owner is.
+      const now = (await this.q<{ owner: string | null; status: string }>('SELECT owner, status FROM runs WHERE id = $1', [id])).rows[0];
+      if (now?.status === 'running' && now.owner !== owner) this.lost.add(id);
+    }
+  }
+
+  /** Stops renewing a run's lease (its leg failed here): once it runs out, a worker takes the run over. */
+  release(runId: string): void {
+    this.held.delete(runId);
+  }
+
+  /** The job queue in this database (pg-boss), started on first use. */
+  queue(): Promise<PgBoss> {
+    this.boss ??= (async () => {
+      await this.ensureReady();
+      const boss = new PgBoss({
+        connectionString: this.target.connectionString,
+        schema: this.target.schema === 'public' ? 'pgboss' : `${this.target.schema}_boss`,
+        max: 4,
+        application_name: 'keel-queue',
+      });
+      boss.on('error', () => {});
+      // Processes starting together install the queue's schema and create the queue one at a time.
+      const lock = await this.pool.connect();
+      try {
+        await lock.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_QUEUE, this.target.schema]);
+        await boss.start();
+        // A leg's recovery is Keel's (leases), not the queue's: a job is tried once; a leg may run for hours.
+        if (!(await boss.getQueue(LEG_QUEUE)))
+          await boss.createQueue(LEG_QUEUE, { name: LEG_QUEUE, retryLimit: 0, expireInSeconds: 4 * 3600 });
+      } catch (err) {
+        await boss.stop({ graceful: false, wait: false }).catch(() => {});
+        throw err;
+      } finally {
+        await lock.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_QUEUE, this.target.schema]).catch(() => {});
+        lock.release();
+      }
+      return boss;
+    })().catch((err) => {
+      this.boss = undefined;
+      throw explainPgError(err, this.target.shown);
+    });
+    return this.boss;
+  }
+
+  /**
+   * Hands a run this process holds to the queue: in one transaction, the run is released (no owner,
+   * no lease) and its leg is queued as a job — so the leg is never lost and never queued twice.
+   * False when the run is not held by `owner` any more (another process has it).
+   */
+  async handOff(runId: string, owner: string, job: LegJob): Promise<boolean> {
+    const boss = await this.queue();
+    const done = await this.transaction(async (c) => {
+      const r = await c.query("UPDATE runs SET owner = NULL, lease_until = NULL WHERE id = $1 AND status = 'running' AND owner = $2", [
+        runId,
+        owner,
+      ]);
+      if (r.rowCount !== 1) return false;
+      await boss.send(LEG_QUEUE, { run_id: runId, ...job }, { db: { executeSql: (text, values) => c.query(text, values) } });
+      return true;
+    });
+    if (done) this.held.delete(runId);
+    return done;
+  }
+
+  /**
+   * Runs whose lease ran out (their process died or was cut off): each is released and queued to be
+   * taken over, in one transaction, at most once. Returns their ids.
+   */
+  async reapExpired(limit = 100): Promise<string[]> {
+    const due = (
+      await this.q<{ id: string; owner: string | null }>(
+        "SELECT id, owner FROM runs WHERE status = 'running' AND lease_until < now() ORDER BY lease_until LIMIT $1",
+        [limit],
+      )
+    ).rows;
+    if (!due.length) return [];
+    const boss = await this.queue();
+    const out: string[] = [];
+    for (const { id, owner } of due) {
+      const taken = await this.transaction(async (c) => {
+        const r = await c.query(
+          `UPDATE runs SET owner = NULL, lease_until = NULL
+           WHERE id = $1 AND status = 'running' AND owner IS NOT DISTINCT FROM $2 AND lease_until < now()`,
+          [id, owner],
+        );
+        if (r.rowCount !== 1) return false;
+        const job: LegJob = { kind: 'continue' };
+        await boss.send(LEG_QUEUE, { run_id: id, ...job }, { db: { executeSql: (text, values) => c.query(text, values) } });
+        return true;
+      });
+      if (taken) out.push(id);
+    }
+    return out;
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
@@ -815,6 +977,10 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.heartbeat);
+    const boss = this.boss;
+    this.boss = undefined;
+    if (boss) await (await boss.catch(() => undefined))?.stop({ graceful: false, wait: true, timeout: 5000 });
     await this.pool.end();
   }
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import pg from 'pg';
 import { MIGRATIONS } from '../../src/store/pg-migrations.js';
-import { migrate, migrationStatus, PostgresStore, parsePostgresUrl } from '../../src/store/postgres.js';
+import { LEG_QUEUE, migrate, migrationStatus, PostgresStore, parsePostgresUrl } from '../../src/store/postgres.js';
 import type { RunState } from '../../src/types/index.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 import { at, sampleRun, storeConformance } from './conformance.js';
@@ -123,4 +123,52 @@ test('postgres: S4 a bad URL is refused at once; an unreachable database is one 
       !/secret/.test(e.message),
   );
   await store.close();
+});
+
+test('postgres: S4 leases — a held run is renewed; handed to the queue it is released and its leg queued once, in one transaction', async (t) => {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const a = new PostgresStore(url, { leaseMs: 1500 });
+  t.after(() => a.close());
+  await a.createRun(sampleRun('run-1', { status: 'running', reason: null, pause: null, owner: 'host-a:1' }));
+  await new Promise((r) => setTimeout(r, 3500)); // longer than the lease: the heartbeat keeps it
+  assert.deepEqual(await a.reapExpired(), [], 'a renewed lease is not reaped');
+  assert.equal(await a.handOff('run-1', 'host-b:2', { kind: 'start' }), false, 'only the holder hands a run off');
+  assert.equal(await a.handOff('run-1', 'host-a:1', { kind: 'start' }), true);
+  assert.equal(await a.handOff('run-1', 'host-a:1', { kind: 'start' }), false, 'a second hand-off queues nothing');
+  assert.equal((await a.loadRun('run-1'))?.owner, null, 'released: no owner');
+  const boss = await a.queue();
+  const jobs = await boss.fetch<{ run_id: string; kind: string }>(LEG_QUEUE, { batchSize: 10 });
+  assert.deepEqual(
+    jobs.map((j) => [j.data.run_id, j.data.kind]),
+    [['run-1', 'start']],
+  );
+});
+
+test('postgres: S4 leases — a run whose holder stopped renewing is reaped once: released and queued to be taken over; the old holder can no longer save it', async (t) => {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const dead = new PostgresStore(url, { leaseMs: 300 });
+  const other = new PostgresStore(url, { leaseMs: 300 });
+  t.after(() => Promise.all([dead.close(), other.close()]));
+  const run = sampleRun('run-1', { status: 'running', reason: null, pause: null, owner: 'host-a:1' });
+  await dead.createRun(structuredClone(run));
+  dead.release('run-1'); // its process stops renewing (as a process that died would)
+  await new Promise((r) => setTimeout(r, 600));
+  const reaped = await Promise.all([other.reapExpired(), other.reapExpired(), dead.reapExpired()]);
+  assert.deepEqual(reaped.flat(), ['run-1'], 'reaped exactly once, whoever looks');
+  const jobs = await (await other.queue()).fetch<{ run_id: string; kind: string }>(LEG_QUEUE, { batchSize: 10 });
+  assert.deepEqual(
+    jobs.map((j) => [j.data.run_id, j.data.kind]),
+    [['run-1', 'continue']],
+  );
+  // A worker takes it over; the old holder, still holding it in its mind, is refused.
+  assert.equal(await other.takeOver('run-1', run.pause_seq, null, 'host-b:2'), true);
+  const held = new PostgresStore(url, { leaseMs: 300 });
+  t.after(() => held.close());
+  await held.createRun(sampleRun('run-2', { status: 'running', reason: null, pause: null, owner: 'host-c:3' }));
+  assert.equal(await other.takeOver('run-2', 1, 'host-c:3', 'host-b:2'), true, 'taken over while its holder lives on');
+  const stale = (await held.loadRun('run-2')) as RunState;
+  stale.owner = 'host-c:3';
+  stale.model_calls = 9;
+  await assert.rejects(held.saveRun(stale), /was taken over by host-b:2/);
+  assert.equal((await other.loadRun('run-2'))?.model_calls, 2, 'nothing was written');
 });
