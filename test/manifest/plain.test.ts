@@ -494,7 +494,7 @@ test('M6: a parameter schema the plain check calls valid is valid for ajv (draft
   }
 });
 
-test('M6: mounting plugins whose manifests are plain never loads the yaml package', () => {
+test('M6: mounting plugins whose manifests and parameter schemas are plain loads neither yaml nor ajv', () => {
   const script = `
     import { createRequire } from 'node:module';
     import { mkdtempSync } from 'node:fs';
@@ -503,13 +503,15 @@ test('M6: mounting plugins whose manifests are plain never loads the yaml packag
     const { mountPlugins } = await import(${JSON.stringify(join(ROOT, 'src', 'plugin-host', 'host.ts'))});
     const home = mkdtempSync(join(tmpdir(), 'keel-plain-'));
     const reg = await mountPlugins([${JSON.stringify(join(ROOT, 'plugins'))}], { home });
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => /node_modules\\/yaml\\//.test(k));
-    process.stdout.write(JSON.stringify({ plugins: reg.plugins.map((p) => p.status), yaml: loaded.length }));
+    const loaded = (name) => Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('/node_modules/' + name + '/')).length;
+    process.stdout.write(JSON.stringify({ plugins: reg.plugins.map((p) => p.status), yaml: loaded('yaml'), ajv: loaded('ajv') }));
     await reg.close();
   `;
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  const out = JSON.parse(r.stdout) as { plugins: string[]; yaml: number };
+  const out = JSON.parse(r.stdout) as { plugins: string[]; yaml: number; ajv: number };
   assert.ok(out.plugins.length >= 5 && out.plugins.every((s) => s === 'loaded'), JSON.stringify(out.plugins));
   assert.equal(out.yaml, 0, 'the yaml package was loaded by a mount of plain manifests');
+  // …and plain parameter schemas are checked without ajv (which loads on first use: src/tools/spec.ts).
+  assert.equal(out.ajv, 0, 'ajv was loaded by a mount of plugins whose parameter schemas are plain');
 });
