@@ -10,6 +10,7 @@ import { keelHome } from '../config/paths.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
 import type { Io } from './main.js';
+import { registerWorker } from './worker-command.js';
 
 /** What the store setting names: a PostgreSQL URL, or the SQLite file. */
 function storeSpec(io: Io): { postgres: string } | { sqlite: string } {
@@ -37,11 +38,17 @@ export function registerDb(program: Command, io: Io): void {
     '--store <url>',
     'the store: postgres://USER:PASSWORD@HOST:PORT/DATABASE (shared by servers and workers) or sqlite:PATH; default KEEL_STORE, else KEEL_HOME/keel.db',
   );
-  // Every command opens the store through KEEL_STORE: --store sets it for this process.
+  program.option(
+    '--work',
+    'keel serve on a PostgreSQL store: also drive the legs it queues, as a worker does (default: workers drive them)',
+  );
+  // Every command opens the store through KEEL_STORE: --store sets it for this process (--work, KEEL_SERVE_WORK).
   program.hook('preAction', () => {
-    const store = program.opts<{ store?: string }>().store;
-    if (store !== undefined) io.env.KEEL_STORE = store;
+    const o = program.opts<{ store?: string; work?: boolean }>();
+    if (o.store !== undefined) io.env.KEEL_STORE = o.store;
+    if (o.work) io.env.KEEL_SERVE_WORK = '1';
   });
+  registerWorker(program, io);
 
   const db = program
     .command('db')

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { type ApprovalDecision, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
-import { answerLeg, approvalLeg, collect, continueLeg, type Leg, startLeg, streamCancel } from '../loop/legs.js';
+import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -392,6 +392,22 @@ export class Keel {
    */
   async continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
     return collect((await this.continueLeg(runId, o)).drive(), onEvent);
+  }
+
+  /**
+   * A leg a worker takes from the queue (#15): the run was handed over with what to do (`job`), and
+   * is taken here — by one worker only; another gets a conflict.
+   */
+  async queuedLeg(runId: string, job: LegJob): Promise<Leg> {
+    if (job.kind === 'continue') return this.continueLeg(runId);
+    if (job.kind === 'approval') {
+      const approval = await this.requireStore().getApproval(job.approval_id);
+      if (!approval) throw new KeelError('not_found', `approval ${job.approval_id} is not in the store`);
+      return this.approvalLeg(approval);
+    }
+    const run = await this.getRun(runId);
+    const deps = await this.deps(run.model, run.plugin_dirs);
+    return this.tracked(await queuedLeg(deps, runId, job));
   }
 
   /**

@@ -46,6 +46,11 @@ export interface RunnerOptions {
   onEvent: (runId: string, e: LoopEvent) => void;
   /** A leg that failed outside the engine's own handling (a store error): logged, never thrown. */
   onError: (runId: string, err: unknown) => void;
+  /**
+   * Hands each leg to a job queue instead of driving it here (keel serve on a PostgreSQL store: the
+   * workers drive it). A failure is reported through onError.
+   */
+  dispatch?: (leg: Leg) => Promise<void>;
 }
 
 export class LegRunner {
@@ -79,6 +84,10 @@ export class LegRunner {
   /** Takes a leg: driven at once when a slot is free, else queued in order. */
   submit(leg: Leg): 'running' | 'queued' {
     if (!this.accepting) throw new Error('the server is stopping: it takes no new work');
+    if (this.o.dispatch) {
+      this.o.dispatch(leg).catch((err) => this.o.onError(leg.run_id, err));
+      return 'queued';
+    }
     this.waiting.push(leg);
     this.pump();
     return this.active.has(leg.run_id) ? 'running' : 'queued';

@@ -18,6 +18,7 @@ import { createApp } from './app.js';
 import { Notifier } from './notify.js';
 import { Hub, LegRunner } from './runner.js';
 import { Tokens, WebSessions } from './tokens.js';
+import { handToQueue, startWorker } from './worker.js';
 
 /** Why this server paused a run when it was stopped: the next start carries such runs on. */
 export const SHUTDOWN = 'the server was stopped';
@@ -74,19 +75,29 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
   const notifier = new Notifier(config.notify ?? [], { audit: (row) => store.audit(row), env });
   const hub = new Hub();
+  // #15: on a PostgreSQL store the server queues each leg for the workers (keel worker) instead of
+  // driving it; with KEEL_SERVE_WORK=1 (keel serve --work) it also works legs itself, as a worker.
+  const queue = store instanceof PostgresStore ? store : undefined;
+  const work = queue !== undefined && env.KEEL_SERVE_WORK === '1';
   // S5: on a shared PostgreSQL store, runs other processes work wake this server's live streams too.
   const unlisten = store instanceof PostgresStore ? await store.listen((runId) => hub.wake(runId)) : undefined;
   let state: 'starting' | 'ok' | 'stopping' = 'starting';
+  const runnerEvent = (runId: string, e: LoopEvent) => {
+    if (e.type === 'text_delta') hub.delta(runId, e.text);
+    else {
+      hub.wake(runId);
+      notify(notifier, runId, e);
+    }
+  };
   const runner = new LegRunner({
     limit,
-    onEvent: (runId, e) => {
-      if (e.type === 'text_delta') hub.delta(runId, e.text);
-      else {
-        hub.wake(runId);
-        notify(notifier, runId, e);
-      }
-    },
+    onEvent: (runId, e) => runnerEvent(runId, e),
     onError: (runId, err) => log(`keel serve: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`),
+    dispatch: queue
+      ? async (leg) => {
+          if (!(await handToQueue(queue, leg))) log(`keel serve: run ${leg.run_id} was taken by another process before it was queued`);
+        }
+      : undefined,
   });
 
   const adminToken = tokens.firstAdmin()?.token;
@@ -118,7 +129,8 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
 
-  const recovered = await recover(keel, store, runner, log);
+  const recovered = await recover(keel, store, runner, log, queue !== undefined);
+  const worker = work && queue ? await startWorker({ keel, store: queue, concurrency: limit, log, onEvent: runnerEvent }) : undefined;
   state = 'ok';
 
   // Cards past their expiry are marked expired as time passes, not only when someone looks: the
@@ -150,6 +162,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
       server.close();
       const n = keel.interrupt(SHUTDOWN);
       if (n) log(`keel serve: stopping: ${n} running leg(s) pause at their next safe point`);
+      await worker?.stop(shutdownMs);
       const settled = await runner.stop(shutdownMs);
       if (!settled) log(`keel serve: legs still running after ${shutdownMs} ms: the next start takes their runs over`);
       if ('closeAllConnections' in server) server.closeAllConnections();
@@ -164,7 +177,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
  * Runs that need this server on start: ones a dead process left mid-leg (taken over), ones whose
  * card was answered while no one carried them on, and ones this server paused when it stopped.
  */
-async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: string) => void): Promise<string[]> {
+async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: string) => void, leased: boolean): Promise<string[]> {
   const out: string[] = [];
   for (const status of ['running', 'paused'] as RunStatus[]) {
     let before: { created_at: string; id: string } | undefined;
@@ -176,7 +189,8 @@ async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: 
         const run = await store.loadRun(summary.id);
         // An MCP session's run is carried by its own MCP server, never taken over here.
         if (!run || isMcpSession(run)) continue;
-        const stale = run.status === 'running' && !ownerAlive(run.owner, run.updated_at);
+        // On a store with leases, a run left mid-leg is taken over when its lease runs out (by a worker), not here.
+        const stale = !leased && run.status === 'running' && !ownerAlive(run.owner, run.updated_at);
         const stopped = run.status === 'paused' && run.pause?.kind === 'interrupted' && run.pause.why === SHUTDOWN;
         const answered =
           run.status === 'paused' &&

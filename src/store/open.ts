@@ -20,7 +20,7 @@ export function openStore(home: string, env: NodeJS.ProcessEnv = process.env): S
   if (spec) {
     if (isPostgresUrl(spec)) {
       try {
-        return new PostgresStore(spec);
+        return new PostgresStore(spec, { leaseMs: leaseFromEnv(env) });
       } catch (err) {
         throw new KeelError('config', `KEEL_STORE: ${(err as Error).message}`);
       }
@@ -78,4 +78,14 @@ function explain(err: unknown, file: string, dir: string): string {
     default:
       return `cannot open the store ${file}: ${msg}`;
   }
+}
+
+/** KEEL_LEASE_MS: how long a run's lease on PostgreSQL lasts without renewal (default 30 s). */
+function leaseFromEnv(env: NodeJS.ProcessEnv): number | undefined {
+  const v = env.KEEL_LEASE_MS?.trim();
+  if (!v) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 100)
+    throw new KeelError('config', `KEEL_LEASE_MS=${v} is not a whole number of milliseconds (at least 100)`);
+  return n;
 }

@@ -13,7 +13,8 @@ after(() => dropSchemas());
 
 test("S5/S4: on PostgreSQL, a run approved and carried on by another process reaches this server's SSE stream, in order, once", async (t) => {
   const url = withSchema(await testPgUrl(), freshSchema());
-  const s = await testServer({ KEEL_STORE: url, KEEL_SERVE_POLL_MS: '600000' });
+  // The server queues legs and works them itself (--work); the CLI below is the other process.
+  const s = await testServer({ KEEL_STORE: url, KEEL_SERVE_POLL_MS: '600000', KEEL_SERVE_WORK: '1' });
   t.after(() => s.close());
   assert.equal(s.srv.keel.store?.kind, 'postgres');
   const model = script(s.home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed it.' }]);

@@ -1,0 +1,138 @@
+/**
+ * `keel worker` (#15): takes legs from the job queue in the PostgreSQL store and drives them on the
+ * one engine, at most `concurrency` at once. A leg is taken atomically (one worker gets a run; the
+ * others' jobs end as conflicts); the run is held by a lease the store renews while the leg runs.
+ * Every worker also reaps: a run whose lease ran out (its worker died or was cut off) is released
+ * and queued again, once, so another worker takes it over — its calls in flight are reported as of
+ * unknown outcome and never run again. On stop, running legs pause at a safe point and are queued
+ * again for another worker.
+ */
+import type { Keel } from '../keel/keel.js';
+import type { Leg } from '../loop/legs.js';
+import { processOwner } from '../loop/run.js';
+import { LEG_QUEUE, type LegJob, type PostgresStore } from '../store/postgres.js';
+import type { LoopEvent } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
+
+/** Why a worker paused a run when it was stopped: the run is queued again at once. */
+export const WORKER_STOPPED = 'the worker was stopped';
+
+export interface WorkerOptions {
+  keel: Keel;
+  store: PostgresStore;
+  concurrency: number;
+  /** Every event of every leg this worker drives (after it is stored). */
+  onEvent?: (runId: string, e: LoopEvent) => void;
+  log?: (line: string) => void;
+  /** How often to look for runs whose lease ran out (default: half the lease). */
+  reapMs?: number;
+}
+
+export interface RunningWorker {
+  /** Legs being driven now. */
+  readonly active: number;
+  /** Stops taking legs; running legs pause at their next safe point (bounded by `ms`) and are queued again. */
+  stop(ms?: number): Promise<void>;
+}
+
+/** Hands a leg to the queue instead of driving it here (keel serve on PostgreSQL, a stopping worker). */
+export async function handToQueue(store: PostgresStore, leg: Leg): Promise<boolean> {
+  try {
+    return await store.handOff(leg.run_id, processOwner(), leg.job);
+  } catch (err) {
+    // Not queued: the lease is let go, so the run is reaped and queued once it runs out.
+    store.release(leg.run_id);
+    throw err;
+  }
+}
+
+export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
+  const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const boss = await o.store.queue();
+  let active = 0;
+  let stopping = false;
+  const idle: (() => void)[] = [];
+
+  const work = async (runId: string, job: LegJob): Promise<void> => {
+    let leg: Leg;
+    try {
+      leg = await o.keel.queuedLeg(runId, job);
+    } catch (err) {
+      // Another process has the run, or it no longer waits for this leg: the job is done.
+      if (err instanceof KeelError) {
+        log(`keel worker: run ${runId}: ${job.kind} leg not taken: ${err.message}`);
+        return;
+      }
+      throw err;
+    }
+    active++;
+    try {
+      const gen = leg.drive();
+      let last: LoopEvent | undefined;
+      while (true) {
+        const n = await gen.next();
+        if (n.done) break;
+        last = n.value;
+        o.onEvent?.(runId, n.value);
+      }
+      // Paused because this worker stops: another worker carries it on.
+      if (stopping && last?.type === 'run_finished' && last.result.status === 'paused' && last.result.reason === 'interrupted') {
+        await handToQueue(o.store, await o.keel.continueLeg(runId));
+      }
+    } catch (err) {
+      // The lease is let go: the run is reaped and taken over by a worker once it runs out.
+      o.store.release(runId);
+      log(`keel worker: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      active--;
+      if (active === 0) for (const f of idle.splice(0)) f();
+    }
+  };
+
+  for (let i = 0; i < o.concurrency; i++) {
+    await boss.work<{ run_id: string } & LegJob>(LEG_QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+      for (const j of jobs) {
+        const { run_id, ...job } = j.data;
+        await work(run_id, job as LegJob);
+      }
+    });
+  }
+
+  const reap = setInterval(
+    () => {
+      o.store
+        .reapExpired()
+        .then((ids) => {
+          if (ids.length) log(`keel worker: ${ids.length} run(s) whose lease ran out queued to be taken over: ${ids.join(', ')}`);
+        })
+        .catch((err) =>
+          log(`keel worker: could not look for runs whose lease ran out: ${err instanceof Error ? err.message : String(err)}`),
+        );
+    },
+    o.reapMs ?? Math.max(200, Math.floor(o.store.leaseMs / 2)),
+  );
+  reap.unref();
+
+  return {
+    get active() {
+      return active;
+    },
+    async stop(ms = 10_000) {
+      if (stopping) return;
+      stopping = true;
+      clearInterval(reap);
+      await boss.offWork(LEG_QUEUE).catch(() => {});
+      if (active > 0) {
+        o.keel.interrupt(WORKER_STOPPED);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          new Promise<void>((res) => idle.push(res)),
+          new Promise<void>((res) => {
+            timer = setTimeout(res, ms);
+          }),
+        ]);
+        clearTimeout(timer);
+      }
+    },
+  };
+}

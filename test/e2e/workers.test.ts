@@ -1,0 +1,143 @@
+/**
+ * #15 end to end on PostgreSQL: one `keel serve` that queues legs and `keel worker` processes that
+ * drive them, all real CLI processes on one database. A run pauses on a card on worker A; it is
+ * approved through the API; worker B continues it and the destructive call runs once (counted by
+ * the fixture tool's own call log). A worker killed (-9) inside the approved call: once its lease
+ * runs out another worker takes the run over, reports the call as of unknown outcome and never runs
+ * it again, and finishes the run. (S4, A2, R18)
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { PostgresStore } from '../../src/store/postgres.js';
+import type { RunState } from '../../src/types/index.js';
+import { calls, ensureBuilt, KEEL_BIN, ROOT, script, tempHome } from '../support/helpers.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+import { call, cliServer } from '../support/server.js';
+
+after(() => dropSchemas());
+
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** `keel worker` as a user starts it; resolves once it says it is taking legs. */
+async function worker(
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; owner: string; exited: Promise<number | null>; err: () => string }> {
+  ensureBuilt();
+  const base = { ...process.env };
+  delete base.KEEL_PLUGINS;
+  const child = spawn(process.execPath, [KEEL_BIN, 'worker', '--concurrency', '2'], {
+    cwd: ROOT,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  await new Promise<void>((res, rej) => {
+    const t = setTimeout(() => rej(new Error(`keel worker did not start:\n${out}\n${err}`)), 30_000);
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (/taking legs/.test(out)) {
+        clearTimeout(t);
+        res();
+      }
+    });
+    child.on('exit', (code) => rej(new Error(`keel worker exited (${code}):\n${out}\n${err}`)));
+  });
+  return { child, owner: `${hostname()}:${child.pid}`, exited, err: () => err };
+}
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await f();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+test('#15: server + two workers on PostgreSQL — paused on worker A, approved through the API, continued by worker B; the destructive call runs once; a worker killed mid-call is taken over after its lease and the call is reported as of unknown outcome, never run again', async (t) => {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const home = tempHome('keel-workers-');
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1500', KEEL_COUNT_TOKENS: '0' };
+  const store = new PostgresStore(url);
+  t.after(() => store.close());
+
+  const srv = await cliServer(home, env);
+  children.push(srv.child);
+  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
+  assert.ok(admin, srv.stdout());
+  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+  const trashed = () => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length;
+  const waitFor = (id: string, ok: (r: RunState) => boolean, what: string) =>
+    until(what, async () => {
+      const r = await store.loadRun(id);
+      return r && ok(r) ? r : undefined;
+    });
+
+  // 1. Worker A starts the run; it pauses on its card.
+  const a = await worker(env);
+  const model = script(home, [
+    { tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] },
+    { text: 'Trashed m1.' },
+  ] as never);
+  const started = await api('POST', '/v1/runs', { request: 'trash m1', model });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  assert.equal(started.body.status, 'queued', 'the server queues the leg: it does not drive it');
+  const paused = await waitFor(started.body.run_id, (r) => r.status === 'paused', 'the run to pause on its card');
+  assert.equal(paused.owner, a.owner, 'worker A drove the start');
+  assert.equal(paused.pause?.kind, 'approval');
+  const approvalId = paused.pause?.kind === 'approval' ? paused.pause.approval_id : '';
+
+  // 2. Worker B joins; A stops (gracefully). The card is approved through the API: B carries the run on.
+  const b = await worker(env);
+  a.child.kill('SIGTERM');
+  assert.equal(await a.exited, 0, a.err());
+  const approved = await api('POST', `/v1/approvals/${approvalId}`, { decision: 'approve' });
+  assert.equal(approved.status < 300, true, JSON.stringify(approved.body));
+  assert.equal((await api('POST', `/v1/approvals/${approvalId}`, { decision: 'approve' })).status, 409, 'a second answer is a conflict');
+  const done = await waitFor(started.body.run_id, (r) => r.status === 'done', 'worker B to finish the run');
+  assert.equal(done.owner, b.owner, 'worker B continued it');
+  assert.equal(done.answer, 'Trashed m1.');
+  assert.equal(trashed(), 1, 'the approved destructive call ran exactly once');
+
+  // 3. Only a worker that hangs inside trash_email is left; the next run is approved and it starts the call.
+  b.child.kill('SIGTERM');
+  assert.equal(await b.exited, 0, b.err());
+  const c = await worker({ ...env, KEEL_TEST_HANG_IN_TRASH: '1' });
+  const model2 = script(
+    home,
+    [{ tool_calls: [{ id: 't2', name: 'trash_email', args: { ids: ['m2'] } }] }, { text: 'I could not confirm it.' }] as never,
+    'two.yaml',
+  );
+  const second = await api('POST', '/v1/runs', { request: 'trash m2', model: model2 });
+  const paused2 = await waitFor(second.body.run_id, (r) => r.status === 'paused', 'the second run to pause on its card');
+  const approval2 = paused2.pause?.kind === 'approval' ? paused2.pause.approval_id : '';
+  assert.equal((await api('POST', `/v1/approvals/${approval2}`, { decision: 'approve' })).status < 300, true);
+  await until('worker C to start the call', async () => (existsSync(join(home, 'trash-started')) ? true : undefined));
+  assert.equal(trashed(), 2);
+  c.child.kill('SIGKILL');
+  await c.exited;
+
+  // 4. A fresh worker takes the run over once C's lease runs out.
+  const d = await worker(env);
+  const finished = await waitFor(second.body.run_id, (r) => r.status === 'done', 'worker D to take the run over and finish it');
+  assert.equal(finished.owner, d.owner, 'worker D took it over');
+  const rec = finished.steps.find((s) => s.call_id === 't2' && s.outcome !== 'awaiting_approval');
+  assert.match(rec?.result ?? '', /The outcome of trash_email is unknown/, JSON.stringify(finished.steps));
+  assert.equal(trashed(), 2, 'the started call was never run again');
+  assert.equal(finished.answer, 'I could not confirm it.');
+  d.child.kill('SIGTERM');
+  assert.equal(await d.exited, 0, d.err());
+});
