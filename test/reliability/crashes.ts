@@ -140,7 +140,7 @@ async function show(runId: string, env: Record<string, string>): Promise<RunJson
 
 async function latestRun(env: Record<string, string>): Promise<string | undefined> {
   const r = await cli(['runs', 'list', '--json'], env);
-  return r.code === 0 ? (JSON.parse(r.stdout) as { id: string }[])[0]?.id : undefined;
+  return r.code === 0 ? (JSON.parse(r.stdout) as { run_id: string }[])[0]?.run_id : undefined;
 }
 
 /** Finishes a run as a user would after a crash; returns a problem, or undefined when it ended. */
@@ -156,12 +156,15 @@ async function finish(runId: string, env: Record<string, string>): Promise<strin
       const a = list.find((x) => x.id === run.pause?.approval_id);
       if (!a) return `approval ${run.pause?.approval_id} is lost`;
       r = a.status === 'pending' ? await cli(['approvals', 'approve', a.id, '--allow-writes'], env) : await cli(['resume', runId], env);
-      if (r.code !== 0 && /is not a plan or a goal/.test(r.stderr)) r = await cli(['approvals', 'approve', a.id], env);
+      if (!ok(r) && /is not a plan or a goal/.test(r.stderr)) r = await cli(['approvals', 'approve', a.id], env);
     } else r = await cli(['resume', runId], env);
-    if (r.code !== 0 && r.code !== 1) return `cannot carry the run on (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`;
+    if (!ok(r) && r.code !== 1) return `cannot carry the run on (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`;
   }
   return `run ${runId} never ended`;
 }
+
+/** A CLI step that worked: done (0), or paused for the user (3), as the CLI documents its exit codes. */
+const ok = (r: { code: number | null }) => r.code === 0 || r.code === 3;
 
 export async function crashMatrix(): Promise<CrashMatrix> {
   const out: CrashMatrix = { trials: 0, kills: 0, violations: [], ms: 0 };
@@ -191,7 +194,7 @@ export async function crashMatrix(): Promise<CrashMatrix> {
                 runId ??= await latestRun(env);
                 break;
               }
-              if (r.code !== 0) {
+              if (!ok(r)) {
                 out.violations.push({
                   trial,
                   problem: `step ${i + 1} failed without a crash (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`,
@@ -260,7 +263,7 @@ export async function races(rounds = 4, n = 3): Promise<Races> {
         }
         const results = await Promise.all(Array.from({ length: n }, () => cli(args, env)));
         out.rounds++;
-        const winners = results.filter((r) => r.code === 0).length;
+        const winners = results.filter(ok).length;
         const label = `${kind} round ${round + 1}`;
         if (winners !== 1) {
           out.violations.push({
@@ -268,7 +271,7 @@ export async function races(rounds = 4, n = 3): Promise<Races> {
             problem: `${winners} winners: ${results.map((r) => `${r.code} ${r.stderr.trim().slice(0, 120)}`).join(' | ')}`,
           });
         }
-        const losers = results.filter((r) => r.code !== 0);
+        const losers = results.filter((r) => !ok(r));
         if (losers.some((r) => r.code !== 2)) out.violations.push({ round: label, problem: 'a loser did not exit 2 with a conflict' });
         const effects = sc.effects(home);
         if (new Set(effects).size !== effects.length)
