@@ -1,0 +1,154 @@
+/**
+ * #15 soak on PostgreSQL: 200 scripted runs — questions, approval cards and plan mode — through one
+ * `keel serve` and three `keel worker` processes, one of which is killed (-9) and started again every
+ * few seconds. At the end no run is lost (every one finished), no card is lost (every one answered
+ * and its run carried on), and no approved call ran twice (counted by the fixture tool's own log).
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { after, test } from 'node:test';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { calls, ensureBuilt, KEEL_BIN, ROOT, script, tempHome } from '../support/helpers.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+import { call, cliServer } from '../support/server.js';
+
+after(() => dropSchemas());
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+const RUNS = 200;
+const DONE = { delay_ms: 150, text: 'Done.' };
+
+function startWorker(env: Record<string, string>): Promise<ChildProcess> {
+  ensureBuilt();
+  const child = spawn(process.execPath, [KEEL_BIN, 'worker', '--concurrency', '4'], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  children.push(child);
+  return new Promise((res, rej) => {
+    let out = '';
+    const t = setTimeout(() => rej(new Error('keel worker did not start')), 30_000);
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (/taking legs/.test(out)) {
+        clearTimeout(t);
+        res(child);
+      }
+    });
+  });
+}
+
+test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one killed and restarted every few seconds: 0 runs lost, 0 cards lost, 0 duplicate executions', async (t) => {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const home = tempHome('keel-soak-');
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1500', KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '' };
+  const store = new PostgresStore(url);
+  t.after(() => store.close());
+  const srv = await cliServer(home, env);
+  children.push(srv.child);
+  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
+  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+
+  const models = {
+    question: script(
+      home,
+      [{ delay_ms: 150, tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] }, DONE, DONE, DONE] as never,
+      'q.yaml',
+    ),
+    card: script(
+      home,
+      [{ delay_ms: 150, tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, DONE, DONE, DONE] as never,
+      'a.yaml',
+    ),
+    plan: script(
+      home,
+      [
+        { delay_ms: 150, tool_calls: [{ id: 'p1', name: 'submit_plan', args: { summary: 'look first', steps: ['search the inbox'] } }] },
+        { delay_ms: 150, tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
+        DONE,
+        DONE,
+        DONE,
+      ] as never,
+      'p.yaml',
+    ),
+  };
+  const kinds = ['question', 'card', 'plan'] as const;
+
+  const workers = [await startWorker(env), await startWorker(env), await startWorker(env)];
+  const ids: { id: string; kind: (typeof kinds)[number] }[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    const kind = kinds[i % 3];
+    const r = await api('POST', '/v1/runs', { request: `soak ${i}`, model: models[kind], ...(kind === 'plan' ? { mode: 'plan' } : {}) });
+    assert.equal(r.status, 202, JSON.stringify(r.body));
+    ids.push({ id: r.body.run_id, kind });
+  }
+
+  // One worker is killed and started again every few seconds, while the runs go on.
+  let kills = 0;
+  let next = 0;
+  let stopKilling = false;
+  const killer = (async () => {
+    while (!stopKilling) {
+      await new Promise((r) => setTimeout(r, 2000));
+      if (stopKilling) break;
+      const k = next++ % workers.length;
+      workers[k].kill('SIGKILL');
+      kills++;
+      workers[k] = await startWorker(env);
+    }
+  })();
+
+  // Answer what waits: questions through the API, cards approved through the API.
+  const deadline = Date.now() + 300_000;
+  let finished = 0;
+  while (Date.now() < deadline) {
+    const paused = await store.listRuns({ status: 'paused', limit: 500 });
+    for (const p of paused) {
+      const run = await store.loadRun(p.id);
+      if (run?.status !== 'paused' || !run.pause) continue;
+      if (run.pause.kind === 'ask_user') await api('POST', `/v1/runs/${run.id}/answer`, { text: 'Promotions' });
+      else if (run.pause.kind === 'approval') await api('POST', `/v1/approvals/${run.pause.approval_id}`, { decision: 'approve' });
+      else await api('POST', `/v1/runs/${run.id}/continue`);
+    }
+    const counts = await Promise.all(
+      ['done', 'failed'].map(async (status) => (await store.listRuns({ status: status as 'done', limit: 1000 })).length),
+    );
+    finished = counts[0] + counts[1];
+    if (finished === RUNS) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  stopKilling = true;
+  await killer;
+  assert.ok(kills >= 3, `workers were killed while the runs went on (${kills})`);
+
+  const runs = await Promise.all(ids.map(async ({ id }) => store.loadRun(id)));
+  assert.equal(runs.filter((r) => r === undefined).length, 0, '0 runs lost: every run is in the store');
+  const notDone = runs.filter((r) => r?.status !== 'done').map((r) => `${r?.id} ${r?.status} ${r?.reason}`);
+  assert.deepEqual(notDone, [], 'every run finished');
+  const cards = await store.listApprovals();
+  assert.equal(cards.filter((a) => a.status !== 'approved').length, 0, '0 cards lost: every card was answered');
+  const cardRuns = ids.filter((x) => x.kind === 'card').length;
+  assert.equal(cards.length, cardRuns + ids.filter((x) => x.kind === 'plan').length, 'one card per card and plan run');
+
+  // Exactly-once: each approved trash call ran at most once; one that never finished is reported as of unknown outcome.
+  const trashed = calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length;
+  const unknown = runs.filter((r) =>
+    r?.steps.some((s) => s.tool === 'trash_email' && /outcome of trash_email is unknown/.test(s.result)),
+  ).length;
+  assert.ok(trashed <= cardRuns, `0 duplicate executions: ${trashed} trash calls for ${cardRuns} approved cards`);
+  assert.ok(
+    trashed + unknown >= cardRuns,
+    `every approved call ran or is reported as of unknown outcome (${trashed} ran, ${unknown} unknown)`,
+  );
+  for (const w of workers) w.kill('SIGTERM');
+  const takenOver = runs.filter((r) => r?.notes.some((n) => n.startsWith('taken over') || n.includes('the question is open again'))).length;
+  process.stderr.write(
+    `soak: ${RUNS} runs, ${kills} workers killed, ${takenOver} runs taken over, ${trashed} approved calls ran, ${unknown} reported as of unknown outcome\n`,
+  );
+});
