@@ -275,7 +275,7 @@ async function main(): Promise<void> {
       `needed-tool recall ${found}/${needed} = ${recall.toFixed(3)} (target ≥ ${TARGET.recall}) ${ok(recall >= TARGET.recall)}; requests with every needed tool ${requestRecall.toFixed(3)}`,
     );
     console.log(
-      `  (find_tools takes one of the cap's ${cap} places: without it in the pool, needed-tool recall ${needed - missedWithoutFinder}/${needed} = ${recallWithoutFinder.toFixed(3)})`,
+      `  (find_tools is pinned beside the cap's ${cap} places; without it in the pool, needed-tool recall ${needed - missedWithoutFinder}/${needed} = ${recallWithoutFinder.toFixed(3)})`,
     );
     const timing = (label: string, n: number, t: ReturnType<typeof menuTimes>, build: number, target: boolean) =>
       console.log(

@@ -1,3 +1,4 @@
+import { FIND_TOOLS } from '../tools/builtins.js';
 import type { JsonSchema, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import type { Shortlist } from './menu.js';
@@ -145,7 +146,8 @@ function terms(text: string): string[] {
  * The ranking's knobs. Field weights: a word of the tool's name says most, a parameter's or the
  * plugin's least. b (length normalisation) is low: a longer description is usually a more careful
  * one about the same tool, not a document about more topics. A request word that is no index term
- * also finds the index terms it begins ("promo" → "promot…"), at `prefixWeight`.
+ * also finds the index terms it begins ("promo" → "promot…") and those that begin it ("calculator"
+ * → "calc"), at `prefixWeight`.
  */
 const TUNING = {
   fields: {
@@ -341,6 +343,8 @@ function rank(
     const exact = ix.postings.get(term);
     if (exact) add(exact, 1);
     else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
+    // And the shorter index terms it begins with ("calculator" → a tool named "calc").
+    for (let n = term.length - 1; n >= TUNING.prefixMin; n--) add(ix.postings.get(term.slice(0, n)), TUNING.prefixWeight);
   }
 
   // Top `room` allowed, not skipped, by score then pool order.
@@ -373,6 +377,8 @@ export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP): Shortlist {
     const { ix, allowed } = prepare(pool, candidates);
     let kept = 0;
     for (const k of keep) {
+      // find_tools opens the rest of the pool: it does not take the place of a tool that serves the request.
+      if (k === FIND_TOOLS) continue;
       const i = ix.byName.get(k);
       if (i !== undefined && allowed(i)) kept++;
     }

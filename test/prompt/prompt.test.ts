@@ -129,3 +129,16 @@ test('R23: at or under the cap, nothing is dropped', () => {
   assert.equal(m.dropped.length, 0);
   assert.equal(m.tools.length, 5);
 });
+
+test('R23: a request word meets the index terms it begins and those that begin it ("promo" → promotions, "calculator" → calc)', () => {
+  // Last in pool order, so the fill (pool order) cannot put them on the menu by itself.
+  const many = [
+    ...Array.from({ length: 12 }, (_, i) => tool(`filler_${i}`, { effect: 'read' }, `Filler number ${i} about gardening`)),
+    tool('calc_evaluate', { effect: 'read' }, 'Evaluate an arithmetic expression'),
+    tool('trash_promotions', { effect: 'read' }, 'Move promotional mail away'),
+  ];
+  const menuFor = (request: string) =>
+    buildMenu({ pool: many, mode: 'agent', called: new Set(), admitted: new Set(), request }, bm25Shortlist(1)).tools.map((t) => t.name);
+  assert.deepEqual(menuFor('use the calculator please'), ['calc_evaluate']);
+  assert.deepEqual(menuFor('the promo ones'), ['trash_promotions']);
+});
