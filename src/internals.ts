@@ -9,7 +9,7 @@ export { collect, streamApprovalContinuation, streamResume, streamRun } from './
 export { type NewRun, type RunView, RunWriter } from './loop/run.js';
 export { SAY } from './loop/sentences.js';
 export { formatIssue, type ManifestIssue, parseManifest } from './manifest/load.js';
-export { effectiveGate, ManifestSchema, manifestJsonSchema } from './manifest/schema.js';
+export { effectiveGate, manifestJsonSchema, manifestSchemas } from './manifest/schema.js';
 export { parseScript, type ScriptEntry, ScriptModel } from './models/script.js';
 export { discoverPlugins, mountPlugins, registryHealthy } from './plugin-host/host.js';
 export { type Decision, decide, deriveGateState, executableInMode, type GateState } from './policy/gate.js';

@@ -10,12 +10,13 @@ import {
   EFFECTS,
   effectiveGate,
   type Manifest,
-  ManifestSchema,
-  McpSectionSchema,
+  type ManifestField,
+  type McpSectionField,
+  manifestSchemas,
   normalizeDeclaration,
   PLUGIN_NAME,
   TOOL_NAME,
-  ToolDeclarationSchema,
+  type ToolDeclarationField,
 } from './schema.js';
 
 /** One reason a manifest does not mount, with where it is (M4). */
@@ -178,12 +179,12 @@ export const PLAIN_FIELDS = {
     undo: isString,
     idempotent: isBoolean,
     contract_modes: oneOf('declare', 'hide'),
-  } satisfies Record<keyof typeof ToolDeclarationSchema.shape, Check>,
+  } satisfies Record<ToolDeclarationField, Check>,
   mcp: {
     command: filled,
     args: strings,
     env: (v: unknown) => isRecord(v) && Object.values(v).every(isString),
-  } satisfies Record<keyof typeof McpSectionSchema.shape, Check>,
+  } satisfies Record<McpSectionField, Check>,
   manifest: {
     name: (v: unknown) => typeof v === 'string' && PLUGIN_NAME.test(v),
     version: filled,
@@ -192,7 +193,7 @@ export const PLAIN_FIELDS = {
     provides: strings,
     tools: (v: unknown) => isRecord(v) && Object.values(v).every(plainTool),
     mcp: (v: unknown) => plainMcp(v),
-  } satisfies Record<keyof typeof ManifestSchema.shape, Check>,
+  } satisfies Record<ManifestField, Check>,
 };
 const plainTool = shaped(PLAIN_FIELDS.tool, ['effect']);
 const plainMcp = shaped(PLAIN_FIELDS.mcp, ['command']);
@@ -257,7 +258,7 @@ function parseManifestText(text: string, file: string, fallbackName: string): Ma
     const at = /resource exhaustion/.test(message) ? 'too many aliases (an alias bomb?)' : message;
     return { ok: false, issues: [{ plugin, message: `YAML aliases cannot be expanded: ${at}`, file, ...firstAlias(doc, pos) }] };
   }
-  const parsed = ManifestSchema.safeParse(raw);
+  const parsed = manifestSchemas().ManifestSchema.safeParse(raw);
   if (!parsed.success) {
     return { ok: false, issues: parsed.error.issues.flatMap((i) => shapeIssues(i, issue, raw)) };
   }
@@ -282,6 +283,7 @@ function lookup(raw: unknown, path: Path): { present: boolean; value?: unknown }
 
 /** The fields a mapping at this path may have: the file's, a tool's, the mcp section's. */
 function knownFields(path: readonly (string | number)[]): string[] {
+  const { ManifestSchema, ToolDeclarationSchema, McpSectionSchema } = manifestSchemas();
   if (path.length === 0) return Object.keys(ManifestSchema.shape);
   if (path.length === 2 && path[0] === 'tools') return Object.keys(ToolDeclarationSchema.shape);
   if (path.length === 1 && path[0] === 'mcp') return Object.keys(McpSectionSchema.shape);

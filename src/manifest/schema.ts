@@ -1,4 +1,5 @@
-import { z } from 'zod';
+import { createRequire } from 'node:module';
+import type { z as Zod } from 'zod';
 import { type Declaration, EFFECTS, type Effect, type Gate } from '../types/index.js';
 
 export type { Declaration, Effect, Gate };
@@ -7,45 +8,69 @@ export { EFFECTS };
 export const TOOL_NAME = /^[a-z0-9_]+$/;
 export const PLUGIN_NAME = /^[a-z0-9][a-z0-9_-]*$/;
 
-export const ToolDeclarationSchema = z
-  .strictObject({
-    effect: z.enum(EFFECTS).describe('What a call changes: read, write or destructive.'),
-    confirm: z.enum(['once', 'never']).optional().describe('write only: ask the user once per run before the first write (default once).'),
-    approval: z.literal('pinned').optional().describe('write only: every call waits for an approval card, like a destructive call.'),
-    guidance: z.string().optional().describe('Prose the core adds to the prompt while the tool is on the menu.'),
-    pinned: z.boolean().optional().describe('The shortlist never drops this tool.'),
-    answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
-    undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
-    idempotent: z.boolean().optional().describe('Calling it again with the same arguments changes nothing more (told to MCP clients).'),
-    contract_modes: z
-      .enum(['declare', 'hide'])
-      .optional()
-      .describe('non-read only: in Plan/Goal stay declared (labelled unavailable) or leave the menu.'),
-  })
-  .describe('One tool the plugin registers, and what it does to the world.');
+/** The manifest's zod schemas (see manifestSchemas). */
+function build(z: typeof Zod) {
+  const ToolDeclarationSchema = z
+    .strictObject({
+      effect: z.enum(EFFECTS).describe('What a call changes: read, write or destructive.'),
+      confirm: z
+        .enum(['once', 'never'])
+        .optional()
+        .describe('write only: ask the user once per run before the first write (default once).'),
+      approval: z.literal('pinned').optional().describe('write only: every call waits for an approval card, like a destructive call.'),
+      guidance: z.string().optional().describe('Prose the core adds to the prompt while the tool is on the menu.'),
+      pinned: z.boolean().optional().describe('The shortlist never drops this tool.'),
+      answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
+      undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
+      idempotent: z.boolean().optional().describe('Calling it again with the same arguments changes nothing more (told to MCP clients).'),
+      contract_modes: z
+        .enum(['declare', 'hide'])
+        .optional()
+        .describe('non-read only: in Plan/Goal stay declared (labelled unavailable) or leave the menu.'),
+    })
+    .describe('One tool the plugin registers, and what it does to the world.');
 
-export const McpSectionSchema = z
-  .strictObject({
-    command: z.string().min(1),
-    args: z.array(z.string()).optional(),
-    env: z.record(z.string(), z.string()).optional(),
-  })
-  .describe('A stdio MCP server whose tools this plugin mounts.');
+  const McpSectionSchema = z
+    .strictObject({
+      command: z.string().min(1),
+      args: z.array(z.string()).optional(),
+      env: z.record(z.string(), z.string()).optional(),
+    })
+    .describe('A stdio MCP server whose tools this plugin mounts.');
 
-export const ManifestSchema = z
-  .strictObject({
-    name: z.string().regex(PLUGIN_NAME, 'the plugin name must be lowercase letters, digits, - and _'),
-    version: z.string().min(1),
-    description: z.string().optional(),
-    entry: z.string().optional().describe('Entry module, relative to the plugin folder (default index.ts/js/mjs).'),
-    provides: z.array(z.string()).optional().describe('Kinds this plugin provides, e.g. [tool].'),
-    tools: z.record(z.string(), ToolDeclarationSchema).optional(),
-    mcp: McpSectionSchema.optional(),
-  })
-  .describe('Keel plugin manifest (plugin.yaml).');
+  const ManifestSchema = z
+    .strictObject({
+      name: z.string().regex(PLUGIN_NAME, 'the plugin name must be lowercase letters, digits, - and _'),
+      version: z.string().min(1),
+      description: z.string().optional(),
+      entry: z.string().optional().describe('Entry module, relative to the plugin folder (default index.ts/js/mjs).'),
+      provides: z.array(z.string()).optional().describe('Kinds this plugin provides, e.g. [tool].'),
+      tools: z.record(z.string(), ToolDeclarationSchema).optional(),
+      mcp: McpSectionSchema.optional(),
+    })
+    .describe('Keel plugin manifest (plugin.yaml).');
+  return { ToolDeclarationSchema, McpSectionSchema, ManifestSchema, z };
+}
 
-export type ToolDeclarationInput = z.infer<typeof ToolDeclarationSchema>;
-export type Manifest = z.infer<typeof ManifestSchema>;
+type Schemas = ReturnType<typeof build>;
+let built: Schemas | undefined;
+
+/**
+ * The manifest's zod schemas, built on first use: the full check (a manifest outside the plain
+ * subset, or one with a mistake) and the published JSON Schema need them; a mount of plain
+ * manifests, read by the fast path, never loads zod (tens of milliseconds on every `keel run`).
+ */
+export function manifestSchemas(): Schemas {
+  built ??= build((createRequire(import.meta.url)('zod') as typeof import('zod')).z);
+  return built;
+}
+
+export type ToolDeclarationInput = Zod.infer<Schemas['ToolDeclarationSchema']>;
+export type Manifest = Zod.infer<Schemas['ManifestSchema']>;
+/** The fields of a tool's declaration, of the mcp section, and of the manifest. */
+export type ToolDeclarationField = keyof Schemas['ToolDeclarationSchema']['shape'];
+export type McpSectionField = keyof Schemas['McpSectionSchema']['shape'];
+export type ManifestField = keyof Schemas['ManifestSchema']['shape'];
 
 export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
   return {
@@ -112,6 +137,7 @@ const MANIFEST_RULES: JsonObject[] = [
 
 /** M5: the manifest as JSON Schema (draft-07), written to schema/plugin.schema.json by `npm run schema`. */
 export function manifestJsonSchema(): JsonObject {
+  const { z, ManifestSchema } = manifestSchemas();
   const schema = z.toJSONSchema(ManifestSchema, { target: 'draft-7' }) as JsonObject;
   const tools = (schema.properties as Record<string, JsonObject>).tools;
   tools.propertyNames = { type: 'string', pattern: TOOL_NAME.source };

@@ -17,8 +17,10 @@ import { parse as parseYaml } from 'yaml';
 import { PLAIN_FIELDS, parseManifest, parseManifestFull } from '../../src/manifest/load.js';
 import { plainSchemaValid } from '../../src/manifest/plain-schema.js';
 import { parsePlainYaml } from '../../src/manifest/plain-yaml.js';
-import { ManifestSchema, McpSectionSchema, ToolDeclarationSchema } from '../../src/manifest/schema.js';
+import { manifestSchemas } from '../../src/manifest/schema.js';
 import { manifestsIn } from '../reliability/manifests.js';
+
+const { ManifestSchema, McpSectionSchema, ToolDeclarationSchema } = manifestSchemas();
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
