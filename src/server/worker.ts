@@ -90,11 +90,14 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   };
 
   for (let i = 0; i < o.concurrency; i++) {
-    await boss.work<{ run_id: string } & LegJob>(LEG_QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
+    let id = '';
+    id = await boss.work<{ run_id: string } & LegJob>(LEG_QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
       for (const j of jobs) {
         const { run_id, ...job } = j.data;
         await work(run_id, job as LegJob);
       }
+      // A slot that just finished a leg asks for the next at once; an idle one polls.
+      if (id && !stopping) boss.notifyWorker(id);
     });
   }
 

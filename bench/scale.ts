@@ -1,0 +1,180 @@
+/**
+ * bench/scale (#15): Keel beyond one process, on PostgreSQL.
+ *
+ * 1. Throughput with 1, 2 and 4 `keel worker` processes (each --concurrency 4, dist/ as a user runs
+ *    it; `npm run build` first) on one database: --runs runs (default 120) are started and handed to
+ *    the queue from this process at once, each 3 model calls on the scripted model at --delay ms
+ *    (50) each — two calls of the fixture calendar plugin's read tool, then an answer. runs/s =
+ *    runs / (first hand-off → last run done), read from the store. The ideal per run is 3 × delay, so
+ *    W workers × 4 legs can at best finish 4W / (3 × delay) runs/s; the figure is also given as a
+ *    fraction of that limit. (The machine's cores bound it too: every worker shares them.)
+ * 2. The per-step store overhead of PostgreSQL against SQLite, in one process and one bench run:
+ *    the same scripted run of --steps steps (no model delay) driven through the library with no
+ *    store, with the SQLite file, and with PostgreSQL, interleaved, --reps times; overhead per step =
+ *    (median with the store − median without) / steps; the ratio PostgreSQL / SQLite is reported.
+ *
+ * PostgreSQL: KEEL_TEST_PG_URL, else a throwaway cluster (test/support/pg.ts). Writes
+ * bench/results/scale.json. No assertion: figures and ratios.
+ *
+ *   node --import tsx bench/scale.ts [--runs 120] [--delay 50] [--steps 20] [--reps 7] [--workers 1,2,4] [--no-write]
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { stringify } from 'yaml';
+import { Keel } from '../src/keel/keel.js';
+import { handToQueue } from '../src/server/worker.js';
+import { PostgresStore } from '../src/store/postgres.js';
+import { SqliteStore } from '../src/store/sqlite.js';
+import type { Store } from '../src/types/index.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../test/support/pg.js';
+import { now } from './support/timing.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin', 'keel.js');
+const CALENDAR = join(ROOT, 'test', 'fixtures', 'plugins', 'calendar');
+const arg = (name: string, fallback: string) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? (process.argv[i + 1] ?? fallback) : fallback;
+};
+const RUNS = Number(arg('runs', '120'));
+const DELAY = Number(arg('delay', '50'));
+const STEPS = Number(arg('steps', '20'));
+const REPS = Number(arg('reps', '7'));
+const WORKERS = arg('workers', '1,2,4').split(',').map(Number);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+if (!existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('dist/ is missing: npm run build first');
+const home = mkdtempSync(join(tmpdir(), 'keel-bench-scale-'));
+const lookups = (n: number, delay: number) => [
+  ...Array.from({ length: n }, (_, i) => ({
+    delay_ms: delay,
+    tool_calls: [{ id: `c${i}`, name: 'calendar_lookup', args: { day: `2025-03-${String((i % 28) + 1).padStart(2, '0')}` } }],
+  })),
+  { delay_ms: delay, text: 'Your days are free.' },
+];
+const throughputScript = join(home, 'throughput.yaml');
+writeFileSync(throughputScript, stringify(lookups(2, DELAY)));
+const stepScript = join(home, 'steps.yaml');
+writeFileSync(stepScript, stringify(lookups(STEPS - 1, 0)));
+
+function startWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [BIN, 'worker', '--concurrency', '4'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((res, rej) => {
+    let out = '';
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (/taking legs/.test(out)) res(child);
+    });
+    child.once('exit', (code) => rej(new Error(`keel worker exited ${code}`)));
+  });
+}
+
+async function throughput(url: string, workers: number) {
+  const schemaUrl = withSchema(url, freshSchema('keel_bench'));
+  const env = { ...process.env, KEEL_HOME: home, KEEL_STORE: schemaUrl, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '' };
+  const store = new PostgresStore(schemaUrl);
+  const keel = new Keel({ home, env, store });
+  const procs: ChildProcess[] = [];
+  try {
+    for (let i = 0; i < workers; i++) procs.push(await startWorker(env));
+    await store.queue();
+    const t0 = now();
+    const legs = await Promise.all(
+      Array.from({ length: RUNS }, (_, i) => keel.startRun(`week ${i}`, { model: `script:${throughputScript}`, pluginDirs: [CALENDAR] })),
+    );
+    for (const leg of legs) await handToQueue(store, leg);
+    let done = 0;
+    while (done < RUNS) {
+      await sleep(20);
+      done = (await store.listRuns({ status: 'done', limit: RUNS + 1 })).length;
+      const failed = (await store.listRuns({ status: 'failed', limit: 1 })).length;
+      if (failed) throw new Error('a run failed');
+    }
+    const seconds = (now() - t0) / 1000;
+    const limit = (workers * 4) / ((3 * DELAY) / 1000);
+    return { workers, runs: RUNS, seconds, runs_per_s: RUNS / seconds, of_limit: RUNS / seconds / limit };
+  } finally {
+    for (const p of procs) p.kill('SIGTERM');
+    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode === null ? p.once('exit', r) : r(null)))));
+    await keel.close();
+  }
+}
+
+async function stepOverhead(url: string) {
+  const pg = new PostgresStore(withSchema(url, freshSchema('keel_bench')));
+  const sqlite = new SqliteStore(join(home, 'steps.db'));
+  const kinds: [string, Store | null][] = [
+    ['none', null],
+    ['sqlite', sqlite],
+    ['postgres', pg],
+  ];
+  const env = { ...process.env, KEEL_HOME: home, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '' };
+  const keels = kinds.map(([name, store]) => [name, new Keel({ home, env, store })] as const);
+  const times: Record<string, number[]> = { none: [], sqlite: [], postgres: [] };
+  try {
+    for (let rep = 0; rep < REPS + 2; rep++) {
+      for (const [name, keel] of keels) {
+        const t0 = now();
+        const r = await keel.run('what is on this month?', { model: `script:${stepScript}`, pluginDirs: [CALENDAR] });
+        const ms = now() - t0;
+        if (r.status !== 'done' || r.model_calls !== STEPS)
+          throw new Error(`${name}: ${r.status} ${r.reason} after ${r.model_calls} calls`);
+        if (rep >= 2) times[name].push(ms); // two warm-up rounds
+      }
+    }
+  } finally {
+    for (const [, keel] of keels) await keel.close();
+  }
+  const base = median(times.none);
+  const per = (name: string) => (median(times[name]) - base) / STEPS;
+  return {
+    steps: STEPS,
+    reps: REPS,
+    median_run_ms: { none: base, sqlite: median(times.sqlite), postgres: median(times.postgres) },
+    store_ms_per_step: { sqlite: per('sqlite'), postgres: per('postgres') },
+    postgres_over_sqlite: per('postgres') / per('sqlite'),
+  };
+}
+
+try {
+  const url = await testPgUrl();
+  const rows = [];
+  for (const w of WORKERS) {
+    const r = await throughput(url, w);
+    rows.push(r);
+    console.log(
+      `${w} worker(s): ${r.runs} runs in ${r.seconds.toFixed(2)} s = ${r.runs_per_s.toFixed(1)} runs/s (${(r.of_limit * 100).toFixed(0)}% of ${((w * 4) / ((3 * DELAY) / 1000)).toFixed(1)} runs/s)`,
+    );
+  }
+  const base = rows[0]?.runs_per_s ?? Number.NaN;
+  for (const r of rows) console.log(`  ${r.workers} worker(s) / 1 worker: ×${(r.runs_per_s / base).toFixed(2)}`);
+  const steps = await stepOverhead(url);
+  console.log(
+    `store per step (${steps.steps}-step run, median of ${steps.reps}): SQLite ${steps.store_ms_per_step.sqlite.toFixed(2)} ms, PostgreSQL ${steps.store_ms_per_step.postgres.toFixed(2)} ms — PostgreSQL / SQLite ×${steps.postgres_over_sqlite.toFixed(2)}`,
+  );
+  if (!process.argv.includes('--no-write')) {
+    writeFileSync(
+      join(ROOT, 'bench', 'results', 'scale.json'),
+      `${JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: process.version,
+          cpus: cpus().length,
+          delay_ms: DELAY,
+          throughput: rows.map((r) => ({ ...r, over_one_worker: r.runs_per_s / base })),
+          step_overhead: steps,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  }
+} finally {
+  await dropSchemas().catch(() => {});
+  rmSync(home, { recursive: true, force: true });
+}
+process.exit(0);
