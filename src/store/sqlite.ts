@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,7 +5,6 @@ import type {
   ApprovalRecord,
   ApprovalStatus,
   AuditRecord,
-  CallRecord,
   EventQuery,
   LedgerRow,
   Memory,
@@ -21,6 +19,7 @@ import type {
   StoredEvent,
   ToolUsage,
 } from '../types/index.js';
+import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -594,54 +593,4 @@ export class SqliteStore implements Store {
     this.commitEvents();
     if (this.db.open) this.db.close();
   }
-}
-
-/**
- * A call's result is stored once: when the tool message that answers the call (the k-th answering its
- * id, for the call's k-th record) holds the same text, the record keeps a reference instead.
- */
-type StepRow = CallRecord & { result_in_message?: true };
-
-function nthAnswer(messages: readonly Message[], callId: string, k: number): string | undefined {
-  let seen = 0;
-  for (const m of messages) {
-    if (m.role === 'tool' && m.call_id === callId && seen++ === k) return m.content;
-  }
-  return undefined;
-}
-
-function stepRow(run: RunState, seq: number): StepRow {
-  const c = run.steps[seq];
-  let k = 0;
-  for (let i = 0; i < seq; i++) if (run.steps[i].call_id === c.call_id) k++;
-  if (c.result !== '' && nthAnswer(run.messages, c.call_id, k) === c.result) return { ...c, result: '', result_in_message: true };
-  return c;
-}
-
-function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRecord[] {
-  const seen = new Map<string, number>();
-  return rows.map((row) => {
-    const k = seen.get(row.call_id) ?? 0;
-    seen.set(row.call_id, k + 1);
-    if (!row.result_in_message) return row;
-    const { result_in_message: _, ...c } = row;
-    return { ...c, result: nthAnswer(messages, c.call_id, k) ?? '' };
-  });
-}
-
-const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();
-/** The same menu (same array, see the engine's menu memo) is serialised and hashed once per process. */
-function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: string } {
-  let b = toolsBlobCache.get(tools);
-  if (!b) {
-    const body = JSON.stringify(tools);
-    b = { body, hash: contentHash(body) };
-    toolsBlobCache.set(tools, b);
-  }
-  return b;
-}
-
-/** Content key for deduplicating trace blobs. */
-function contentHash(s: string): string {
-  return createHash('sha1').update(s).digest('hex');
 }
