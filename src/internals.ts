@@ -11,7 +11,7 @@ export { SAY } from './loop/sentences.js';
 export { formatIssue, type ManifestIssue, parseManifest } from './manifest/load.js';
 export { effectiveGate, manifestJsonSchema, manifestSchemas } from './manifest/schema.js';
 export { parseScript, type ScriptEntry, ScriptModel } from './models/script.js';
-export { discoverPlugins, mountPlugins, registryHealthy } from './plugin-host/host.js';
+export { discoverPlugins, mountPlugins, registryHealthy, registryOf } from './plugin-host/host.js';
 export { type Decision, decide, deriveGateState, executableInMode, type GateState } from './policy/gate.js';
 export { guardHandler, ModeDenied } from './policy/modes.js';
 export { buildMenu, keepAll, type Menu } from './prompt/menu.js';

@@ -14,7 +14,7 @@ import type { EngineDeps } from '../../src/loop/engine.js';
 import type * as Legs from '../../src/loop/legs.js';
 import type * as Provider from '../../src/models/provider.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
-import type { Registry } from '../../src/plugin-host/host.js';
+import { type Registry, registryOf } from '../../src/plugin-host/host.js';
 import type * as Sqlite from '../../src/store/sqlite.js';
 import type * as Builtins from '../../src/tools/builtins.js';
 import type * as Spec from '../../src/tools/spec.js';
@@ -98,14 +98,7 @@ export function benchRegistry(code: KeelCode, count: number, tools: Meter): Regi
     ),
   );
   const pool = [code.askUser, ...specs];
-  return {
-    plugins: [],
-    pool,
-    byName: new Map(pool.map((t) => [t.name, t])),
-    hooks: { onToolCall: [], onToolResult: [] },
-    chargeFailure() {},
-    async close() {},
-  };
+  return registryOf(pool);
 }
 
 /**

@@ -10,7 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { JsonSchema, ToolSpec } from '../../src/types/index.js';
+import { paramTexts } from '../../src/prompt/shortlist.js';
+import type { ToolSpec } from '../../src/types/index.js';
 
 export const KINDS = ['plain', 'paraphrase', 'story', 'non_english'] as const;
 export type Kind = (typeof KINDS)[number];
@@ -83,19 +84,6 @@ export function sameWord(a: string, b: string): boolean {
   let p = 0;
   while (p < a.length && p < b.length && a[p] === b[p]) p++;
   return (p === Math.min(a.length, b.length) && p >= 3) || p >= 5;
-}
-
-function paramTexts(schema: JsonSchema | undefined, out: string[] = []): string[] {
-  const props = schema?.properties;
-  if (!props || typeof props !== 'object') return out;
-  for (const [name, p] of Object.entries(props as Record<string, JsonSchema>)) {
-    const items = p?.items as JsonSchema | undefined;
-    const en = (p?.enum ?? items?.enum) as unknown[] | undefined;
-    out.push(name, typeof p?.description === 'string' ? p.description : '', Array.isArray(en) ? en.join(' ') : '');
-    if (p?.type === 'object') paramTexts(p, out);
-    if (items?.type === 'object') paramTexts(items, out);
-  }
-  return out;
 }
 
 /** All the text the shortlist ranks a tool by: name, description, guidance, parameters, plugin. */

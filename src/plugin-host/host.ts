@@ -26,6 +26,18 @@ export interface Registry {
   close(): Promise<void>;
 }
 
+/** A registry of these tools and no plugin (tests, benchmarks, an embedder's own pool). */
+export function registryOf(pool: ToolSpec[]): Registry {
+  return {
+    plugins: [],
+    pool,
+    byName: new Map(pool.map((t) => [t.name, t])),
+    hooks: { onToolCall: [], onToolResult: [] },
+    chargeFailure() {},
+    async close() {},
+  };
+}
+
 export interface MountOptions {
   /** Keel's home (plugins keep data there). */
   home: string;

@@ -164,7 +164,7 @@ const TUNING = {
 type Field = keyof typeof TUNING.fields;
 
 /** The text of each of a tool's parameters (name, description, enum values), nested objects included. */
-function paramTexts(schema: JsonSchema | undefined, out: string[] = []): string[] {
+export function paramTexts(schema: JsonSchema | undefined, out: string[] = []): string[] {
   const props = schema?.properties;
   if (!props || typeof props !== 'object') return out;
   for (const [name, p] of Object.entries(props as Record<string, JsonSchema>)) {

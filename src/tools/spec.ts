@@ -22,7 +22,7 @@ function ajv(): AjvClass {
  * `ajv.compile` refuses. Anything else ($ref, $id, definitions, patternProperties, if/then, tuples,
  * nullable, unknown keywords, …) is compiled at registration, as before.
  */
-const PLAIN_KEYWORDS = new Set([
+export const PLAIN_KEYWORDS: ReadonlySet<string> = new Set([
   'type',
   'properties',
   'required',

@@ -18,6 +18,7 @@ import { PLAIN_FIELDS, parseManifest, parseManifestFull } from '../../src/manife
 import { plainSchemaValid } from '../../src/manifest/plain-schema.js';
 import { parsePlainYaml } from '../../src/manifest/plain-yaml.js';
 import { manifestSchemas } from '../../src/manifest/schema.js';
+import { PLAIN_KEYWORDS } from '../../src/tools/spec.js';
 import { manifestsIn } from '../reliability/manifests.js';
 
 const { ManifestSchema, McpSectionSchema, ToolDeclarationSchema } = manifestSchemas();
@@ -387,42 +388,8 @@ const schemaArb: fc.Arbitrary<unknown> = fc.letrec<{ schema: unknown }>((tie) =>
     { depthSize: 'small', withCrossShrink: true },
     fc.boolean(),
     fc.dictionary(
-      fc.constantFrom(
-        'type',
-        'properties',
-        'required',
-        'additionalProperties',
-        'items',
-        'enum',
-        'const',
-        'title',
-        'description',
-        'default',
-        'examples',
-        '$comment',
-        'minimum',
-        'maximum',
-        'exclusiveMinimum',
-        'exclusiveMaximum',
-        'multipleOf',
-        'minLength',
-        'maxLength',
-        'pattern',
-        'format',
-        'minItems',
-        'maxItems',
-        'uniqueItems',
-        'minProperties',
-        'maxProperties',
-        'anyOf',
-        'oneOf',
-        'allOf',
-        'not',
-        '$schema',
-        '$ref',
-        'nullable',
-        'x-extra',
-      ),
+      // Every keyword the plain check knows, and some it does not.
+      fc.constantFrom(...PLAIN_KEYWORDS, '$schema', '$ref', 'nullable', 'x-extra'),
       fc.oneof(
         fc.constantFrom(
           'object',

@@ -8,7 +8,7 @@ import { collect, streamRun } from '../../src/loop/legs.js';
 import { createModel } from '../../src/models/index.js';
 import { ProviderModel, piToolConversions, resolveTarget } from '../../src/models/provider.js';
 import type { ModelRequest } from '../../src/models/types.js';
-import type { Registry } from '../../src/plugin-host/host.js';
+import { type Registry, registryOf } from '../../src/plugin-host/host.js';
 import { askUser } from '../../src/tools/builtins.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolDeclaration } from '../../src/types/index.js';
@@ -97,14 +97,7 @@ describe('P4: declarations are converted once per menu, not per request', () => 
       makeToolSpec({ ...decl(`read_${i}`), execute: (args) => `read_${i}: ${String(args.q)}` }, 'p4'),
     );
     const pool = [askUser, ...tools];
-    const registry: Registry = {
-      plugins: [],
-      pool,
-      byName: new Map(pool.map((t) => [t.name, t])),
-      hooks: { onToolCall: [], onToolResult: [] },
-      chargeFailure() {},
-      async close() {},
-    };
+    const registry: Registry = registryOf(pool);
     const replies = [3, 17, 29, 8].map((k, i) =>
       PiAi.fauxAssistantMessage(PiAi.fauxToolCall(`read_${k}`, { q: `q${i}` }, { id: `call_${i}` }), { stopReason: 'toolUse' }),
     );

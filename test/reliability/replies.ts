@@ -16,7 +16,7 @@ import { recordApprovalAnswer } from '../../src/approvals/respond.js';
 import { collect, streamApprovalContinuation, streamResume, streamRun } from '../../src/loop/legs.js';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
-import type { Registry } from '../../src/plugin-host/host.js';
+import { type Registry, registryOf } from '../../src/plugin-host/host.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { askUser, reportGoal, submitGoal, submitPlan } from '../../src/tools/builtins.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
@@ -59,14 +59,7 @@ const POOL: ToolSpec[] = [
   logged('wipe', 'destructive'),
   logged('mail', 'write', { approval: 'pinned' }),
 ];
-const REGISTRY: Registry = {
-  plugins: [],
-  pool: POOL,
-  byName: new Map(POOL.map((t) => [t.name, t])),
-  hooks: { onToolCall: [], onToolResult: [] },
-  chargeFailure() {},
-  async close() {},
-};
+const REGISTRY: Registry = registryOf(POOL);
 const NAMES = POOL.map((t) => t.name);
 
 /** One generated call, before ids are given. */
