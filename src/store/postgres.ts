@@ -382,60 +382,36 @@ export class PostgresStore implements Store {
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
-    if (now.messages > had.messages) {
-      await c.query(
-        `INSERT INTO messages (run_id, seq, body) SELECT $1, $2 + e.ord - 1, e.body FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(body, ord)`,
-        [run.id, had.messages, jsonArray(run.messages.slice(had.messages))],
-      );
-    }
-    if (now.steps > had.steps) {
-      const rows: StepRow[] = [];
-      for (let seq = had.steps; seq < now.steps; seq++) rows.push(stepRow(run, seq));
-      await c.query(
-        `INSERT INTO steps (run_id, seq, body) SELECT $1, $2 + e.ord - 1, e.body FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(body, ord)`,
-        [run.id, had.steps, jsonArray(rows)],
-      );
-      // R23: each call that ran counts once towards its tool's use (a record is written once).
-      const ran = run.steps.slice(had.steps).flatMap((s) => (s.outcome === 'ran' ? [s.tool] : []));
-      if (ran.length) {
-        await c.query(
-          `INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM unnest($1::text[]) AS u(tool) GROUP BY tool
-           ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls`,
-          [ran],
-        );
+    const steps: StepRow[] = [];
+    for (let seq = had.steps; seq < now.steps; seq++) steps.push(stepRow(run, seq));
+    // R23: each call that ran counts once towards its tool's use (a record is written once).
+    const ran = run.steps.slice(had.steps).flatMap((x) => (x.outcome === 'ran' ? [x.tool] : []));
+    const blobs: [string, string][] = [];
+    const requests: { s: string; t: string; m: unknown }[] = [];
+    for (let seq = had.requests; seq < now.requests; seq++) {
+      const { system, tools, ...meta } = run.requests[seq];
+      const sh = contentHash(system);
+      const t = toolsBlob(tools);
+      for (const [hash, text] of [
+        [sh, jsonb(system)],
+        [t.hash, t.body],
+      ] as const) {
+        if (!this.knownBlobs.has(hash) && !blobs.some((b) => b[0] === hash)) blobs.push([hash, text]);
       }
+      requests.push({ s: sh, t: t.hash, m: meta });
     }
-    if (now.requests > had.requests) {
-      const blobs: [string, string][] = [];
-      const rows: { s: string; t: string; m: unknown }[] = [];
-      for (let seq = had.requests; seq < now.requests; seq++) {
-        const { system, tools, ...meta } = run.requests[seq];
-        const s = contentHash(system);
-        const t = toolsBlob(tools);
-        for (const [hash, text] of [
-          [s, jsonb(system)],
-          [t.hash, t.body],
-        ] as const) {
-          if (!this.knownBlobs.has(hash) && !blobs.some((b) => b[0] === hash)) blobs.push([hash, text]);
-        }
-        rows.push({ s, t: t.hash, m: meta });
-      }
-      if (blobs.length) {
-        await c.query(
-          `INSERT INTO blobs (hash, body) SELECT h, b::jsonb FROM unnest($1::text[], $2::text[]) AS x(h, b) ON CONFLICT (hash) DO NOTHING`,
-          [blobs.map((b) => b[0]), blobs.map((b) => b[1])],
-        );
-        blobsAdded.push(...blobs.map((b) => b[0]));
-      }
-      await c.query(
-        `INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
-         SELECT $1, $2 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
-         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(x, ord)`,
-        [run.id, had.requests, jsonArray(rows)],
-      );
-    }
+    // Everything new and the run's fields in one statement: one round trip for a step.
     await c.query(
-      `UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
+      `WITH
+        b AS (INSERT INTO blobs (hash, body) SELECT h, x::jsonb FROM unnest($18::text[], $19::text[]) AS x(h, x) ON CONFLICT (hash) DO NOTHING),
+        m AS (INSERT INTO messages (run_id, seq, body) SELECT $1, $20 + e.ord - 1, e.body FROM jsonb_array_elements($21::jsonb) WITH ORDINALITY AS e(body, ord)),
+        s AS (INSERT INTO steps (run_id, seq, body) SELECT $1, $22 + e.ord - 1, e.body FROM jsonb_array_elements($23::jsonb) WITH ORDINALITY AS e(body, ord)),
+        u AS (INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM unnest($24::text[]) AS u(tool) GROUP BY tool
+              ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls),
+        q AS (INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
+              SELECT $1, $25 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
+              FROM jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord))
+      UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
         warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
         lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END WHERE id=$1`,
       [
@@ -456,8 +432,18 @@ export class PostgresStore implements Store {
         now.steps,
         now.requests,
         this.leaseMs,
+        blobs.map((b) => b[0]),
+        blobs.map((b) => b[1]),
+        had.messages,
+        jsonArray(run.messages.slice(had.messages)),
+        had.steps,
+        jsonArray(steps),
+        ran,
+        had.requests,
+        jsonArray(requests),
       ],
     );
+    blobsAdded.push(...blobs.map((b) => b[0]));
   }
 
   /** A run write as one transaction; blobs it wrote are remembered only once it committed. */
