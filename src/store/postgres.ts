@@ -31,6 +31,7 @@ import { MIGRATIONS, type Migration } from './pg-migrations.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 type Row = Record<string, unknown>;
+type Stored = { messages: number; steps: number; requests: number };
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** Advisory lock keys (first half): migrations, and the journal's append order. */
@@ -358,30 +359,21 @@ export class PostgresStore implements Store {
     ];
   }
 
+  /** What the database holds of each run this process wrote or read: where its next save appends. */
+  private readonly stored = new Map<string, Stored>();
+
   /**
-   * Appends what the database does not hold of a run yet, and writes its fields, inside `c`'s
-   * transaction. The run's row is locked first: its counts say where to append; a run whose
-   * transcript shrank is refused (R19).
+   * Appends what the database does not hold of a run yet and writes its fields, in one statement on
+   * `c`, if the database holds what this process believes (`had`) and the run is still this
+   * process's (when it holds it): the row is locked and checked in the same statement. False when
+   * it does not: the caller looks again. The transcript only grows (R19).
    */
-  private async writeRun(c: Queryable, run: RunState, blobsAdded: string[]): Promise<void> {
-    const had = (
-      await c.query<{ messages: number; steps: number; requests: number; owner: string | null }>(
-        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests, owner FROM runs WHERE id = $1 FOR UPDATE',
-        [run.id],
-      )
-    ).rows[0];
-    if (!had) throw new Error(`run ${run.id} is not in the store: it cannot be saved`);
-    // A run this process held and another took over (its lease ran out) is not written from here.
-    const holder = this.held.get(run.id);
-    if (this.lost.has(run.id) || (holder !== undefined && had.owner !== holder)) {
-      this.lost.add(run.id);
-      this.held.delete(run.id);
-      throw new KeelError('conflict', `run ${run.id} was taken over by ${had.owner ?? 'the queue'}: this process lost its lease`);
-    }
+  private async writeRun(c: Queryable, run: RunState, had: Stored, blobsAdded: string[]): Promise<boolean> {
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
+    const holder = this.held.get(run.id);
     const steps: StepRow[] = [];
     for (let seq = had.steps; seq < now.steps; seq++) steps.push(stepRow(run, seq));
     // R23: each call that ran counts once towards its tool's use (a record is written once).
@@ -401,19 +393,21 @@ export class PostgresStore implements Store {
       requests.push({ s: sh, t: t.hash, m: meta });
     }
     // Everything new and the run's fields in one statement: one round trip for a step.
-    await c.query(
+    const r = await c.query(
       `WITH
+        r AS (SELECT id FROM runs WHERE id = $1 AND n_messages = $20 AND n_steps = $22 AND n_requests = $25
+              AND ($27::text IS NULL OR owner IS NOT DISTINCT FROM $27) FOR UPDATE),
         b AS (INSERT INTO blobs (hash, body) SELECT h, x::jsonb FROM unnest($18::text[], $19::text[]) AS x(h, x) ON CONFLICT (hash) DO NOTHING),
-        m AS (INSERT INTO messages (run_id, seq, body) SELECT $1, $20 + e.ord - 1, e.body FROM jsonb_array_elements($21::jsonb) WITH ORDINALITY AS e(body, ord)),
-        s AS (INSERT INTO steps (run_id, seq, body) SELECT $1, $22 + e.ord - 1, e.body FROM jsonb_array_elements($23::jsonb) WITH ORDINALITY AS e(body, ord)),
-        u AS (INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM unnest($24::text[]) AS u(tool) GROUP BY tool
+        m AS (INSERT INTO messages (run_id, seq, body) SELECT r.id, $20 + e.ord - 1, e.body FROM r, jsonb_array_elements($21::jsonb) WITH ORDINALITY AS e(body, ord)),
+        s AS (INSERT INTO steps (run_id, seq, body) SELECT r.id, $22 + e.ord - 1, e.body FROM r, jsonb_array_elements($23::jsonb) WITH ORDINALITY AS e(body, ord)),
+        u AS (INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM r, unnest($24::text[]) AS u(tool) GROUP BY tool
               ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls),
         q AS (INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
-              SELECT $1, $25 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
-              FROM jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord))
+              SELECT r.id, $25 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
+              FROM r, jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord))
       UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
         warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
-        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END WHERE id=$1`,
+        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id`,
       [
         run.id,
         run.status,
@@ -441,39 +435,84 @@ export class PostgresStore implements Store {
         ran,
         had.requests,
         jsonArray(requests),
+        holder ?? null,
       ],
     );
+    if (r.rowCount !== 1) return false;
     blobsAdded.push(...blobs.map((b) => b[0]));
+    return true;
   }
 
-  /** A run write as one transaction; blobs it wrote are remembered only once it committed. */
-  private async runWrite(f: (c: pg.PoolClient, blobsAdded: string[]) => Promise<void>): Promise<void> {
+  /** Why a save found the run other than expected: the counts it holds now, or an error. */
+  private async recheck(c: Queryable, run: RunState): Promise<Stored> {
+    const row = (
+      await c.query<Stored & { owner: string | null }>(
+        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests, owner FROM runs WHERE id = $1',
+        [run.id],
+      )
+    ).rows[0];
+    if (!row) throw new Error(`run ${run.id} is not in the store: it cannot be saved`);
+    // A run this process held and another took over (its lease ran out) is not written from here.
+    const holder = this.held.get(run.id);
+    if (holder !== undefined && row.owner !== holder) {
+      this.lost.add(run.id);
+      this.held.delete(run.id);
+      throw new KeelError('conflict', `run ${run.id} was taken over by ${row.owner ?? 'the queue'}: this process lost its lease`);
+    }
+    return { messages: row.messages, steps: row.steps, requests: row.requests };
+  }
+
+  /** A save: one statement when this process knows what the database holds, else it looks first. */
+  private async save(c: Queryable, run: RunState, blobsAdded: string[]): Promise<void> {
+    if (this.lost.has(run.id)) {
+      throw new KeelError('conflict', `run ${run.id} was taken over by another process: this process lost its lease`);
+    }
+    let had = this.stored.get(run.id) ?? (await this.recheck(c, run));
+    for (let attempt = 0; ; attempt++) {
+      if (await this.writeRun(c, run, had, blobsAdded)) break;
+      if (attempt > 3) throw new Error(`run ${run.id} is being saved by another process at the same time`);
+      had = await this.recheck(c, run);
+    }
+    this.stored.set(run.id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+  }
+
+  /** A run write; blobs it wrote are remembered only once it committed; on failure what we believed is forgotten. */
+  private async runWrite(runId: string, f: (c: Queryable, blobsAdded: string[]) => Promise<void>, inTransaction: boolean): Promise<void> {
     const added: string[] = [];
-    await this.transaction((c) => f(c, added));
+    try {
+      if (inTransaction) await this.transaction((c) => f(c, added));
+      else {
+        await this.ensureReady();
+        await f({ query: ((sql: string, params: unknown[]) => this.q(sql, params)) as Queryable['query'] }, added);
+      }
+    } catch (err) {
+      this.stored.delete(runId);
+      throw err;
+    }
     for (const h of added) this.knownBlobs.add(h);
   }
 
   async createRun(run: RunState): Promise<void> {
     if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
-    await this.runWrite(async (c, added) => {
-      await c.query(
-        `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
+    this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
+    await this.runWrite(
+      run.id,
+      async (c, added) => {
+        await c.query(
+          `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
          VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
-        this.runParams(run),
-      );
-      await this.writeRun(c, run, added);
-    });
+          this.runParams(run),
+        );
+        await this.save(c, run, added);
+      },
+      true,
+    );
   }
 
   async saveRun(run: RunState): Promise<void> {
-    await this.runWrite((c, added) => this.writeRun(c, run, added));
+    // One statement: atomic by itself.
+    await this.runWrite(run.id, (c, added) => this.save(c, run, added), false);
     if (run.status !== 'running') this.held.delete(run.id);
-  }
-
-  /** Saves a run inside a transaction someone else holds (a worker queues the run's next leg in it). */
-  async saveRunIn(c: pg.PoolClient, run: RunState): Promise<void> {
-    // Blobs written here are not remembered: the caller's transaction may still roll back.
-    await this.writeRun(c, run, []);
   }
 
   async loadRun(id: string): Promise<RunState | undefined> {
@@ -522,6 +561,7 @@ export class PostgresStore implements Store {
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
     };
+    this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
     return run;
   }
 
