@@ -6,8 +6,8 @@
  * schema up to date (numbered migrations, under an advisory lock, so two processes starting at once
  * migrate once). Everything a method writes is one transaction or one statement.
  */
-import pg from 'pg';
-import PgBoss from 'pg-boss';
+import type pg from 'pg';
+import type PgBoss from 'pg-boss';
 import type {
   ApprovalRecord,
   ApprovalStatus,
@@ -31,6 +31,11 @@ import { MIGRATIONS, type Migration } from './pg-migrations.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 type Row = Record<string, unknown>;
+
+/** pg and pg-boss load on first use: a run on the SQLite store, and `keel --help`, never load them. */
+async function loadPg(): Promise<typeof pg> {
+  return (await import('pg')).default;
+}
 type Stored = { messages: number; steps: number; requests: number };
 type Queryable = Pick<pg.PoolClient, 'query'>;
 
@@ -250,7 +255,9 @@ export const LEG_QUEUE = 'keel-legs';
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
   readonly target: PostgresTarget;
-  readonly pool: pg.Pool;
+  private readonly maxConnections: number;
+  /** The connection pool, made on first use (see loadPg). */
+  private poolMade: pg.Pool | undefined;
   private ready: Promise<void> | undefined;
   private closed = false;
   /** Hashes of blobs this process knows are stored (the table is content-addressed, rows never deleted). */
@@ -266,16 +273,14 @@ export class PostgresStore implements Store {
 
   constructor(url: string | PostgresTarget, o: PostgresStoreOptions = {}) {
     this.target = typeof url === 'string' ? parsePostgresUrl(url) : url;
-    this.pool = new pg.Pool({
-      connectionString: this.target.connectionString,
-      max: o.max ?? 10,
-      connectionTimeoutMillis: 10_000,
-      application_name: 'keel',
-      options: `-c search_path=${this.target.schema}`,
-    });
+    this.maxConnections = o.max ?? 10;
     this.leaseMs = o.leaseMs ?? 30_000;
-    // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
-    this.pool.on('error', () => {});
+  }
+
+  /** The pool, once ensureReady made it. */
+  private get pool(): pg.Pool {
+    if (!this.poolMade) throw new Error('the PostgreSQL store is not connected yet');
+    return this.poolMade;
   }
 
   get schema(): string {
@@ -285,6 +290,20 @@ export class PostgresStore implements Store {
   /** Connects and migrates, once (again after a failure). */
   private ensureReady(): Promise<void> {
     this.ready ??= (async () => {
+      if (this.closed) throw new Error('the store is closed');
+      if (!this.poolMade) {
+        const { Pool } = await loadPg();
+        const pool = new Pool({
+          connectionString: this.target.connectionString,
+          max: this.maxConnections,
+          connectionTimeoutMillis: 10_000,
+          application_name: 'keel',
+          options: `-c search_path=${this.target.schema}`,
+        });
+        // An idle connection that breaks (the server restarted) is dropped; the next query opens another.
+        pool.on('error', () => {});
+        this.poolMade = pool;
+      }
       const client = await this.pool.connect();
       try {
         await migrate(client, this.target.schema);
@@ -654,6 +673,7 @@ export class PostgresStore implements Store {
   queue(): Promise<PgBoss> {
     this.boss ??= (async () => {
       await this.ensureReady();
+      const { default: PgBoss } = await import('pg-boss');
       const boss = new PgBoss({
         connectionString: this.target.connectionString,
         schema: this.target.schema === 'public' ? 'pgboss' : `${this.target.schema}_boss`,
@@ -785,7 +805,7 @@ export class PostgresStore implements Store {
     let retry: NodeJS.Timeout | undefined;
     const prefix = `${this.target.schema} `;
     const connect = async (again: boolean): Promise<void> => {
-      const c = new pg.Client({ connectionString: this.target.connectionString, application_name: 'keel-listen' });
+      const c = new (await loadPg()).Client({ connectionString: this.target.connectionString, application_name: 'keel-listen' });
       c.on('notification', (m) => {
         if (m.payload?.startsWith(prefix)) onWake(m.payload.slice(prefix.length));
       });
@@ -1007,14 +1027,15 @@ export class PostgresStore implements Store {
     const boss = this.boss;
     this.boss = undefined;
     if (boss) await (await boss.catch(() => undefined))?.stop({ graceful: false, wait: true, timeout: 5000 });
-    await this.pool.end();
+    await this.poolMade?.end();
   }
 }
 
 /** One connection for one job (`keel db`): opened, used, closed; a failure to connect is one clear line. */
 export async function withPostgres<T>(spec: string | PostgresTarget, f: (c: pg.Client, target: PostgresTarget) => Promise<T>): Promise<T> {
   const target = typeof spec === 'string' ? parsePostgresUrl(spec) : spec;
-  const client = new pg.Client({ connectionString: target.connectionString, connectionTimeoutMillis: 10_000, application_name: 'keel' });
+  const { Client } = await loadPg();
+  const client = new Client({ connectionString: target.connectionString, connectionTimeoutMillis: 10_000, application_name: 'keel' });
   client.on('error', () => {});
   try {
     await client.connect();
