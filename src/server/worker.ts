@@ -12,6 +12,7 @@ import type { Leg } from '../loop/legs.js';
 import { processOwner } from '../loop/run.js';
 import { LEG_QUEUE, type LegJob, type PostgresStore } from '../store/postgres.js';
 import type { LoopEvent } from '../types/index.js';
+import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
 
 /** Why a worker paused a run when it was stopped: the run is queued again at once. */
@@ -51,20 +52,34 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   const boss = await o.store.queue();
   let active = 0;
   let stopping = false;
-  const idle: (() => void)[] = [];
+  /** Slots waiting for a job, woken early when the worker stops. */
+  const sleepers = new Set<() => void>();
+  const nap = (ms: number) =>
+    new Promise<void>((res) => {
+      const done = () => {
+        clearTimeout(t);
+        sleepers.delete(done);
+        res();
+      };
+      const t = setTimeout(done, ms);
+      sleepers.add(done);
+    });
 
-  const work = async (runId: string, job: LegJob): Promise<void> => {
-    let leg: Leg;
+  /** Takes the run a job hands over: the leg, or undefined when the job is not to be worked (logged). */
+  const take = async (runId: string, job: LegJob): Promise<Leg | undefined> => {
     try {
-      leg = await o.keel.queuedLeg(runId, job);
+      return await o.keel.queuedLeg(runId, job);
     } catch (err) {
       // Another process has the run, or it no longer waits for this leg: the job is done.
       if (err instanceof KeelError) {
         log(`keel worker: run ${runId}: ${job.kind} leg not taken: ${err.message}`);
-        return;
+        return undefined;
       }
       throw err;
     }
+  };
+
+  const drive = async (runId: string, leg: Leg): Promise<void> => {
     active++;
     try {
       const gen = leg.drive();
@@ -85,21 +100,49 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
       log(`keel worker: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`);
     } finally {
       active--;
-      if (active === 0) for (const f of idle.splice(0)) f();
     }
   };
 
-  for (let i = 0; i < o.concurrency; i++) {
-    let id = '';
-    id = await boss.work<{ run_id: string } & LegJob>(LEG_QUEUE, { batchSize: 1, pollingIntervalSeconds: 0.5 }, async (jobs) => {
-      for (const j of jobs) {
-        const { run_id, ...job } = j.data;
-        await work(run_id, job as LegJob);
+  /**
+   * One slot: fetch a job, hold its run, complete the job, drive the leg; again. The job covers only
+   * the hand-over: a worker that dies between the fetch and the hold leaves a job that expires and is
+   * offered again (the queue's tries), and one that dies after leaves a lease that runs out (reapExpired).
+   */
+  const slot = async (): Promise<void> => {
+    while (!stopping) {
+      let jobs: { id: string; data: { run_id: string } & LegJob }[];
+      try {
+        jobs = await boss.fetch<{ run_id: string } & LegJob>(LEG_QUEUE);
+      } catch (err) {
+        log(`keel worker: could not fetch a leg: ${err instanceof Error ? err.message : String(err)}`);
+        await nap(1000);
+        continue;
       }
-      // A slot that just finished a leg asks for the next at once; an idle one polls.
-      if (id && !stopping) boss.notifyWorker(id);
-    });
-  }
+      const j = jobs[0];
+      if (!j) {
+        await nap(500);
+        continue;
+      }
+      crashPoint('leg-fetched');
+      const { run_id, ...job } = j.data;
+      let leg: Leg | undefined;
+      try {
+        leg = await take(run_id, job as LegJob);
+      } catch (err) {
+        log(`keel worker: run ${run_id}: ${job.kind} leg failed to start: ${err instanceof Error ? err.message : String(err)}`);
+        await boss.fail(LEG_QUEUE, j.id).catch(() => {});
+        continue;
+      }
+      crashPoint('leg-held');
+      // Held (or refused): the hand-over is over. Should this fail, the job expires and its next try is refused.
+      await boss.complete(LEG_QUEUE, j.id).catch(() => {});
+      if (!leg) continue;
+      // Taken as the worker stops: back to the queue, untouched, for another worker.
+      if (stopping) await handToQueue(o.store, leg).catch(() => {});
+      else await drive(run_id, leg);
+    }
+  };
+  const slots = Array.from({ length: o.concurrency }, () => slot());
 
   const reap = setInterval(
     () => {
@@ -124,18 +167,16 @@ export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
       if (stopping) return;
       stopping = true;
       clearInterval(reap);
-      await boss.offWork(LEG_QUEUE).catch(() => {});
-      if (active > 0) {
-        o.keel.interrupt(WORKER_STOPPED);
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          new Promise<void>((res) => idle.push(res)),
-          new Promise<void>((res) => {
-            timer = setTimeout(res, ms);
-          }),
-        ]);
-        clearTimeout(timer);
-      }
+      for (const f of [...sleepers]) f();
+      if (active > 0) o.keel.interrupt(WORKER_STOPPED);
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(slots),
+        new Promise<void>((res) => {
+          timer = setTimeout(res, ms);
+        }),
+      ]);
+      clearTimeout(timer);
     },
   };
 }

@@ -252,6 +252,13 @@ export type LegJob =
 /** The job queue's name, in pg-boss. */
 export const LEG_QUEUE = 'keel-legs';
 
+/**
+ * How often a leg's job is offered again when the worker that fetched it died before it held the
+ * run (the job expired in the hand-over, see handoverSeconds). Each try is one fetch: a spare try
+ * that finds the run already held ends as a conflict, which is harmless.
+ */
+const HANDOVER_TRIES = 20;
+
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
   readonly target: PostgresTarget;
@@ -664,6 +671,29 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * How long a worker has between fetching a leg's job and holding its run (then it completes the
+   * job): a job still active after that was fetched by a worker that died in between, and the queue
+   * offers it again. As long as the lease, at least a second (the queue's finest grain).
+   */
+  get handoverSeconds(): number {
+    return Math.max(1, Math.ceil(this.leaseMs / 1000));
+  }
+
+  /** Queues a leg inside the caller's transaction (pg-boss's `db` option): the job exists exactly when the change commits. */
+  private async sendLeg(boss: PgBoss, c: pg.PoolClient, runId: string, job: LegJob): Promise<void> {
+    await boss.send(
+      LEG_QUEUE,
+      { run_id: runId, ...job },
+      {
+        retryLimit: HANDOVER_TRIES,
+        retryDelay: 0,
+        expireInSeconds: this.handoverSeconds,
+        db: { executeSql: (text, values) => c.query(text, values) },
+      },
+    );
+  }
+
   /** Stops renewing a run's lease (its leg failed here): once it runs out, a worker takes the run over. */
   release(runId: string): void {
     this.held.delete(runId);
@@ -679,6 +709,8 @@ export class PostgresStore implements Store {
         schema: this.target.schema === 'public' ? 'pgboss' : `${this.target.schema}_boss`,
         max: 4,
         application_name: 'keel-queue',
+        // Expiry is checked by the queue's maintenance: as often as a hand-over may last (see handoverSeconds).
+        maintenanceIntervalSeconds: this.handoverSeconds,
       });
       boss.on('error', () => {});
       // Processes starting together install the queue's schema and create the queue one at a time.
@@ -686,7 +718,8 @@ export class PostgresStore implements Store {
       try {
         await lock.query('SELECT pg_advisory_lock($1, hashtext($2))', [LOCK_QUEUE, this.target.schema]);
         await boss.start();
-        // A leg's recovery is Keel's (leases), not the queue's: a job is tried once; a leg may run for hours.
+        // A job is the hand-over of a run to a worker, not the leg (which may run for hours, held by its
+        // lease): each job carries its own tries and expiry (sendLeg); these are only the queue's defaults.
         if (!(await boss.getQueue(LEG_QUEUE)))
           await boss.createQueue(LEG_QUEUE, { name: LEG_QUEUE, retryLimit: 0, expireInSeconds: 4 * 3600 });
       } catch (err) {
@@ -717,7 +750,7 @@ export class PostgresStore implements Store {
         owner,
       ]);
       if (r.rowCount !== 1) return false;
-      await boss.send(LEG_QUEUE, { run_id: runId, ...job }, { db: { executeSql: (text, values) => c.query(text, values) } });
+      await this.sendLeg(boss, c, runId, job);
       return true;
     });
     if (done) this.held.delete(runId);
@@ -746,8 +779,7 @@ export class PostgresStore implements Store {
           [id, owner],
         );
         if (r.rowCount !== 1) return false;
-        const job: LegJob = { kind: 'continue' };
-        await boss.send(LEG_QUEUE, { run_id: id, ...job }, { db: { executeSql: (text, values) => c.query(text, values) } });
+        await this.sendLeg(boss, c, id, { kind: 'continue' });
         return true;
       });
       if (taken) out.push(id);

@@ -5,42 +5,24 @@
  * and its run carried on), and no approved call ran twice (counted by the fixture tool's own log).
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { PostgresStore } from '../../src/store/postgres.js';
-import { calls, ensureBuilt, KEEL_BIN, ROOT, script, tempHome } from '../support/helpers.js';
+import { calls, script, tempHome } from '../support/helpers.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 import { call, cliServer } from '../support/server.js';
+import { killAtEnd, startKeelWorker, type WorkerProcess } from '../support/workers.js';
 
 after(() => dropSchemas());
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
 const RUNS = 200;
 const DONE = { delay_ms: 150, text: 'Done.' };
 
-function startWorker(env: Record<string, string>): Promise<ChildProcess> {
-  ensureBuilt();
-  const child = spawn(process.execPath, [KEEL_BIN, 'worker', '--concurrency', '4'], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'ignore'],
-  });
-  children.push(child);
-  return new Promise((res, rej) => {
-    let out = '';
-    const t = setTimeout(() => rej(new Error('keel worker did not start')), 30_000);
-    child.stdout?.on('data', (d) => {
-      out += d;
-      if (/taking legs/.test(out)) {
-        clearTimeout(t);
-        res(child);
-      }
-    });
-  });
+/** Every worker started, killed ones too: their logs explain a run left behind. */
+const started: WorkerProcess[] = [];
+async function startWorker(env: Record<string, string>) {
+  const w = await startKeelWorker(env, 4);
+  started.push(w);
+  return w.child;
 }
 
 test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one killed and restarted every few seconds: 0 runs lost, 0 cards lost, 0 duplicate executions', async (t) => {
@@ -51,7 +33,7 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
   const store = new PostgresStore(url);
   t.after(() => store.close());
   const srv = await cliServer(home, env);
-  children.push(srv.child);
+  killAtEnd(srv.child);
   const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
   const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
 
@@ -129,8 +111,17 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
 
   const runs = await Promise.all(ids.map(async ({ id }) => store.loadRun(id)));
   assert.equal(runs.filter((r) => r === undefined).length, 0, '0 runs lost: every run is in the store');
-  const notDone = runs.filter((r) => r?.status !== 'done').map((r) => `${r?.id} ${r?.status} ${r?.reason}`);
-  assert.deepEqual(notDone, [], 'every run finished');
+  const notDone = runs.filter((r) => r?.status !== 'done').map((r) => `${r?.id} ${r?.status} ${r?.reason} (held by ${r?.owner})`);
+  const logs = notDone.length
+    ? started.flatMap((w) =>
+        w
+          .err()
+          .split('\n')
+          .filter((l) => notDone.some((n) => l.includes(n.split(' ')[0])))
+          .map((l) => `${w.owner}: ${l}`),
+      )
+    : [];
+  assert.deepEqual(notDone, [], `every run finished; the workers said of those that did not:\n${logs.join('\n')}`);
   const cards = await store.listApprovals();
   assert.equal(cards.filter((a) => a.status !== 'approved').length, 0, '0 cards lost: every card was answered');
   const cardRuns = ids.filter((x) => x.kind === 'card').length;

@@ -7,64 +7,19 @@
  * it again, and finishes the run. (S4, A2, R18)
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { RunState } from '../../src/types/index.js';
-import { calls, ensureBuilt, KEEL_BIN, ROOT, script, tempHome } from '../support/helpers.js';
+import { calls, script, tempHome } from '../support/helpers.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 import { call, cliServer } from '../support/server.js';
+import { killAtEnd, startKeelWorker, until } from '../support/workers.js';
 
 after(() => dropSchemas());
 
-const children: ChildProcess[] = [];
-after(() => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-});
-
-/** `keel worker` as a user starts it; resolves once it says it is taking legs. */
-async function worker(
-  env: Record<string, string>,
-): Promise<{ child: ChildProcess; owner: string; exited: Promise<number | null>; err: () => string }> {
-  ensureBuilt();
-  const base = { ...process.env };
-  delete base.KEEL_PLUGINS;
-  const child = spawn(process.execPath, [KEEL_BIN, 'worker', '--concurrency', '2'], {
-    cwd: ROOT,
-    env: { ...base, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stderr?.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  await new Promise<void>((res, rej) => {
-    const t = setTimeout(() => rej(new Error(`keel worker did not start:\n${out}\n${err}`)), 30_000);
-    child.stdout?.on('data', (d) => {
-      out += d;
-      if (/taking legs/.test(out)) {
-        clearTimeout(t);
-        res();
-      }
-    });
-    child.on('exit', (code) => rej(new Error(`keel worker exited (${code}):\n${out}\n${err}`)));
-  });
-  return { child, owner: `${hostname()}:${child.pid}`, exited, err: () => err };
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const v = await f();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+const worker = (env: Record<string, string>) => startKeelWorker(env);
 
 test('#15: server + two workers on PostgreSQL — paused on worker A, approved through the API, continued by worker B; the destructive call runs once; a worker killed mid-call is taken over after its lease and the call is reported as of unknown outcome, never run again', async (t) => {
   const url = withSchema(await testPgUrl(), freshSchema());
@@ -75,7 +30,7 @@ test('#15: server + two workers on PostgreSQL — paused on worker A, approved t
   t.after(() => store.close());
 
   const srv = await cliServer(home, env);
-  children.push(srv.child);
+  killAtEnd(srv.child);
   const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
   assert.ok(admin, srv.stdout());
   const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
@@ -140,4 +95,54 @@ test('#15: server + two workers on PostgreSQL — paused on worker A, approved t
   assert.equal(finished.answer, 'I could not confirm it.');
   d.child.kill('SIGTERM');
   assert.equal(await d.exited, 0, d.err());
+});
+
+test('#15: a worker killed between fetching a leg and holding its run leaves nothing stuck — the job is offered again; one killed after holding it, before finishing the hand-over, is taken over after its lease', async (t) => {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const home = tempHome('keel-handover-');
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1000', KEEL_COUNT_TOKENS: '0' };
+  const store = new PostgresStore(url);
+  t.after(() => store.close());
+  const srv = await cliServer(home, env);
+  killAtEnd(srv.child);
+  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
+  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+  const model = script(home, [
+    { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] },
+    { text: 'Done.' },
+  ] as never);
+
+  for (const point of ['leg-fetched', 'leg-held']) {
+    // The only worker dies at that point of its first hand-over: the run is queued, or held by a dead process.
+    const doomed = await startKeelWorker({ ...env, KEEL_TEST_CRASH_AT: point }, 1);
+    const started = await api('POST', '/v1/runs', { request: `sort my mail (${point})`, model });
+    assert.equal(started.status, 202, JSON.stringify(started.body));
+    assert.equal(await doomed.exited, null, `the worker died at ${point}`);
+    assert.equal(doomed.child.signalCode, 'SIGKILL');
+    const left = await store.loadRun(started.body.run_id);
+    assert.equal(left?.status, 'running', 'left running: its leg was handed over, not worked');
+    assert.equal(left?.model_calls, 0);
+
+    // A healthy worker: the run reaches its question, is answered through the API, and finishes.
+    const next = await startKeelWorker(env, 1);
+    const paused = await until(
+      `the run left at ${point} to reach its question`,
+      async () => {
+        const r = await store.loadRun(started.body.run_id);
+        return r?.status === 'paused' ? r : undefined;
+      },
+      30_000,
+    );
+    assert.equal(paused.owner, next.owner, 'the healthy worker took the leg');
+    assert.equal((await api('POST', `/v1/runs/${paused.id}/answer`, { text: 'Promotions' })).status < 300, true);
+    const done = await until(`the run left at ${point} to finish`, async () => {
+      const r = await store.loadRun(started.body.run_id);
+      return r?.status === 'done' ? r : undefined;
+    });
+    assert.equal(done.answer, 'Done.');
+    assert.equal(done.model_calls, 2, 'the model was called once per step: no leg ran twice');
+    next.child.kill('SIGTERM');
+    assert.equal(await next.exited, 0, next.err());
+  }
 });

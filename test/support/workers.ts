@@ -1,0 +1,65 @@
+/** `keel worker` processes for the PostgreSQL end-to-end tests, started as a user starts them. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { hostname } from 'node:os';
+import { after } from 'node:test';
+import { ensureBuilt, KEEL_BIN, ROOT } from './helpers.js';
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** The owner it writes on the runs it holds (host:pid). */
+  owner: string;
+  exited: Promise<number | null>;
+  /** What it has written to stderr so far (its log). */
+  err: () => string;
+}
+
+const children: ChildProcess[] = [];
+after(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+});
+
+/** Kills every process started here that is still running (and any others given) at the end of the file. */
+export function killAtEnd(child: ChildProcess): void {
+  children.push(child);
+}
+
+/** `keel worker --concurrency N`; resolves once it says it is taking legs. */
+export async function startKeelWorker(env: Record<string, string>, concurrency = 2): Promise<WorkerProcess> {
+  ensureBuilt();
+  const base = { ...process.env };
+  delete base.KEEL_PLUGINS;
+  delete base.KEEL_TEST_CRASH_AT;
+  const child = spawn(process.execPath, [KEEL_BIN, 'worker', '--concurrency', String(concurrency)], {
+    cwd: ROOT,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stderr?.on('data', (d) => (err += d));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  await new Promise<void>((res, rej) => {
+    const t = setTimeout(() => rej(new Error(`keel worker did not start:\n${out}\n${err}`)), 30_000);
+    child.stdout?.on('data', (d) => {
+      out += d;
+      if (/taking legs/.test(out)) {
+        clearTimeout(t);
+        res();
+      }
+    });
+    child.on('exit', (code) => rej(new Error(`keel worker exited (${code}):\n${out}\n${err}`)));
+  });
+  return { child, owner: `${hostname()}:${child.pid}`, exited, err: () => err };
+}
+
+/** Polls `f` every 100 ms until it gives a value. */
+export async function until<T>(what: string, f: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await f();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
