@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES, ROOT } from '../support/helpers.js';
 
@@ -16,9 +16,11 @@ function runAndList(home: string): { answer: string; loaded: string[] } {
     import { createRequire } from 'node:module';
     const { Keel } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
     const keel = new Keel({ home: ${JSON.stringify(home)} });
-    const r = await keel.run('hello', { model: ${JSON.stringify(`script:${join(home, 's.yaml')}`)}, pluginDirs: [${JSON.stringify(join(FIXTURES, 'calendar'))}] });
+    // A model of the test's own (a script would load yaml, which a real model does not need).
+    const model = { spec: 'inline:hi', async *stream() { yield { type: 'done', reply: { text: 'Hi.', tool_calls: [] } }; } };
+    const r = await keel.run('hello', { model, pluginDirs: [${JSON.stringify(join(FIXTURES, 'calendar'))}] });
     await keel.close();
-    const heavy = /node_modules\\/(@opentelemetry\\/api|ajv)\\//;
+    const heavy = /node_modules\\/(@opentelemetry\\/api|ajv|zod|yaml)\\//;
     const loaded = [...new Set(Object.keys(createRequire(import.meta.url).cache).map((k) => heavy.exec(k)?.[1]).filter(Boolean))];
     console.log(JSON.stringify({ answer: r.answer, loaded }));`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
@@ -29,9 +31,34 @@ function runAndList(home: string): { answer: string; loaded: string[] } {
   return JSON.parse(r.stdout);
 }
 
-test('a one-reply run with a warm manifest cache loads neither the OpenTelemetry API nor ajv', () => {
+test('a one-reply run with a warm manifest cache loads neither the OpenTelemetry API, nor ajv, nor zod, nor yaml', () => {
   const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
-  writeFileSync(join(home, 's.yaml'), '- text: "Hi."\n');
   runAndList(home); // fills the manifest cache
   assert.deepEqual(runAndList(home), { answer: 'Hi.', loaded: [] });
+});
+
+/** The modules a file imports statically (not `import type`, not `import()`), as written. */
+function staticImports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(/^\s*import\s+(?!type\b)(?:[^'"]*?\bfrom\s+)?['"]([^'"]+)['"]/gm)].map((m) => m[1]);
+}
+
+test("the run path's static imports hold none of the heavy packages: they load on first use", () => {
+  const start = join(ROOT, 'dist', 'src', 'keel', 'keel.js');
+  const seen = new Set<string>();
+  const packages = new Map<string, string>();
+  const walk = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    for (const spec of staticImports(file)) {
+      if (spec.startsWith('.')) walk(resolve(dirname(file), spec));
+      else if (!spec.startsWith('node:')) packages.set(spec, file.slice(ROOT.length + 1));
+    }
+  };
+  walk(start);
+  assert.ok(seen.size > 20, `walked the run path (${seen.size} modules)`);
+  const heavy = [...packages].filter(([p]) =>
+    /^(zod|yaml|ajv|pg|pg-boss|@opentelemetry\/|@modelcontextprotocol\/|@mariozechner\/|ai-tokenizer|hono)/.test(p),
+  );
+  assert.deepEqual(heavy, []);
 });

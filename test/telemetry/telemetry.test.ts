@@ -335,25 +335,3 @@ test('telemetry: startTelemetryFromEnv does nothing without an endpoint, and exp
   assert.ok(sent.includes('keel-assistant'), 'the service is named by OTEL_SERVICE_NAME');
   assert.equal(trace.getTracer('keel').startSpan('probe').isRecording(), false, 'shut down: the global provider is gone');
 });
-
-test('with nothing registered, a run does not even load the OpenTelemetry API (a one-reply keel run stays cheap)', async () => {
-  const { spawnSync } = await import('node:child_process');
-  const { mkdtempSync, writeFileSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const home = mkdtempSync(join(tmpdir(), 'keel-otel-'));
-  writeFileSync(join(home, 's.yaml'), '- text: "Hi."\n');
-  const code = `
-    import { createRequire } from 'node:module';
-    const { Keel } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
-    const keel = new Keel({ home: ${JSON.stringify(home)} });
-    const r = await keel.run('hello', { model: 'script:${join(home, 's.yaml')}', pluginDirs: [${JSON.stringify(join(FIXTURES, 'calendar'))}] });
-    await keel.close();
-    const loaded = Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('@opentelemetry'));
-    console.log(JSON.stringify({ answer: r.answer, loaded }));`;
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
-    encoding: 'utf8',
-    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: '' },
-  });
-  assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), { answer: 'Hi.', loaded: [] });
-});
