@@ -7,6 +7,16 @@ export function addDays(day: string, n: number): string {
   return d.toISOString().slice(0, 10);
 }
 
+let usd: Intl.NumberFormat | undefined;
+/**
+ * An amount in dollars ("$1,234.50"). The formatter is made on first use: a process's first Intl
+ * formatter loads ICU's locale data (~25 ms), which a run that shows no amount should not pay.
+ */
+export function money(n: number): string {
+  usd ??= new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+  return usd.format(Math.round(n * 100) / 100);
+}
+
 /** A small seeded PRNG (mulberry32): the same seed gives the same sample data everywhere. */
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

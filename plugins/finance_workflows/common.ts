@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { pluginData, seedOnce } from '../_lib/plugin-data.js';
-import { addDays } from '../_lib/util.js';
+import { addDays, money } from '../_lib/util.js';
 import { seed } from './seed.js';
 
-export { addDays } from '../_lib/util.js';
+export { addDays, money } from '../_lib/util.js';
 
 export const PLUGIN = 'finance_workflows';
 export const WHATS = ['balances', 'transactions', 'spending'] as const;
@@ -25,8 +25,6 @@ export const reset: (home: string) => Promise<void> = data.reset;
 
 export const DAY = /^\d{4}-\d{2}-\d{2}$/;
 export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
-export const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
-export const money = (n: number) => usd.format(Math.round(n * 100) / 100);
 export const signed = (n: number) => (n >= 0 ? `+${money(n)}` : money(n));
 export const pct = (n: number) => `${n >= 0 ? '+' : ''}${n.toFixed(1)}%`;
 export const err = (content: string) => ({ content, is_error: true });

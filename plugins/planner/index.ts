@@ -3,7 +3,7 @@
 // in the data, never the wall clock.
 import type Database from 'better-sqlite3';
 import type { PluginAPI } from '../../src/plugin-host/types.js';
-import { addDays } from '../_lib/util.js';
+import { addDays, money } from '../_lib/util.js';
 import {
   closeDb,
   deleteDb,
@@ -37,7 +37,6 @@ const TITLES: Record<Section, string> = {
   focus: 'Suggested plan',
 };
 const err = (content: string) => ({ content, is_error: true });
-const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
 
 function dayDiff(a: string, b: string): number {
   return Math.round((Date.parse(`${b}T00:00:00Z`) - Date.parse(`${a}T00:00:00Z`)) / 86_400_000);
@@ -201,7 +200,7 @@ async function dailyPlan(api: PluginAPI, args: Record<string, unknown>) {
     `${dueTasks.length} task${dueTasks.length === 1 ? '' : 's'} due`,
     `${followups.length} follow-up${followups.length === 1 ? '' : 's'}`,
     bills.length
-      ? `${bills.length} bill${bills.length === 1 ? '' : 's'} (${usd.format(bills.reduce((s, b) => s + b.amount, 0))}) within ${o.bills_window_days} days`
+      ? `${bills.length} bill${bills.length === 1 ? '' : 's'} (${money(bills.reduce((s, b) => s + b.amount, 0))}) within ${o.bills_window_days} days`
       : 'no bills due soon',
   ];
   const out = [`Your day: ${label(day, now)}. ${summary.join(', ')}.`];
@@ -232,7 +231,7 @@ async function dailyPlan(api: PluginAPI, args: Record<string, unknown>) {
       bills.length
         ? bills.map(
             (b) =>
-              `  • ${b.payee} (${b.kind}) ${usd.format(b.amount)} — ${due(b.due_date, day, now)}, ${b.autopay ? 'autopay' : 'pay manually'}`,
+              `  • ${b.payee} (${b.kind}) ${money(b.amount)} — ${due(b.due_date, day, now)}, ${b.autopay ? 'autopay' : 'pay manually'}`,
           )
         : [`  No bills due within ${o.bills_window_days} days.`],
     focus: () => {
