@@ -15,7 +15,7 @@ import { killAtEnd, startKeelWorker, type WorkerProcess } from '../support/worke
 
 after(() => dropSchemas());
 const RUNS = 200;
-const DONE = { delay_ms: 150, text: 'Done.' };
+const DONE = { delay_ms: 400, text: 'Done.' };
 
 /** Every worker started, killed ones too: their logs explain a run left behind. */
 const started: WorkerProcess[] = [];
@@ -40,19 +40,19 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
   const models = {
     question: script(
       home,
-      [{ delay_ms: 150, tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] }, DONE, DONE, DONE] as never,
+      [{ delay_ms: 400, tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] }, DONE, DONE, DONE] as never,
       'q.yaml',
     ),
     card: script(
       home,
-      [{ delay_ms: 150, tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, DONE, DONE, DONE] as never,
+      [{ delay_ms: 400, tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, DONE, DONE, DONE] as never,
       'a.yaml',
     ),
     plan: script(
       home,
       [
-        { delay_ms: 150, tool_calls: [{ id: 'p1', name: 'submit_plan', args: { summary: 'look first', steps: ['search the inbox'] } }] },
-        { delay_ms: 150, tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
+        { delay_ms: 400, tool_calls: [{ id: 'p1', name: 'submit_plan', args: { summary: 'look first', steps: ['search the inbox'] } }] },
+        { delay_ms: 400, tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
         DONE,
         DONE,
         DONE,
@@ -77,7 +77,7 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
   let stopKilling = false;
   const killer = (async () => {
     while (!stopKilling) {
-      await new Promise((r) => setTimeout(r, 2000));
+      await new Promise((r) => setTimeout(r, 1500));
       if (stopKilling) break;
       const k = next++ % workers.length;
       workers[k].kill('SIGKILL');
