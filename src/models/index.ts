@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+import { keelHome } from '../config/paths.js';
 import { KeelError } from '../util/errors.js';
 import { ScriptModel } from './script.js';
 import type { ModelClient } from './types.js';
@@ -13,7 +15,7 @@ export async function createModel(spec: string | undefined, env: NodeJS.ProcessE
   const kind = colon < 0 ? s : s.slice(0, colon);
   const rest = colon < 0 ? '' : s.slice(colon + 1);
   if (!rest) throw new KeelError('config', `model spec "${s}" names no model (${MODEL_SPEC_HELP})`);
-  if (kind === 'script') return new ScriptModel(rest);
+  if (kind === 'script') return new ScriptModel(rest, undefined, join(keelHome(env), 'cache', 'scripts'));
   if (['openai', 'ollama', 'anthropic', 'google', 'openai-compatible'].includes(kind)) {
     const { createProviderModel } = await import('./provider.js');
     return createProviderModel(kind, rest, s, env);
