@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -42,6 +42,8 @@ const cases: Record<string, string[]> = {
   ],
 };
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+/** Bare Node's start-up (median) on this kind of machine when the targets were set (bench/results, 2026-12). */
+const REFERENCE_NODE_MS = 62;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 try {
@@ -54,22 +56,42 @@ try {
       if (rep >= 2) times[name].push(ms); // two warm-up rounds (the OS file cache)
     }
   }
-  const base = median(times['node -e 0']);
-  const rows = Object.entries(times).map(([name, xs]) => ({ name, median_ms: median(xs), over_node_ms: median(xs) - base }));
-  console.log('case                                median ms   over bare node');
+  // Paired: each case against the bare Node started just before it in the same round, so a phase
+  // in which this (virtual) machine runs slow for a while weighs on both sides alike.
+  const node = times['node -e 0'];
+  const base = median(node);
+  const rows = Object.entries(times).map(([name, xs]) => {
+    const over = median(xs.map((x, i) => x - node[i]));
+    return {
+      name,
+      median_ms: median(xs),
+      min_ms: Math.min(...xs),
+      over_node_ms: over,
+      // The same, in units of bare Node's start-up now: comparable across a machine's fast and slow phases.
+      over_node_in_node_starts: over / base,
+    };
+  });
+  console.log('case                                median ms    min ms   over bare node (paired)   in node starts');
   for (const r of rows)
-    console.log(`${r.name.padEnd(34)} ${r.median_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)}`);
-  const help = rows.find((r) => r.name === 'keel --help')?.over_node_ms ?? Number.NaN;
-  const run = rows.find((r) => r.name === 'keel run (one scripted reply)')?.over_node_ms ?? Number.NaN;
-  const targets = [
-    `--help within 60 ms of bare Node: ${help <= 60 ? 'MEETS' : 'MISSES'} (${help.toFixed(1)} ms)`,
-    `a one-reply scripted run within 150 ms of bare Node: ${run <= 150 ? 'MEETS' : 'MISSES'} (${run.toFixed(1)} ms)`,
-  ];
+    console.log(
+      `${r.name.padEnd(34)} ${r.median_ms.toFixed(1).padStart(9)} ${r.min_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)} ms ${r.over_node_in_node_starts.toFixed(2).padStart(20)}`,
+    );
+  const row = (name: string) => rows.find((r) => r.name === name);
+  // The targets were set in milliseconds when bare Node started in REFERENCE_NODE_MS on this kind of
+  // machine; on a slower phase the same work takes longer on both sides, so each target is judged as
+  // measured and as scaled to that reference (over_node_in_node_starts × REFERENCE_NODE_MS).
+  const judge = (what: string, name: string, limit: number) => {
+    const r = row(name);
+    const ms = r?.over_node_ms ?? Number.NaN;
+    const scaled = (r?.over_node_in_node_starts ?? Number.NaN) * REFERENCE_NODE_MS;
+    return `${what} within ${limit} ms of bare Node: ${ms <= limit ? 'MEETS' : 'MISSES'} as measured (${ms.toFixed(1)} ms, bare Node ${base.toFixed(1)} ms); ${scaled <= limit ? 'MEETS' : 'MISSES'} scaled to a ${REFERENCE_NODE_MS} ms bare Node (${scaled.toFixed(1)} ms)`;
+  };
+  const targets = [judge('--help', 'keel --help', 60), judge('a one-reply scripted run', 'keel run (one scripted reply)', 150)];
   for (const t of targets) console.log(t);
   if (!process.argv.includes('--no-write')) {
     writeFileSync(
       join(ROOT, 'bench', 'results', 'startup.json'),
-      `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, reps: REPS, rows, targets }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, load_average_1m: loadavg()[0], reps: REPS, reference_node_ms: REFERENCE_NODE_MS, rows, targets }, null, 2)}\n`,
     );
   }
 } finally {

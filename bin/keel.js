@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// The CLI runs from dist/ (built by `npm run build`, which `npm ci` runs through `prepare`).
-import { main } from '../dist/src/cli/main.js';
+// The CLI runs from dist/cli, bundled by `npm run build` (which `npm ci` runs through `prepare`).
+import { main } from '../dist/cli/main.js';
 
 main(process.argv).then(
   (code) => {

@@ -1,7 +1,8 @@
 import * as crypto from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PACKAGE_ROOT } from '../config/paths.js';
 import type { SchemaVerdicts } from '../types/index.js';
 import { plainSchemaValid } from './plain-schema.js';
 import type { Manifest } from './schema.js';
@@ -87,15 +88,23 @@ const sha1: (text: string) => string =
     : (text) => crypto.createHash('sha1').update(text).digest('hex');
 
 let version: string | undefined;
-/** A hash of the modules that decide validity: this folder's load, schema, cache and plain readers, and tools/spec. */
+/**
+ * A hash of the modules that decide validity: this folder's load, schema, cache and plain readers,
+ * and tools/spec. They are read beside this module (src/ under tsx, dist/src/ as compiled); the
+ * bundled CLI (dist/cli) hashes the compiled modules its bundle was made from, in dist/src/manifest.
+ */
 function codeVersion(): string {
   if (!version) {
     const here = dirname(fileURLToPath(import.meta.url));
+    const dir = [here, join(PACKAGE_ROOT, 'dist', 'src', 'manifest')].find(
+      (d) => existsSync(join(d, 'load.js')) || existsSync(join(d, 'load.ts')),
+    );
+    if (!dir) throw new Error(`the manifest code is missing beside ${here}: reinstall Keel (npm run build)`);
     const h = crypto.createHash('sha1');
     for (const f of ['load', 'schema', 'cache', 'plain-yaml', 'plain-schema', '../tools/spec']) {
       for (const ext of ['.js', '.ts']) {
         try {
-          h.update(readFileSync(join(here, `${f}${ext}`)));
+          h.update(readFileSync(join(dir, `${f}${ext}`)));
           break;
         } catch {
           // try the other extension (dist/ has .js, src/ under tsx has .ts)

@@ -70,7 +70,7 @@ let built = false;
 /** The CLI runs from dist/; `npm ci` builds it (prepare). Rebuild when a source is newer. */
 export function ensureBuilt(): void {
   if (built) return;
-  const main = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+  const main = join(ROOT, 'dist', 'cli', 'main.js');
   if (!existsSync(main)) throw new Error('dist/ is missing: run `npm run build` (npm ci does it through prepare)');
   built = statSync(main).mtimeMs > 0;
 }
