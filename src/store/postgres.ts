@@ -687,7 +687,8 @@ export class PostgresStore implements Store {
       { run_id: runId, ...job },
       {
         retryLimit: HANDOVER_TRIES,
-        retryDelay: 0,
+        // A second between tries: after a failure to start (the database was away) a pause, not a spin.
+        retryDelay: 1,
         expireInSeconds: this.handoverSeconds,
         db: { executeSql: (text, values) => c.query(text, values) },
       },
