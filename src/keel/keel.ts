@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type ApprovalDecision, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
@@ -29,6 +29,7 @@ import type {
   ToolSpec,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { type FileCache, fileCache } from '../util/file-cache.js';
 import { Registries, resolvePluginDirs } from './registries.js';
 
 export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
@@ -130,6 +131,8 @@ export class Keel {
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = listenable(new AbortController());
   private running = 0;
+  /** The shortlist's index terms, kept between processes (made on first use). */
+  private indexCache: FileCache | undefined;
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -146,6 +149,11 @@ export class Keel {
       makeSubagents: (registry) => this.makeSubagents(registry),
       policy: () => this.policy(),
     });
+  }
+
+  /** Where work a later process would redo is remembered: KEEL_HOME/cache/KIND. */
+  private cacheDir(kind: 'scripts' | 'index'): string {
+    return join(this.home, 'cache', kind);
   }
 
   /** Plugin folders for a run: the given ones, else KEEL_PLUGINS, else the `defaultPluginDirs` option (none). */
@@ -191,7 +199,7 @@ export class Keel {
     if (!cfg?.delegates.length) return undefined;
     return new Subagents(cfg, {
       registry,
-      createModel: (spec) => createModel(spec, this.env),
+      createModel: (spec) => createModel(spec, this.env, this.cacheDir('scripts')),
       parent: async (runId) => {
         const run = await this.getRun(runId);
         return { model: run.model, session_id: run.session_id };
@@ -207,7 +215,7 @@ export class Keel {
 
   private async deps(model: string | ModelClient | undefined, dirs: readonly string[]): Promise<EngineDeps & { notes: string[] }> {
     const { registry, notes } = await this.registries.forRun(dirs);
-    const client = typeof model === 'object' ? model : await createModel(model, this.env);
+    const client = typeof model === 'object' ? model : await createModel(model, this.env, this.cacheDir('scripts'));
     const spec = client.spec;
     return {
       registry,
@@ -215,7 +223,7 @@ export class Keel {
       model: client,
       store: this.store,
       limits: this.limits(),
-      shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env)),
+      shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env), (this.indexCache ??= fileCache(this.cacheDir('index')))),
       // Counted for real models; for the scripted one (tests, demos) only when asked (KEEL_COUNT_TOKENS=1).
       countTokens: this.env.KEEL_COUNT_TOKENS === '1' || (this.env.KEEL_COUNT_TOKENS !== '0' && !spec.startsWith('script:')),
       currentMode: (run) => this.sessions.currentMode(run),

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { ToolCall } from '../types/index.js';
+import type { FileCache } from '../util/file-cache.js';
 import { yamlParseCached } from '../util/yaml.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './types.js';
 
@@ -19,11 +20,11 @@ export interface ScriptEntry {
   delay_ms?: number;
 }
 
-/** A script's text → its replies, checked; `cacheDir` remembers the parse across processes (yamlParseCached). */
-export function parseScript(text: string, where: string, cacheDir?: string): ScriptEntry[] {
+/** A script's text → its replies, checked; `cache` remembers the parse across processes (yamlParseCached). */
+export function parseScript(text: string, where: string, cache?: FileCache): ScriptEntry[] {
   let data: unknown;
   try {
-    data = yamlParseCached(text, cacheDir);
+    data = yamlParseCached(text, cache);
   } catch (err) {
     throw new ModelError(`${where}: the script is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
   }
@@ -68,7 +69,7 @@ function toReply(entry: ScriptEntry, seq: number): AssistantReply {
 /** Scripts read so far, by path, kept while the file is unchanged (a server starts many runs on one). */
 const parsed = new Map<string, { mtimeMs: number; size: number; entries: ScriptEntry[] }>();
 
-function readScript(path: string, shown: string, cacheDir: string | undefined): ScriptEntry[] {
+function readScript(path: string, shown: string, cache: FileCache | undefined): ScriptEntry[] {
   let text: string;
   let st: { mtimeMs: number; size: number };
   try {
@@ -79,7 +80,7 @@ function readScript(path: string, shown: string, cacheDir: string | undefined): 
   } catch (err) {
     throw new ModelError(`cannot read script ${shown}: ${(err as NodeJS.ErrnoException).code ?? err}`);
   }
-  const entries = parseScript(text, shown, cacheDir);
+  const entries = parseScript(text, shown, cache);
   if (parsed.size > 256) parsed.clear();
   parsed.set(path, { mtimeMs: st.mtimeMs, size: st.size, entries });
   return entries;
@@ -90,12 +91,12 @@ export class ScriptModel implements ModelClient {
   private readonly entries: ScriptEntry[];
   private readonly file: string;
 
-  /** `cacheDir`: where parsed scripts are remembered across processes (none: parsed every time). */
-  constructor(file: string, entries?: ScriptEntry[], cacheDir?: string) {
+  /** `cache`: where parsed scripts are remembered across processes (none: parsed every time). */
+  constructor(file: string, entries?: ScriptEntry[], cache?: FileCache) {
     // Stored with the run as an absolute path: a run continued from another folder finds its script.
     this.file = entries ? file : resolve(file);
     this.spec = `script:${this.file}`;
-    this.entries = entries ?? readScript(this.file, file, cacheDir);
+    this.entries = entries ?? readScript(this.file, file, cache);
   }
 
   async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {

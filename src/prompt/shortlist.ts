@@ -1,6 +1,8 @@
+import * as crypto from 'node:crypto';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { JsonSchema, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import type { FileCache } from '../util/file-cache.js';
 import type { Shortlist } from './menu.js';
 
 export const DEFAULT_TOOL_CAP = 12;
@@ -198,7 +200,43 @@ interface Index {
 /** One index per pool array, built on first use (DESIGN: "index built once per pool change"). */
 const indexes = new WeakMap<readonly ToolSpec[], Index>();
 
-function buildIndex(pool: readonly ToolSpec[]): Index {
+/** A hash of the code that turns a tool's text into terms: a change to it never reuses old terms. */
+let termsCode: string | undefined;
+const codeOfTerms = () => (termsCode ??= sha1([terms, stem, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
+const sha1 = (text: string) => crypto.createHash('sha1').update(text).digest('hex');
+
+/**
+ * The pool's tools as terms, field by field: the index's costly part (a cold process stems every
+ * word of every tool, ~25 ms for the bundled pool). With a cache they are read back by a key over
+ * all the pool's text and the code that makes terms, so a command run again over the same plugins
+ * skips it; what comes back is checked for shape, and anything else is made again.
+ */
+function poolTerms<F extends string>(
+  pool: readonly ToolSpec[],
+  fields: readonly F[],
+  make: (t: ToolSpec) => Record<F, string[]>,
+  cache: FileCache | undefined,
+): Record<F, string[]>[] {
+  if (!cache) return pool.map(make);
+  const key = sha1(
+    codeOfTerms() +
+      JSON.stringify(pool.map((t) => [t.name, t.description, t.declaration.guidance ?? '', paramTexts(t.parameters), t.plugin])),
+  );
+  const hit = cache.get(`terms-${key}`);
+  const ok = (d: unknown) =>
+    Array.isArray(d) && d.length === fields.length && d.every((f) => Array.isArray(f) && f.every((x) => typeof x === 'string'));
+  if (Array.isArray(hit) && hit.length === pool.length && hit.every(ok)) {
+    return (hit as string[][][]).map((d) => Object.fromEntries(fields.map((f, i) => [f, d[i]])) as Record<F, string[]>);
+  }
+  const docs = pool.map(make);
+  cache.set(
+    `terms-${key}`,
+    docs.map((d) => fields.map((f) => d[f])),
+  );
+  return docs;
+}
+
+function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   const n = pool.length;
   // Another tool's name in this tool's text (guidance that says "for bills call upcoming_dues") is about that tool, not this one.
   const names = new Set(pool.map((t) => t.name));
@@ -212,8 +250,8 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
     params: paramTexts(t.parameters).flatMap((text) => [...new Set(terms(ownWords(t, text)))]),
     plugin: terms(t.plugin),
   });
-  const docs = pool.map(fieldTerms);
   const fields = Object.keys(TUNING.fields) as Field[];
+  const docs = poolTerms(pool, fields, fieldTerms, cache);
   // Average length over the tools that have the field: most tools have no guidance, and averaging
   // over all of them would make every real guidance look long.
   const avg = {} as Record<Field, number>;
@@ -304,10 +342,14 @@ function markCandidates(ix: Index, pool: readonly ToolSpec[], candidates: readon
 }
 
 /** The pool's index, and which of its tools are candidates of this call. */
-function prepare(pool: readonly ToolSpec[], candidates: readonly ToolSpec[]): { ix: Index; allowed: (i: number) => boolean } {
+function prepare(
+  pool: readonly ToolSpec[],
+  candidates: readonly ToolSpec[],
+  cache?: FileCache,
+): { ix: Index; allowed: (i: number) => boolean } {
   let ix = indexes.get(pool);
   // A pool array changed in place (not how the registry works, but cheap to notice) gets a new index.
-  if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool)));
+  if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool, cache)));
   const index = ix;
   const inOrder = markCandidates(index, pool, candidates);
   const allowedNames = inOrder ? undefined : new Set(candidates.map((t) => t.name));
@@ -368,13 +410,13 @@ function rank(
  * best-ranked other candidates up to `cap` in all (ties in pool order); the room the ranking leaves
  * (a request that shares no word with the tools it needs) is filled with `prefer` (the tools the
  * conversation has used, then the most used before), then with the other candidates in pool order.
- * Candidates at or below the cap are all kept.
+ * Candidates at or below the cap are all kept. `cache` keeps the pool's terms between processes (poolTerms).
  */
-export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP): Shortlist {
+export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, cache?: FileCache): Shortlist {
   const shortlist: Shortlist = (candidates, keep, request, pool, prefer = []) => {
     if (candidates.length <= cap) return new Set(candidates.map((t) => t.name));
     const chosen = new Set<string>(keep);
-    const { ix, allowed } = prepare(pool, candidates);
+    const { ix, allowed } = prepare(pool, candidates, cache);
     let kept = 0;
     for (const k of keep) {
       // find_tools opens the rest of the pool: it does not take the place of a tool that serves the request.

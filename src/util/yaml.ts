@@ -1,7 +1,6 @@
 import * as crypto from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import type { FileCache } from './file-cache.js';
 
 let parse: ((text: string) => unknown) | undefined;
 
@@ -22,30 +21,17 @@ function jsonExact(v: unknown): boolean {
 }
 
 /**
- * yamlParse, remembered across processes in `cacheDir` by the text's hash (one small JSON file per
- * text): a process that reads a YAML file it has read before — a scripted model's replies, most
- * often — reads JSON instead of loading the YAML parser (~40 ms of a cold process). Only values JSON
- * keeps exactly are remembered; a text that does not parse throws, as yamlParse does, and is never kept.
- * A cache that cannot be read or written only costs speed.
+ * yamlParse, remembered across processes by the text's hash: a process that reads a YAML file it
+ * has read before — a scripted model's replies, most often — reads JSON instead of loading the YAML
+ * parser (~40 ms of a cold process). Only values JSON keeps exactly are remembered; a text that does
+ * not parse throws, as yamlParse does, and is never kept.
  */
-export function yamlParseCached(text: string, cacheDir: string | undefined): unknown {
-  if (!cacheDir) return yamlParse(text);
-  const file = join(cacheDir, `${crypto.createHash('sha1').update(text).digest('hex')}.json`);
-  try {
-    return JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    // not remembered yet (or unreadable): parse it
-  }
+export function yamlParseCached(text: string, cache: FileCache | undefined): unknown {
+  if (!cache) return yamlParse(text);
+  const key = crypto.createHash('sha1').update(text).digest('hex');
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
   const value = yamlParse(text);
-  if (jsonExact(value)) {
-    try {
-      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-      const tmp = `${file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify(value));
-      renameSync(tmp, file);
-    } catch {
-      // read-only or full: the next process parses it again
-    }
-  }
+  if (jsonExact(value)) cache.set(key, value);
   return value;
 }

@@ -10,21 +10,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseScript } from '../../src/models/script.js';
+import { fileCache } from '../../src/util/file-cache.js';
 import { yamlParse, yamlParseCached } from '../../src/util/yaml.js';
 import { ROOT } from '../support/helpers.js';
 
 test('P2: a parsed script is remembered by its hash; the remembered value equals the parse, and a changed text is parsed anew', () => {
   const dir = join(mkdtempSync(join(tmpdir(), 'keel-script-cache-')), 'scripts');
   const text = '- tool_calls: [{ id: c1, name: upcoming_dues, args: { within_days: 15, tags: [a, "b c"] } }]\n- text: "Done."\n';
-  const first = parseScript(text, 's.yaml', dir);
+  const first = parseScript(text, 's.yaml', fileCache(dir));
   assert.deepEqual(first, yamlParse(text));
   assert.equal(readdirSync(dir).length, 1, 'one file for the text');
-  assert.deepEqual(parseScript(text, 's.yaml', dir), first, 'read back from the cache');
+  assert.deepEqual(parseScript(text, 's.yaml', fileCache(dir)), first, 'read back from the cache');
   // What the file holds is what is returned: a changed file is what a later process reads.
   const [file] = readdirSync(dir);
   writeFileSync(join(dir, file), JSON.stringify([{ text: 'from the cache' }]));
-  assert.deepEqual(parseScript(text, 's.yaml', dir), [{ text: 'from the cache' }]);
-  assert.deepEqual(parseScript(`${text}- text: "More."\n`, 's.yaml', dir).length, 3, 'another text, another entry');
+  assert.deepEqual(parseScript(text, 's.yaml', fileCache(dir)), [{ text: 'from the cache' }]);
+  assert.deepEqual(parseScript(`${text}- text: "More."\n`, 's.yaml', fileCache(dir)).length, 3, 'another text, another entry');
   assert.equal(readdirSync(dir).length, 2);
 });
 
@@ -32,12 +33,12 @@ test('P2: values JSON would change (.inf, .nan, -0) are not remembered; a broken
   const dir = join(mkdtempSync(join(tmpdir(), 'keel-script-cache-')), 'scripts');
   const kept = () => (existsSync(dir) ? readdirSync(dir).length : 0);
   const odd = '- text: x\n  delay_ms: .inf\n- text: y\n  delay_ms: -0\n';
-  const v = yamlParseCached(odd, dir) as { delay_ms: number }[];
+  const v = yamlParseCached(odd, fileCache(dir)) as { delay_ms: number }[];
   assert.equal(v[0].delay_ms, Number.POSITIVE_INFINITY);
   assert.ok(Object.is(v[1].delay_ms, -0));
   assert.equal(kept(), 0, 'nothing kept');
   for (let i = 0; i < 2; i++)
-    assert.throws(() => parseScript('- text: [unclosed\n', 'bad.yaml', dir), /bad\.yaml: the script is not valid YAML/);
+    assert.throws(() => parseScript('- text: [unclosed\n', 'bad.yaml', fileCache(dir)), /bad\.yaml: the script is not valid YAML/);
   assert.equal(kept(), 0);
 });
 
@@ -46,16 +47,19 @@ test('P2: a keel run whose script was read before loads no YAML parser', () => {
   writeFileSync(join(home, 's.yaml'), '- text: "Hi."\n');
   const code = `
     import { createRequire } from 'node:module';
-    const { createModel } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
-    const m = await createModel(${JSON.stringify(`script:${join(home, 's.yaml')}`)}, { KEEL_HOME: ${JSON.stringify(home)} });
+    const { Keel } = await import(${JSON.stringify(join(ROOT, 'dist', 'src', 'index.js'))});
+    const keel = new Keel({ home: ${JSON.stringify(home)}, env: {} });
+    const r = await keel.run('hello', { model: ${JSON.stringify(`script:${join(home, 's.yaml')}`)} });
+    await keel.close();
     const loaded = Object.keys(createRequire(import.meta.url).cache).some((k) => /node_modules\\/yaml\\//.test(k));
-    console.log(JSON.stringify({ spec: m.spec, loaded }));`;
+    console.log(JSON.stringify({ answer: r.answer, loaded }));`;
   const runOnce = () => {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    return JSON.parse(r.stdout) as { loaded: boolean };
+    return JSON.parse(r.stdout) as { answer: string; loaded: boolean };
   };
-  assert.equal(runOnce().loaded, true, 'the first read parses the YAML');
-  assert.equal(runOnce().loaded, false, 'the next reads what the first remembered');
-  assert.ok(readFileSync(join(home, 'cache', 'scripts', readdirSync(join(home, 'cache', 'scripts'))[0]), 'utf8').includes('Hi.'));
+  assert.deepEqual(runOnce(), { answer: 'Hi.', loaded: true }, 'the first read parses the YAML');
+  assert.deepEqual(runOnce(), { answer: 'Hi.', loaded: false }, 'the next reads what the first remembered');
+  const dir = join(home, 'cache', 'scripts');
+  assert.ok(readFileSync(join(dir, readdirSync(dir)[0]), 'utf8').includes('Hi.'), "kept in the Keel home given, not the environment's");
 });

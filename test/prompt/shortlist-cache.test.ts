@@ -1,0 +1,78 @@
+// R23: the shortlist's index terms are kept between processes (KEEL_HOME/cache/index): a cold
+// process stems every word of every tool, most of a small CLI run's ranking cost. What is read back
+// must rank exactly as terms made afresh; a bad entry is made again; a changed tool is a new entry.
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { normalizeDeclaration } from '../../src/manifest/schema.js';
+import { bm25Shortlist } from '../../src/prompt/shortlist.js';
+import { makeToolSpec } from '../../src/tools/spec.js';
+import type { ToolSpec } from '../../src/types/index.js';
+import { fileCache } from '../../src/util/file-cache.js';
+
+const TOPICS = [
+  'calendar events',
+  'unpaid bills',
+  'inbox messages',
+  'weather forecast',
+  'notes folder',
+  'bank transfers',
+  'photos album',
+  'flight bookings',
+];
+
+/** A fresh pool array each call (the index is kept per array within a process). */
+function pool(change = ''): ToolSpec[] {
+  return Array.from({ length: 40 }, (_, i) =>
+    makeToolSpec(
+      {
+        name: `tool_${i}`,
+        description: `Looks up ${TOPICS[i % TOPICS.length]} for the user, variant ${i}${i === 7 ? change : ''}`,
+        parameters: {
+          type: 'object',
+          properties: { period: { type: 'string', description: 'Which days to cover', enum: ['today', 'weekOf2026'] } },
+        },
+        execute: () => 'ok',
+      },
+      `plugin_${i % 5}`,
+      normalizeDeclaration({ effect: 'read', ...(i % 6 === 0 ? { guidance: `For totals call tool_${i + 1} first.` } : {}) }),
+    ),
+  );
+}
+
+const REQUESTS = ['what bills are unpaid this week', 'show my calendar events today', 'hello', 'forecast for my flight', 'photos'];
+
+function rank(p: ToolSpec[], cacheDir?: string): string[][] {
+  const s = bm25Shortlist(8, cacheDir ? fileCache(cacheDir) : undefined);
+  return REQUESTS.map((r) => [...s(p, [], r, p)]);
+}
+
+test('R23: index terms read back from the cache rank exactly as terms made afresh', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-index-cache-'));
+  const fresh = rank(pool());
+  assert.deepEqual(rank(pool(), dir), fresh, 'made and kept');
+  assert.equal(readdirSync(dir).filter((f) => f.startsWith('terms-')).length, 1);
+  assert.deepEqual(rank(pool(), dir), fresh, 'read back');
+});
+
+test('R23: what the cache holds is what the index uses; a malformed entry is made again; a changed tool is a new entry', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'keel-index-cache-'));
+  rank(pool(), dir);
+  const [file] = readdirSync(dir);
+  const kept = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[][][];
+  assert.equal(kept.length, 40);
+  // Read back, not remade: a term only the cache holds finds its tool.
+  kept[3][0] = ['zzzunique'];
+  writeFileSync(join(dir, file), JSON.stringify(kept));
+  const p = pool();
+  assert.deepEqual([...bm25Shortlist(1, fileCache(dir))(p, [], 'zzzunique', p)], ['tool_3']);
+  // A malformed entry (wrong shape) is ignored and written again whole.
+  writeFileSync(join(dir, file), JSON.stringify([['not', 'terms']]));
+  assert.deepEqual(rank(pool(), dir), rank(pool()));
+  assert.equal((JSON.parse(readFileSync(join(dir, file), 'utf8')) as unknown[]).length, 40);
+  // Another description: another key, the first entry untouched.
+  rank(pool(' with a new sentence'), dir);
+  assert.equal(readdirSync(dir).length, 2);
+});
