@@ -5,13 +5,10 @@
  * and its run carried on), and no approved call ran twice (counted by the fixture tool's own log).
  */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
 import { after, test } from 'node:test';
-import { PostgresStore } from '../../src/store/postgres.js';
-import { calls, script, tempHome } from '../support/helpers.js';
-import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
-import { call, cliServer } from '../support/server.js';
-import { killAtEnd, startKeelWorker, type WorkerProcess } from '../support/workers.js';
+import { calls, script } from '../support/helpers.js';
+import { dropSchemas } from '../support/pg.js';
+import { pgDeployment, startKeelWorker, type WorkerProcess } from '../support/workers.js';
 
 after(() => dropSchemas());
 const RUNS = 200;
@@ -26,16 +23,7 @@ async function startWorker(env: Record<string, string>) {
 }
 
 test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one killed and restarted every few seconds: 0 runs lost, 0 cards lost, 0 duplicate executions', async (t) => {
-  const url = withSchema(await testPgUrl(), freshSchema());
-  const home = tempHome('keel-soak-');
-  t.after(() => rmSync(home, { recursive: true, force: true }));
-  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1500', KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '' };
-  const store = new PostgresStore(url);
-  t.after(() => store.close());
-  const srv = await cliServer(home, env);
-  killAtEnd(srv.child);
-  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
-  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+  const { home, env, store, api } = await pgDeployment(t, 'keel-soak-', { KEEL_LEASE_MS: '1500', KEEL_PLUGINS: '' });
 
   const models = {
     question: script(

@@ -7,33 +7,20 @@
  * it again, and finishes the run. (S4, A2, R18)
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { PostgresStore } from '../../src/store/postgres.js';
 import type { RunState } from '../../src/types/index.js';
-import { calls, script, tempHome } from '../support/helpers.js';
-import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
-import { call, cliServer } from '../support/server.js';
-import { killAtEnd, startKeelWorker, until } from '../support/workers.js';
+import { calls, script } from '../support/helpers.js';
+import { dropSchemas } from '../support/pg.js';
+import { pgDeployment, startKeelWorker, until } from '../support/workers.js';
 
 after(() => dropSchemas());
 
 const worker = (env: Record<string, string>) => startKeelWorker(env);
 
 test('#15: server + two workers on PostgreSQL — paused on worker A, approved through the API, continued by worker B; the destructive call runs once; a worker killed mid-call is taken over after its lease and the call is reported as of unknown outcome, never run again', async (t) => {
-  const url = withSchema(await testPgUrl(), freshSchema());
-  const home = tempHome('keel-workers-');
-  t.after(() => rmSync(home, { recursive: true, force: true }));
-  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1500', KEEL_COUNT_TOKENS: '0' };
-  const store = new PostgresStore(url);
-  t.after(() => store.close());
-
-  const srv = await cliServer(home, env);
-  killAtEnd(srv.child);
-  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
-  assert.ok(admin, srv.stdout());
-  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+  const { home, env, store, api } = await pgDeployment(t, 'keel-workers-', { KEEL_LEASE_MS: '1500' });
   const trashed = () => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length;
   const waitFor = (id: string, ok: (r: RunState) => boolean, what: string) =>
     until(what, async () => {
@@ -98,16 +85,7 @@ test('#15: server + two workers on PostgreSQL — paused on worker A, approved t
 });
 
 test('#15: a worker killed between fetching a leg and holding its run leaves nothing stuck — the job is offered again; one killed after holding it, before finishing the hand-over, is taken over after its lease', async (t) => {
-  const url = withSchema(await testPgUrl(), freshSchema());
-  const home = tempHome('keel-handover-');
-  t.after(() => rmSync(home, { recursive: true, force: true }));
-  const env = { KEEL_HOME: home, KEEL_STORE: url, KEEL_LEASE_MS: '1000', KEEL_COUNT_TOKENS: '0' };
-  const store = new PostgresStore(url);
-  t.after(() => store.close());
-  const srv = await cliServer(home, env);
-  killAtEnd(srv.child);
-  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
-  const api = (method: string, path: string, body?: unknown) => call(srv.url, method, path, { token: admin, body });
+  const { home, env, store, api } = await pgDeployment(t, 'keel-handover-', { KEEL_LEASE_MS: '1000' });
   const model = script(home, [
     { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] },
     { text: 'Done.' },

@@ -46,7 +46,7 @@ const REQUESTS = ['what bills are unpaid this week', 'show my calendar events to
 
 function rank(p: ToolSpec[], cacheDir?: string): string[][] {
   const s = bm25Shortlist(8, cacheDir ? fileCache(cacheDir) : undefined);
-  return REQUESTS.map((r) => [...s(p, [], r, p)]);
+  return REQUESTS.map((r) => [...s(p, new Set(), r, p)]);
 }
 
 test('R23: index terms read back from the cache rank exactly as terms made afresh', () => {
@@ -67,7 +67,7 @@ test('R23: what the cache holds is what the index uses; a malformed entry is mad
   kept[3][0] = ['zzzunique'];
   writeFileSync(join(dir, file), JSON.stringify(kept));
   const p = pool();
-  assert.deepEqual([...bm25Shortlist(1, fileCache(dir))(p, [], 'zzzunique', p)], ['tool_3']);
+  assert.deepEqual([...bm25Shortlist(1, fileCache(dir))(p, new Set(), 'zzzunique', p)], ['tool_3']);
   // A malformed entry (wrong shape) is ignored and written again whole.
   writeFileSync(join(dir, file), JSON.stringify([['not', 'terms']]));
   assert.deepEqual(rank(pool(), dir), rank(pool()));

@@ -1,8 +1,13 @@
 /** `keel worker` processes for the PostgreSQL end-to-end tests, started as a user starts them. */
+import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { after } from 'node:test';
-import { ensureBuilt, KEEL_BIN, ROOT } from './helpers.js';
+import { after, type TestContext } from 'node:test';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { ensureBuilt, KEEL_BIN, ROOT, tempHome } from './helpers.js';
+import { freshSchema, testPgUrl, withSchema } from './pg.js';
+import { call, cliServer, type Reply } from './server.js';
 
 export interface WorkerProcess {
   child: ChildProcess;
@@ -62,4 +67,23 @@ export async function until<T>(what: string, f: () => Promise<T | undefined>, ms
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * A deployment for one test: a schema of its own on the test cluster, a Keel home, a store on it for
+ * the test's own reads, and `keel serve` on that store (queueing legs), with its admin token.
+ */
+export async function pgDeployment(t: TestContext, prefix: string, env: Record<string, string>) {
+  const url = withSchema(await testPgUrl(), freshSchema());
+  const home = tempHome(prefix);
+  t.after(() => rmSync(home, { recursive: true, force: true }));
+  const all = { KEEL_HOME: home, KEEL_STORE: url, KEEL_COUNT_TOKENS: '0', ...env };
+  const store = new PostgresStore(url);
+  t.after(() => store.close());
+  const srv = await cliServer(home, all);
+  killAtEnd(srv.child);
+  const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
+  assert.ok(admin, `keel serve printed its admin token: ${srv.stdout()}`);
+  const api = (method: string, path: string, body?: unknown): Promise<Reply> => call(srv.url, method, path, { token: admin, body });
+  return { url, home, env: all, store, srv, api };
 }
