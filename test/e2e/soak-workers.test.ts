@@ -112,8 +112,19 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
   assert.deepEqual(notDone, [], `every run finished; the workers said of those that did not:\n${logs.join('\n')}`);
   const cards = await store.listApprovals();
   assert.equal(cards.filter((a) => a.status !== 'approved').length, 0, '0 cards lost: every card was answered');
+  // One card per card and plan run; a run without one says what it did instead.
+  const byId = new Map(runs.map((r) => [r?.id, r]));
+  const proposals = ids.filter((x) => x.kind !== 'question');
+  const cardless = proposals
+    .filter((x) => !cards.some((a) => a.run_id === x.id))
+    .map((x) => {
+      const r = byId.get(x.id);
+      const steps = r?.steps.map((st) => `${st.call_id} ${st.tool} ${st.outcome}: ${st.result.slice(0, 100)}`).join('; ');
+      return `${x.id} (${x.kind}) ${r?.status} ${r?.reason} model_calls=${r?.model_calls} steps=[${steps}] notes=${JSON.stringify(r?.notes)}`;
+    });
+  assert.deepEqual(cardless, [], 'one card per card and plan run');
+  assert.equal(cards.length, proposals.length, 'and no more');
   const cardRuns = ids.filter((x) => x.kind === 'card').length;
-  assert.equal(cards.length, cardRuns + ids.filter((x) => x.kind === 'plan').length, 'one card per card and plan run');
 
   // Exactly-once: each approved trash call ran at most once; one that never finished is reported as of unknown outcome.
   const trashed = calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length;
