@@ -18,15 +18,11 @@ export interface WorkerProcess {
   err: () => string;
 }
 
+/** Every process started here (workers and servers): those still running are killed when the test file ends. */
 const children: ChildProcess[] = [];
 after(() => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
-
-/** Kills every process started here that is still running (and any others given) at the end of the file. */
-export function killAtEnd(child: ChildProcess): void {
-  children.push(child);
-}
 
 /** `keel worker --concurrency N`; resolves once it says it is taking legs. */
 export async function startKeelWorker(env: Record<string, string>, concurrency = 2): Promise<WorkerProcess> {
@@ -81,7 +77,7 @@ export async function pgDeployment(t: TestContext, prefix: string, env: Record<s
   const store = new PostgresStore(url);
   t.after(() => store.close());
   const srv = await cliServer(home, all);
-  killAtEnd(srv.child);
+  children.push(srv.child);
   const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
   assert.ok(admin, `keel serve printed its admin token: ${srv.stdout()}`);
   const api = (method: string, path: string, body?: unknown): Promise<Reply> => call(srv.url, method, path, { token: admin, body });
