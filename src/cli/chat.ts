@@ -194,7 +194,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     }
     const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
     const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
-    const { approval, result } = await keel.answerCard(id, decision, osUser(), reason, onEvent, { consentWrites: allowWrites });
+    const { approval, result } = await keel.answerCard(id, decision, { actor: osUser(), reason, onEvent, consentWrites: allowWrites });
     spin.stop();
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);
     if (!result) {

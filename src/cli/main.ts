@@ -315,7 +315,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       }
       const k = await getKeel();
       if (o.answer === undefined && confirm === undefined) {
-        finish(await k.continueRun(runId, printer(o), { model: o.model }), o);
+        finish(await k.resume(runId, { model: o.model, onEvent: printer(o) }), o);
         return;
       }
       // A confirmation without a decision is asked for on a terminal; elsewhere the run refuses it.
@@ -324,7 +324,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         if (pause?.kind === 'ask_user' && pause.confirm)
           confirm = await askYesNo(`${pause.question}\nConfirm ${pause.confirm.tools.join(', ')}? [y/n] `);
       }
-      finish(await k.resume(runId, { text: o.answer ?? '', confirm }, { model: o.model }, printer(o)), o);
+      finish(await k.answer(runId, { text: o.answer ?? '', confirm }, { model: o.model, onEvent: printer(o) }), o);
     });
 
   const runs = program.command('runs').description('stored runs and their traces');
@@ -346,7 +346,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .option('--as <actor>', 'who cancels (default: the OS user)')
     .option('--json', 'print the ended run as one JSON object')
     .action(async (runId: string, o: { reason?: string; as?: string } & Shown) => {
-      const r = await (await getKeel()).cancelRun(runId, o.as ?? osUser(io.env), o.reason ?? null, printer(o));
+      const r = await (await getKeel()).cancel(runId, { actor: o.as ?? osUser(io.env), reason: o.reason ?? null, onEvent: printer(o) });
       finish(r, o);
       code = EXIT.ok;
     });
@@ -459,7 +459,10 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
       const { approval, result } = server
         ? await server.respondToApproval(id, decision, o.reason ?? null, printer(o), { consentWrites: o.allowWrites })
-        : await (await getKeel()).answerCard(id, decision, o.as ?? osUser(io.env), o.reason ?? null, printer(o), {
+        : await (await getKeel()).answerCard(id, decision, {
+            actor: o.as ?? osUser(io.env),
+            reason: o.reason ?? null,
+            onEvent: printer(o),
             consentWrites: o.allowWrites,
           });
       if (!result) {

@@ -29,6 +29,8 @@ import type {
   ToolSpec,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { osUser } from '../util/user.js';
+import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { type FileCache, fileCache } from '../util/file-cache.js';
 import { Registries, resolvePluginDirs } from './registries.js';
 
@@ -54,21 +56,61 @@ export interface KeelOptions {
   defaultPluginDirs?: string[];
 }
 
-export interface RunOptions {
+/**
+ * What a run is given: the same options start a run and carry it on (answer, confirm, approve,
+ * reject, resume), so a continuation can be given what the start was given — above all a model
+ * object of the application's own, which no stored spec can rebuild. Within one Keel, a run's
+ * continuations reuse the options it started with (not `signal` or `onEvent`) unless given others.
+ */
+export interface RunOptions<T = unknown> {
+  /** A model spec (`ollama:MODEL`, `script:FILE`, …) or a `ModelClient` of the application's own. */
   model?: string | ModelClient;
   pluginDirs?: string[];
-  /** The session's mode; default: the session's current mode, else agent. */
+  /** The session's mode; default: the session's current mode, else agent. Start only. */
   mode?: Mode;
-  /** Continue this session: the new run sees its transcript, mode and contract. */
+  /** Continue this session: the new run sees its transcript, mode and contract. Start only. */
   session?: string;
+  /** Extra instructions, placed first in the system prompt. */
+  instructions?: string;
+  /** Aborting it stops the leg at its next safe point: the run pauses (`interrupted`), resumable (R18). */
+  signal?: AbortSignal;
+  /** The step cap: model calls per run (R20; default 20, KEEL_MAX_STEPS). */
+  maxSteps?: number;
+  /** The time limit of one leg, in ms (R20; default 10 minutes, KEEL_TIMEOUT_MS). */
+  timeoutMs?: number;
+  /** How many tools the menu declares at most (R23; default 12, KEEL_TOOL_CAP). */
+  menuSize?: number;
+  /**
+   * The final answer must be JSON matching this zod or JSON Schema: it is checked, sent back to the
+   * model once on a mismatch (then the run fails, `invalid_output`), and a done result carries it
+   * parsed as `output`.
+   */
+  output?: OutputSchema<T>;
+  /** Every event of the leg as it happens (the streaming API gives them as a generator). */
+  onEvent?: (e: LoopEvent) => void;
 }
 
+/** What carries a run on: the options of `run`, less those that only a start can take. */
+export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session'>;
+
+/** Answering a card: who answers (audited; default the OS user), why, and the options of the leg that goes on. */
+export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
+  actor?: string;
+  reason?: string | null;
+  /** For a plan or goal card (`card.offers_write_consent`): its confirm-once writes may also run without asking (R16). */
+  consentWrites?: boolean;
+}
+
+/** A PauseResponder's answer to a card. */
 export interface ApprovalAnswer {
   decision: ApprovalDecision;
   actor: string;
   reason?: string | null;
   consentWrites?: boolean;
 }
+
+/** The options a run's continuations reuse within one Keel (see RunOptions). */
+type Kept = Omit<ContinueOptions, 'signal' | 'onEvent'>;
 
 /** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
 export interface PauseResponder {
@@ -93,6 +135,16 @@ export function isMcpSession(run: { model: string } | undefined): boolean {
 function listenable(c: AbortController): AbortController {
   setMaxListeners(0, c.signal);
   return c;
+}
+
+function positive(name: string, n: number): number {
+  if (!Number.isFinite(n) || n <= 0) throw new KeelError('bad_input', `the ${name} option must be a positive number (got ${n})`);
+  return n;
+}
+
+/** The options given, without those set to undefined (so they do not hide the ones a run started with). */
+function definedOnly<O extends object>(o: O): O {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as O;
 }
 
 export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
@@ -133,6 +185,10 @@ export class Keel {
   private running = 0;
   /** The shortlist's index terms, kept between processes (made on first use). */
   private indexCache: FileCache | undefined;
+  /** The default shortlist (KEEL_TOOL_CAP), one for every run: menus are shared by it (decision 0004). */
+  private shortlist: Shortlist | undefined;
+  /** Each run's options while it is paused in this Keel: its continuations reuse them (RunOptions). */
+  private readonly remembered = new Map<string, Kept>();
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -213,23 +269,78 @@ export class Keel {
     return { ...limitsFromEnv(this.env), ...this.opts.limits };
   }
 
-  private async deps(model: string | ModelClient | undefined, dirs: readonly string[]): Promise<EngineDeps & { notes: string[] }> {
+  /**
+   * What a leg is given. `stored` is the run being carried on: its model spec and plugin folders
+   * are used unless the options name others, and a spec no provider can rebuild (a ModelClient of
+   * the application's) is refused in one sentence that names the option.
+   */
+  private async deps(o: Kept & Pick<RunOptions, 'signal'>, stored?: RunState): Promise<EngineDeps & { notes: string[] }> {
+    const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : this.pluginDirs();
     const { registry, notes } = await this.registries.forRun(dirs);
-    const client = typeof model === 'object' ? model : await createModel(model, this.env, this.cacheDir('scripts'));
+    const client = typeof o.model === 'object' ? o.model : await this.modelFor(o.model ?? stored?.model, stored);
     const spec = client.spec;
+    const output = o.output ? await outputCheck(o.output) : undefined;
+    const instructions = [o.instructions?.trim(), output?.instruction].filter(Boolean).join('\n\n');
+    const limits = { ...this.limits() };
+    if (o.maxSteps !== undefined) limits.maxSteps = positive('maxSteps', o.maxSteps);
+    if (o.timeoutMs !== undefined) limits.timeoutMs = positive('timeoutMs', o.timeoutMs);
+    this.indexCache ??= fileCache(this.cacheDir('index'));
     return {
       registry,
       notes,
       model: client,
       store: this.store,
-      limits: this.limits(),
-      shortlist: this.opts.shortlist ?? bm25Shortlist(toolCapFromEnv(this.env), (this.indexCache ??= fileCache(this.cacheDir('index')))),
+      limits,
+      shortlist:
+        o.menuSize !== undefined
+          ? bm25Shortlist(positive('menuSize', o.menuSize), this.indexCache)
+          : (this.opts.shortlist ?? (this.shortlist ??= bm25Shortlist(toolCapFromEnv(this.env), this.indexCache))),
+      ...(instructions ? { instructions } : {}),
+      ...(output ? { output } : {}),
       // Counted for real models; for the scripted one (tests, demos) only when asked (KEEL_COUNT_TOKENS=1).
       countTokens: this.env.KEEL_COUNT_TOKENS === '1' || (this.env.KEEL_COUNT_TOKENS !== '0' && !spec.startsWith('script:')),
       currentMode: (run) => this.sessions.currentMode(run),
       onModeChange: (run) => this.sessions.changed(run),
-      signal: this.interruption.signal,
+      signal: o.signal ? AbortSignal.any([this.interruption.signal, o.signal]) : this.interruption.signal,
     };
+  }
+
+  private async modelFor(spec: string | undefined, stored: RunState | undefined): Promise<ModelClient> {
+    try {
+      return await createModel(spec, this.env, this.cacheDir('scripts'));
+    } catch (err) {
+      if (!stored || !(err instanceof KeelError || err instanceof ModelError)) throw err;
+      throw new KeelError(
+        'config',
+        `run ${stored.id} was started with the model "${stored.model}", which Keel cannot rebuild here (${err.message}): pass the model again in the \`model\` option`,
+        `keel resume ${stored.id} --model SPEC`,
+      );
+    }
+  }
+
+  /** The options a run's continuation is given: those given now over those its start was given here. */
+  private kept(runId: string, o: ContinueOptions): Kept & Pick<RunOptions, 'signal'> {
+    return { ...this.remembered.get(runId), ...definedOnly(o) };
+  }
+
+  /** Drives a leg to its end or pause, collecting its result (with `output` parsed); the run's options are forgotten once it ends. */
+  private async finish<T>(leg: Leg, o: ContinueOptions<T>): Promise<RunResult<T>> {
+    return this.outcome(await collect(leg.drive(), o.onEvent), this.kept(leg.run_id, o)) as Promise<RunResult<T>>;
+  }
+
+  private async outcome(r: RunResult, o: Kept): Promise<RunResult> {
+    if (r.status !== 'paused') this.remembered.delete(r.run_id);
+    if (r.status !== 'done' || !o.output) return r;
+    const verdict = (await outputCheck(o.output)).parse(r.answer);
+    if (verdict.ok) return { ...r, output: verdict.value };
+    // A tool that answered directly (R12) is not sent back: its answer stands, without `output`.
+    return { ...r, warnings: [...r.warnings, `the answer does not match the output schema: ${verdict.problem}`] };
+  }
+
+  /** Remembers a run's options for its continuations in this Keel (see RunOptions). */
+  private remember(runId: string, o: RunOptions): void {
+    const { signal: _s, onEvent: _e, mode: _m, session: _session, ...kept } = definedOnly(o);
+    if (Object.keys(kept).length) this.remembered.set(runId, kept);
   }
 
   /**
@@ -237,15 +348,19 @@ export class Keel {
    * (`stream`, `run`) or when a server's queue gets to it.
    */
   async startRun(message: string, o: RunOptions = {}): Promise<Leg> {
-    const dirs = this.pluginDirs(o.pluginDirs);
-    const deps = await this.deps(o.model, dirs);
+    const deps = await this.deps(o);
     const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
-    const input = { message, mode: o.mode ?? session?.mode, pluginDirs: dirs, session, notes: deps.notes };
-    return this.tracked(await startLeg(deps, input));
+    const input = { message, mode: o.mode ?? session?.mode, pluginDirs: this.pluginDirs(o.pluginDirs), session, notes: deps.notes };
+    const leg = this.tracked(await startLeg(deps, input));
+    this.remember(leg.run_id, o);
+    return leg;
   }
 
-  async *stream(message: string, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
-    return yield* (await this.startRun(message, o)).drive();
+  /** Runs a request, giving every event as it happens; the generator's return value is the result. */
+  async *stream<T = unknown>(message: string, o: RunOptions<T> = {}): AsyncGenerator<LoopEvent, RunResult<T>> {
+    const leg = await this.startRun(message, o);
+    const r = yield* leg.drive();
+    return (await this.outcome(r, this.kept(leg.run_id, o))) as RunResult<T>;
   }
 
   /** A leg as this Keel drives it: its session followed, counted while it runs (interrupt()). */
@@ -253,8 +368,10 @@ export class Keel {
     return { ...leg, drive: () => this.sessions.track(this.active(leg.drive())) };
   }
 
-  run(message: string, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
-    return collect(this.stream(message, o), onEvent);
+  /** Runs a request until it ends or pauses. (A third argument, onEvent, is the old form of `o.onEvent`.) */
+  async run<T = unknown>(message: string, o: RunOptions<T> = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult<T>> {
+    const opts = onEvent ? { ...o, onEvent } : o;
+    return this.finish(await this.startRun(message, opts), opts);
   }
 
   /**
@@ -288,38 +405,39 @@ export class Keel {
   }
 
   /**
-   * Answers a paused run's question and continues it, with the run's own model spec and plugin
-   * folders unless told otherwise. A confirmation (of held writes) needs `{ confirm: true|false }`;
-   * plain text answers a plain question.
+   * Answers a paused run's question (R17) and carries the run on. Plain text answers a plain
+   * question; a confirmation of held writes needs a decision (`confirm`, or `{ confirm, text }`).
    */
-  async *streamResume(runId: string, answer: string | Answer, o: RunOptions = {}): AsyncGenerator<LoopEvent, RunResult> {
-    return yield* (await this.answerRun(runId, answer, o)).drive();
+  async answer<T = unknown>(runId: string, answer: string | Answer, o: ContinueOptions<T> = {}): Promise<RunResult<T>> {
+    return this.finish(await this.answerRun(runId, answer, o), o);
+  }
+
+  /** Answers a confirmation of held writes (R16): yes lets them run, no leaves them unconsented. */
+  confirm<T = unknown>(runId: string, yes: boolean, o: ContinueOptions<T> & { text?: string } = {}): Promise<RunResult<T>> {
+    return this.answer(runId, { text: o.text ?? (yes ? 'yes' : 'no'), confirm: yes }, o);
   }
 
   /** Answers a paused run's question: the pause is claimed at once (a second answer is refused); the leg goes on when driven. */
-  async answerRun(runId: string, answer: string | Answer, o: RunOptions = {}): Promise<Leg> {
+  async answerRun(runId: string, answer: string | Answer, o: ContinueOptions = {}): Promise<Leg> {
     const run = await this.getRun(runId);
-    const deps = await this.deps(o.model ?? run.model, o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs);
+    const deps = await this.deps(this.kept(runId, o), run);
     return this.tracked(await answerLeg(deps, runId, typeof answer === 'string' ? { text: answer } : answer));
   }
 
-  resume(runId: string, answer: string | Answer, o: RunOptions = {}, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
-    return collect(this.streamResume(runId, answer, o), onEvent);
+  /**
+   * Approves a card (A2): exactly its calls run, once, and the run goes on. For a plan or goal,
+   * `consentWrites` also lets its confirm-once writes run without asking. Audited with `actor`.
+   */
+  approve<T = unknown>(approvalId: string, o: ApprovalOptions<T> = {}): Promise<RunResult<T>> {
+    return this.decide(approvalId, 'approve', o);
   }
 
-  /**
-   * Answers an approval (the one function every surface uses), then continues its run. For a
-   * plan or goal card, `consentWrites` also lets its confirm-once writes run without asking.
-   * An MCP session's card is refused here (see answerCard).
-   */
-  async respondToApproval(
-    id: string,
-    decision: ApprovalDecision,
-    actor: string,
-    reason: string | null = null,
-    onEvent?: (e: LoopEvent) => void,
-    options: { consentWrites?: boolean } = {},
-  ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+  /** Rejects a card: nothing of it runs, and the run goes on so the model can say nothing changed. */
+  reject<T = unknown>(approvalId: string, o: ApprovalOptions<T> = {}): Promise<RunResult<T>> {
+    return this.decide(approvalId, 'reject', o);
+  }
+
+  private async decide<T>(id: string, decision: ApprovalDecision, o: ApprovalOptions<T>): Promise<RunResult<T>> {
     const store = this.requireStore();
     const card = await store.getApproval(id);
     if (card && isMcpSession(await store.loadRun(card.run_id))) {
@@ -328,25 +446,18 @@ export class Keel {
         `approval ${id} belongs to an MCP session (run ${card.run_id}), whose server carries the call out: answer it with answerCard (or keel approvals approve|reject ${id})`,
       );
     }
-    const { approval, result } = await this.answerCard(id, decision, actor, reason, onEvent, options);
-    return { approval, result: result as RunResult };
+    return (await this.answerCard(id, decision, o)).result as RunResult<T>;
   }
 
   /**
    * Answers any card — a run's, or an MCP session's — and continues what waits on it: a run's leg
-   * here (its result returned), or the MCP call its server holds (no result here).
+   * here (its result returned), or the MCP call its server holds (no result here). The CLI and
+   * chat answer cards with it; an application uses approve and reject.
    */
-  async answerCard(
-    id: string,
-    decision: ApprovalDecision,
-    actor: string,
-    reason: string | null = null,
-    onEvent?: (e: LoopEvent) => void,
-    options: { consentWrites?: boolean } = {},
-  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
-    const { approval, leg } = await this.answerApproval(id, decision, actor, reason, options);
+  async answerCard(id: string, decision: ApprovalDecision, o: ApprovalOptions = {}): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
+    const { approval, leg } = await this.answerApproval(id, decision, o);
     if (!leg) return { approval };
-    return { approval, result: await this.continued(approval, () => collect(leg.drive(), onEvent)) };
+    return { approval, result: await this.continued(approval, () => this.finish(leg, o)) };
   }
 
   /**
@@ -354,17 +465,14 @@ export class Keel {
    * now or when a server's queue gets to it. Unknown → not_found; already answered → conflict; past
    * its expiry → recorded as expired (the continuation ends the run, nothing runs).
    */
-  async answerApproval(
-    id: string,
-    decision: ApprovalDecision,
-    actor: string,
-    reason: string | null = null,
-    options: { consentWrites?: boolean } = {},
-  ): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
-    const approval = await recordApprovalAnswer(this.requireStore(), id, decision, actor, reason, new Date(), options);
+  async answerApproval(id: string, decision: ApprovalDecision, o: ApprovalOptions = {}): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
+    const actor = o.actor ?? osUser(this.env);
+    const approval = await recordApprovalAnswer(this.requireStore(), id, decision, actor, o.reason ?? null, new Date(), {
+      consentWrites: o.consentWrites,
+    });
     // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
     if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
-    const leg = await this.continued(approval, () => this.approvalLeg(approval));
+    const leg = await this.continued(approval, () => this.approvalLeg(approval, o));
     return { approval, leg };
   }
 
@@ -382,48 +490,75 @@ export class Keel {
     }
   }
 
-  private async approvalLeg(approval: ApprovalRecord, o: RunOptions = {}): Promise<Leg> {
+  private async approvalLeg(approval: ApprovalRecord, o: ContinueOptions = {}): Promise<Leg> {
     const run = await this.getRun(approval.run_id);
-    const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
+    const deps = await this.deps(this.kept(run.id, o), run);
     return this.tracked(await approvalLeg(deps, approval));
   }
 
-  /** Continues a run after its approval was answered, or after a crash left it mid-way. */
-  async continueApproval(approval: ApprovalRecord, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
-    return collect((await this.approvalLeg(approval, o)).drive(), onEvent);
+  /**
+   * Carries on a run that waits for no one: its card answered, interrupted (Ctrl-C, SIGTERM, an
+   * abort signal), or left by a process that died (taken over: calls it had in flight are reported,
+   * never run again). A run waiting on its card or question is refused, saying how to answer it.
+   * (`resume(runId, answer)` is the old form of `answer`.)
+   */
+  resume<T = unknown>(runId: string, o?: ContinueOptions<T>): Promise<RunResult<T>>;
+  /** @deprecated use `answer(runId, answer, options)`. */
+  resume<T = unknown>(runId: string, answer: string | Answer, o?: ContinueOptions<T>, onEvent?: (e: LoopEvent) => void): Promise<RunResult<T>>;
+  async resume<T = unknown>(
+    runId: string,
+    a?: string | Answer | ContinueOptions<T>,
+    o: ContinueOptions<T> = {},
+    onEvent?: (e: LoopEvent) => void,
+  ): Promise<RunResult<T>> {
+    if (typeof a === 'string' || (a && ('text' in a || 'confirm' in a))) {
+      return this.answer(runId, a as string | Answer, onEvent ? { ...o, onEvent } : o);
+    }
+    const opts = (a ?? {}) as ContinueOptions<T>;
+    return this.finish(await this.continueLeg(runId, opts), opts);
   }
 
-  /**
-   * `keel resume RUN` without an answer: continue a run whose approval was answered, one that was
-   * interrupted (Ctrl-C, SIGTERM), or one whose process died (taken over: calls it had in flight are
-   * reported, never run again).
-   */
-  async continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: RunOptions = {}): Promise<RunResult> {
-    return collect((await this.continueLeg(runId, o)).drive(), onEvent);
+  /** @deprecated use `resume(runId, { onEvent })`. */
+  continueRun(runId: string, onEvent?: (e: LoopEvent) => void, o: ContinueOptions = {}): Promise<RunResult> {
+    return this.resume(runId, { ...o, onEvent });
+  }
+
+  /** @deprecated use `approve(id, { actor, reason })` or `reject(id, { actor, reason })`; it returns the same `{ approval, result }` as before. */
+  async respondToApproval(
+    id: string,
+    decision: ApprovalDecision,
+    actor: string,
+    reason: string | null = null,
+    onEvent?: (e: LoopEvent) => void,
+    options: { consentWrites?: boolean } = {},
+  ): Promise<{ approval: ApprovalRecord; result: RunResult }> {
+    const result = await this.decide(id, decision, { actor, reason, onEvent, consentWrites: options.consentWrites });
+    const approval = await this.requireStore().getApproval(id);
+    if (!approval) throw new KeelError('not_found', `approval ${id} is not in the store`);
+    return { approval, result };
   }
 
   /**
    * A leg a worker takes from the queue (#15): the run was handed over with what to do (`job`), and
    * is taken here — by one worker only; another gets a conflict.
    */
-  async queuedLeg(runId: string, job: LegJob): Promise<Leg> {
-    if (job.kind === 'continue') return this.continueLeg(runId);
+  async queuedLeg(runId: string, job: LegJob, o: ContinueOptions = {}): Promise<Leg> {
+    if (job.kind === 'continue') return this.continueLeg(runId, o);
     if (job.kind === 'approval') {
       const approval = await this.requireStore().getApproval(job.approval_id);
       if (!approval) throw new KeelError('not_found', `approval ${job.approval_id} is not in the store`);
-      return this.approvalLeg(approval);
+      return this.approvalLeg(approval, o);
     }
     const run = await this.getRun(runId);
-    const deps = await this.deps(run.model, run.plugin_dirs);
+    const deps = await this.deps(this.kept(runId, o), run);
     return this.tracked(await queuedLeg(deps, runId, job));
   }
 
   /**
-   * Claims a run to carry it on without an answer — its card answered, interrupted, or left mid-leg
-   * by a process that died — to be driven now or when a server's queue gets to it. A run waiting on
-   * its card or its question is refused, saying how to answer it.
+   * Claims a run to carry it on without an answer (see resume), to be driven now or when a
+   * server's queue gets to it.
    */
-  async continueLeg(runId: string, o: RunOptions = {}): Promise<Leg> {
+  async continueLeg(runId: string, o: ContinueOptions = {}): Promise<Leg> {
     const run = await this.getRun(runId);
     const pause = run.pause;
     if (run.status === 'done' || run.status === 'failed') {
@@ -452,18 +587,20 @@ export class Keel {
           )
         : new KeelError('bad_input', `run ${runId} waits for an answer: resume it with one`, `keel resume ${runId} --answer TEXT`);
     }
-    const deps = await this.deps(o.model ?? run.model, run.plugin_dirs);
+    const deps = await this.deps(this.kept(runId, o), run);
     return this.tracked(await continueLeg(deps, runId));
   }
 
   /**
-   * `keel runs cancel`: ends a paused or stalled run for good, with a reason, audited. Its pending
-   * card is answered as rejected; calls it had in flight are reported, never run again. A run a live
-   * process is driving is refused (stop that process first).
+   * Ends a paused or stalled run for good (`keel runs cancel`), with a reason, audited. Its pending
+   * card is answered as rejected; calls it had in flight are reported, never run again. A run a
+   * live process is driving is refused (stop that process first).
    */
-  async cancelRun(runId: string, actor: string, reason: string | null = null, onEvent?: (e: LoopEvent) => void): Promise<RunResult> {
+  async cancel(runId: string, o: { actor?: string; reason?: string | null; onEvent?: (e: LoopEvent) => void } = {}): Promise<RunResult> {
     const store = this.requireStore();
     const run = await this.getRun(runId);
+    const actor = o.actor ?? osUser(this.env);
+    const reason = o.reason ?? null;
     const why = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
     // No model is called to end a run: one whose model can no longer be reached can still be cancelled.
     const model: ModelClient = {
@@ -472,8 +609,9 @@ export class Keel {
         throw new ModelError('a cancelled run calls no model');
       },
     };
-    const deps = await this.deps(model, run.plugin_dirs);
-    const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), onEvent);
+    const deps = await this.deps({ model }, run);
+    const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), o.onEvent);
+    this.remembered.delete(runId);
     const at = new Date().toISOString();
     for (const a of await store.listApprovals({ run_id: runId, status: 'pending' })) {
       await store.answerApproval(a.id, 'rejected', actor, 'the run was cancelled', at);
@@ -507,28 +645,25 @@ export class Keel {
    * Answers a run's pauses one after another until it ends, or the responder leaves one open
    * (chat, the demo and embedders share this loop). Returns the last result and how many pauses it answered.
    */
-  async answerPauses(
-    first: RunResult,
+  async answerPauses<T = unknown>(
+    first: RunResult<T>,
     responder: PauseResponder,
-    onEvent?: (e: LoopEvent) => void,
-  ): Promise<{ result: RunResult; pauses: number }> {
+    o: ContinueOptions<T> | ((e: LoopEvent) => void) = {},
+  ): Promise<{ result: RunResult<T>; pauses: number }> {
+    const opts: ContinueOptions<T> = typeof o === 'function' ? { onEvent: o } : o;
     let result = first;
     let pauses = 0;
     while (result.status === 'paused') {
-      if (result.question !== undefined) {
+      if (result.reason === 'awaiting_user_input') {
         const answer = await responder.answer(result.question, result.confirm);
         if (answer === undefined) break;
         pauses++;
-        result = await this.resume(result.run_id, answer, {}, onEvent);
-      } else if (result.approval) {
+        result = await this.answer(result.run_id, answer, opts);
+      } else if (result.reason === 'awaiting_approval') {
         const d = await responder.decide(result.approval);
         if (!d) break;
         pauses++;
-        result = (
-          await this.respondToApproval(result.approval.id, d.decision, d.actor, d.reason ?? null, onEvent, {
-            consentWrites: d.consentWrites,
-          })
-        ).result;
+        result = await this.decide(result.approval.id, d.decision, { ...opts, actor: d.actor, reason: d.reason ?? null, consentWrites: d.consentWrites });
       } else break;
     }
     return { result, pauses };

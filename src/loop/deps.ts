@@ -1,6 +1,7 @@
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Shortlist } from '../prompt/menu.js';
+import type { OutputCheck } from './output.js';
 import type { ApprovalStore, Mode, RunStore } from '../types/index.js';
 import type { RunView } from './run.js';
 
@@ -35,8 +36,10 @@ export interface EngineDeps {
   shortlist?: Shortlist;
   /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
   countTokens?: boolean;
-  /** A delegate's instructions, placed first in its system prompt (C8). */
+  /** Instructions placed first in the system prompt: a delegate's (C8), or a run's own. */
   instructions?: string;
+  /** The run's final answer must match this (the `output` option): checked, sent back once on a mismatch. */
+  output?: OutputCheck;
   /** The session's mode now (C5); default: the run's own. */
   currentMode?: (run: RunView) => Mode;
   /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */

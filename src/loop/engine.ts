@@ -61,6 +61,8 @@ type EndOn = { reason: EndReason; answer: string };
 
 /** How many of the store's most used tools a leg reads for the menu's fill (R23). */
 const MOST_USED = 50;
+/** The note that marks the one retry an answer off its output schema gets. */
+const OUTPUT_RETRY = 'output retry: ';
 
 /**
  * One leg of a run: from its start, an answer or an approval to its next end or pause. The only
@@ -444,6 +446,16 @@ export class RunLeg {
           this.run.addCoreMessage(goalReminder(goal.missing));
           await this.run.save();
           continue;
+        }
+        if (this.deps.output) {
+          const verdict = this.deps.output.parse(reply.text);
+          if (!verdict.ok) {
+            if (s.notes.some((n) => n.startsWith(OUTPUT_RETRY))) return yield* this.end('failed', 'invalid_output', verdict.problem);
+            this.run.note(`${OUTPUT_RETRY}${verdict.problem}`);
+            this.run.addCoreMessage(SAY.outputMismatch(verdict.problem));
+            await this.run.save();
+            continue;
+          }
         }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
       }

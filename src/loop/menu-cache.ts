@@ -68,6 +68,7 @@ export class MenuSource {
       s.mode,
       contract ?? '',
       this.instructions ?? '',
+      cap ?? '',
       inPool(called),
       inPool(admitted),
       this.shortlist ? s.request : '',

@@ -1,4 +1,4 @@
-import type { ApprovalRecord, EndReason, RunResult } from '../types/index.js';
+import type { ApprovalRecord, EndReason, RunResult, RunResultBase } from '../types/index.js';
 import type { RunView } from './run.js';
 
 const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }) => string>> = {
@@ -8,6 +8,7 @@ const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }
   halted: () => 'the core halted it',
   model_error: () => 'the model failed',
   cancelled: () => 'it was cancelled',
+  invalid_output: () => 'the answer did not match the required output schema, also when asked again',
 };
 
 const HOW: Partial<Record<EndReason, string>> = {
@@ -17,6 +18,7 @@ const HOW: Partial<Record<EndReason, string>> = {
   halted: 'Deal with the cause above (keel plugins check shows failing plugins), then ask again.',
   model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
   cancelled: 'Ask again if you still want it done.',
+  invalid_output: 'Ask again, or loosen the output schema.',
 };
 
 /**
@@ -61,12 +63,8 @@ export function expiredAnswer(a: ApprovalRecord): string {
 
 /** S1: the one JSON object `keel run --json` prints. */
 export function toResult(s: RunView): RunResult {
-  const status = s.status === 'running' ? 'failed' : s.status;
-  const out: RunResult = {
+  const base: RunResultBase = {
     run_id: s.id,
-    status,
-    reason: s.reason,
-    answer: s.answer,
     mode: s.mode,
     model_calls: s.model_calls,
     effects: [...s.effects],
@@ -88,12 +86,19 @@ export function toResult(s: RunView): RunResult {
     notes: [...s.notes],
     warnings: [...s.warnings],
   };
-  if (s.pause?.kind === 'ask_user') {
-    out.question = s.pause.question;
-    if (s.pause.confirm) out.confirm = s.pause.confirm;
+  const answer = s.answer;
+  if (s.status === 'paused' && s.pause) {
+    const p = s.pause;
+    if (p.kind === 'approval') return { ...base, status: 'paused', reason: 'awaiting_approval', answer, approval: { id: p.approval_id, card: p.card } };
+    if (p.kind === 'ask_user') {
+      return p.confirm
+        ? { ...base, status: 'paused', reason: 'awaiting_user_input', answer, question: p.question, confirm: p.confirm }
+        : { ...base, status: 'paused', reason: 'awaiting_user_input', answer, question: p.question };
+    }
+    return { ...base, status: 'paused', reason: 'interrupted', answer };
   }
-  if (s.pause?.kind === 'approval') out.approval = { id: s.pause.approval_id, card: s.pause.card };
-  return out;
+  if (s.status === 'done' && s.reason && answer !== null) return { ...base, status: 'done', reason: s.reason, answer };
+  return { ...base, status: 'failed', reason: s.reason, answer };
 }
 
 /** The paused step's calls that have a result already (the question itself is still open). */

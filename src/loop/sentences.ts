@@ -49,6 +49,9 @@ export const SAY = {
   declined: (tools: readonly string[], text: string) =>
     `The user declined: do not run ${tools.join(', ')}; nothing was written.${text.trim() ? ` They said: ${text.trim()}` : ''} Tell the user nothing was changed, or ask what they want instead.`,
   /** A warning in the run's result: the run ended while a write it held was never asked about. */
+  /** The `output` option: a final answer that did not match its schema is sent back once. */
+  outputMismatch: (problem: string) =>
+    `[Keel] Your answer does not match the required output schema: ${problem}. Reply again with only the JSON value the system prompt describes.`,
   heldNeverAsked: (name: string) =>
     `${name} was held for the user's confirmation, but the run ended without asking: nothing was written by it.`,
   /** R13: the earlier result, marked as a repeat. */

@@ -445,7 +445,7 @@ export function createApp(d: ServerDeps): Hono {
       if (runner.isQueued(runId) || runner.isActive(runId)) {
         throw new HttpProblem(409, `run ${runId} is being worked by this server: wait until it pauses or ends`);
       }
-      const r = await keel.cancelRun(runId, who.name, body.reason ?? null);
+      const r = await keel.cancel(runId, { actor: who.name, reason: body.reason ?? null });
       hub.wake(runId);
       return json(c, 200, { run_id: r.run_id, status: r.status, reason: r.reason });
     },
@@ -533,7 +533,9 @@ export function createApp(d: ServerDeps): Hono {
     },
     async (c, { body, who }) => {
       const id = c.req.param('id') as string;
-      const { approval, leg } = await keel.answerApproval(id, body.decision, who.name, body.reason ?? null, {
+      const { approval, leg } = await keel.answerApproval(id, body.decision, {
+        actor: who.name,
+        reason: body.reason ?? null,
         consentWrites: body.consent_writes,
       });
       hub.wake(approval.run_id);

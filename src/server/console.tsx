@@ -660,7 +660,9 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   post('/approvals/:id', 'approver', async (c, who, data) => {
     const decision = data.decision === 'approve' ? 'approve' : data.decision === 'reject' ? 'reject' : undefined;
     if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
-    const { approval, leg } = await keel.answerApproval(c.req.param('id') as string, decision, who.name, data.reason?.trim() || null, {
+    const { approval, leg } = await keel.answerApproval(c.req.param('id') as string, decision, {
+      actor: who.name,
+      reason: data.reason?.trim() || null,
       consentWrites: data.consent_writes === '1',
     });
     d.wake(approval.run_id);

@@ -168,3 +168,17 @@ export function makeToolSpec(
     },
   };
 }
+
+/**
+ * A check of any value against a JSON Schema (the `output` option of a run): undefined when it
+ * matches, else the first problem in words. Compiled once, on the first call.
+ */
+export function schemaCheck(schema: object): (value: unknown) => string | undefined {
+  let validateFn: ValidateFunction | undefined;
+  return (value) => {
+    validateFn ??= ajv().compile(schema);
+    if (validateFn(value)) return undefined;
+    const first = validateFn.errors?.[0];
+    return first ? formatAjvError(first) : 'the value does not match the schema';
+  };
+}

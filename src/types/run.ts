@@ -43,7 +43,9 @@ export type EndReason =
   /** Paused: Ctrl-C or SIGTERM stopped the leg at a safe point; `keel resume RUN` continues it. */
   | 'interrupted'
   /** Ended by `keel runs cancel` (audited). */
-  | 'cancelled';
+  | 'cancelled'
+  /** The final answer did not match the run's `output` schema, also after one retry. */
+  | 'invalid_output';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
@@ -201,16 +203,9 @@ export interface RunState {
   updated_at: string;
 }
 
-/** What `keel run --json` prints. */
-export interface RunResult {
+/** What every result carries, whatever its status (what `keel run --json` prints, S1). */
+export interface RunResultBase {
   run_id: string;
-  status: 'done' | 'paused' | 'failed';
-  reason: EndReason | null;
-  answer: string | null;
-  question?: string;
-  /** The question is a confirmation of these held writes: answer yes or no. */
-  confirm?: Confirmation;
-  approval?: { id: string; card: ApprovalCard };
   mode: Mode;
   model_calls: number;
   effects: EffectRecord[];
@@ -228,6 +223,74 @@ export interface RunResult {
   warnings: string[];
 }
 
+/** The pause fields a result of another kind does not have (so they read as undefined without narrowing). */
+interface NoPause {
+  question?: undefined;
+  confirm?: undefined;
+  approval?: undefined;
+}
+
+/** The run ended with an answer: the model's, or a tool's (R12), or the last usable one of a repeat (R13). */
+export interface DoneResult<T = unknown> extends RunResultBase, NoPause {
+  status: 'done';
+  reason: EndReason;
+  answer: string;
+  /** With the `output` option: the answer parsed and checked against its schema. */
+  output?: T;
+}
+
+/** The run ended without finishing: the answer says what was done, why it stopped and how to go on (R20). */
+export interface FailedResult extends RunResultBase, NoPause {
+  status: 'failed';
+  reason: EndReason | null;
+  answer: string | null;
+  output?: undefined;
+}
+
+interface PausedBase extends RunResultBase {
+  status: 'paused';
+  answer: string | null;
+  output?: undefined;
+}
+
+/** `ask_user`: the run waits for the user's answer (R17). */
+export interface QuestionPause extends PausedBase {
+  reason: 'awaiting_user_input';
+  question: string;
+  confirm?: undefined;
+  approval?: undefined;
+}
+
+/** Held writes (R15/R16): the question is a confirmation, answered yes or no. */
+export interface ConfirmationPause extends PausedBase {
+  reason: 'awaiting_user_input';
+  question: string;
+  /** The held writes, answered with `{ confirm: true | false }`. */
+  confirm: Confirmation;
+  approval?: undefined;
+}
+
+/** A card (A1): the run waits for the owner to approve or reject exact calls. */
+export interface ApprovalPause extends PausedBase {
+  reason: 'awaiting_approval';
+  approval: { id: string; card: ApprovalCard };
+  question?: undefined;
+  confirm?: undefined;
+}
+
+/** Ctrl-C, SIGTERM or an abort signal stopped the leg at a safe point; resume carries it on (R18). */
+export interface InterruptedPause extends PausedBase, NoPause {
+  reason: 'interrupted';
+}
+
+export type PausedResult = QuestionPause | ConfirmationPause | ApprovalPause | InterruptedPause;
+
+/**
+ * A run's result: narrow on `status` (done, paused, failed), then a pause on `reason` — and a
+ * question on `confirm` (held writes) — to get what it carries, typed.
+ */
+export type RunResult<T = unknown> = DoneResult<T> | PausedResult | FailedResult;
+
 /**
  * What a leg emits as it works. With a store, every event but a text delta is kept in the run's
  * journal before it is emitted, and carries the journal's `id` (ids grow across the whole store).
@@ -243,7 +306,7 @@ export type LoopEvent = (
 ) & { id?: number };
 
 /** A run's result without its trace (the requests and steps a client reads from the run itself). */
-export type RunOutcome = Omit<RunResult, 'requests' | 'steps'>;
+export type RunOutcome = RunResult extends infer R ? (R extends RunResult ? Omit<R, 'requests' | 'steps'> : never) : never;
 
 /** A pause as the journal keeps it: why and where the run waits, without the calls it holds. */
 export type PauseSummary =

@@ -50,7 +50,7 @@ test('C3/C4 (seed 004): Plan mode after an Agent-mode write_file — still decla
     assert.equal(d.available, false);
     assert.match(d.description, /^\[Unavailable in plan mode/);
     // What Agent mode declares: from the agent run's request when it was on that menu, else the tool's own schema.
-    const agentDecl =
+    const agentDecl: { parameters?: unknown } | undefined =
       (await keel.getRun(agent.run_id)).requests.flatMap((q) => q.tools).find((x) => x.name === name && x.available) ??
       (await keel.registry(keel.pluginDirs(dirs))).byName.get(name);
     assert.ok(agentDecl, `${name} exists`);
