@@ -10,7 +10,9 @@ export type { ApprovalDecision } from './approvals/respond.js';
 export { type DelegateConfig, type KeelConfig, loadConfig } from './config/config.js';
 export {
   type ApprovalAnswer,
+  type ApprovalOptions,
   BUNDLED_PLUGINS,
+  type ContinueOptions,
   Keel,
   type KeelOptions,
   keelHome,
@@ -19,6 +21,7 @@ export {
 } from './keel/keel.js';
 export type { Limits } from './loop/engine.js';
 export type { Leg } from './loop/legs.js';
+export type { OutputSchema } from './loop/output.js';
 // Models: a spec (`ollama:MODEL`, `openai:MODEL`, `script:FILE`, …) or a client of your own.
 export { createModel } from './models/index.js';
 export { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest } from './models/types.js';

@@ -11,6 +11,7 @@ import type { Registry } from '../plugin-host/host.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
+import { countsTokens } from '../prompt/tokens.js';
 import { openStore } from '../store/open.js';
 import { Subagents } from '../subagents/delegates.js';
 import type {
@@ -72,13 +73,13 @@ export interface RunOptions<T = unknown> {
   session?: string;
   /** Extra instructions, placed first in the system prompt. */
   instructions?: string;
-  /** Aborting it stops the leg at its next safe point: the run pauses (`interrupted`), resumable (R18). */
+  /** Aborting it stops the leg at its next safe point: the run pauses (`interrupted`), resumable. */
   signal?: AbortSignal;
-  /** The step cap: model calls per run (R20; default 20, KEEL_MAX_STEPS). */
+  /** The step cap: model calls per run (default 20, KEEL_MAX_STEPS). */
   maxSteps?: number;
-  /** The time limit of one leg, in ms (R20; default 10 minutes, KEEL_TIMEOUT_MS). */
+  /** The time limit of one leg, in ms (default 10 minutes, KEEL_TIMEOUT_MS). */
   timeoutMs?: number;
-  /** How many tools the menu declares at most (R23; default 12, KEEL_TOOL_CAP). */
+  /** How many tools the menu declares at most (default 12, KEEL_TOOL_CAP). */
   menuSize?: number;
   /**
    * The final answer must be JSON matching this zod or JSON Schema: it is checked, sent back to the
@@ -97,7 +98,7 @@ export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session
 export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   actor?: string;
   reason?: string | null;
-  /** For a plan or goal card (`card.offers_write_consent`): its confirm-once writes may also run without asking (R16). */
+  /** For a plan or goal card (`card.offers_write_consent`): its confirm-once writes may also run without asking. */
   consentWrites?: boolean;
 }
 
@@ -297,8 +298,8 @@ export class Keel {
           : (this.opts.shortlist ?? (this.shortlist ??= bm25Shortlist(toolCapFromEnv(this.env), this.indexCache))),
       ...(instructions ? { instructions } : {}),
       ...(output ? { output } : {}),
-      // Counted for real models; for the scripted one (tests, demos) only when asked (KEEL_COUNT_TOKENS=1).
-      countTokens: this.env.KEEL_COUNT_TOKENS === '1' || (this.env.KEEL_COUNT_TOKENS !== '0' && !spec.startsWith('script:')),
+      // Counted for real models when ai-tokenizer is installed; for the scripted one (tests, demos) only when asked (KEEL_COUNT_TOKENS=1).
+      countTokens: countsTokens(this.env, spec),
       currentMode: (run) => this.sessions.currentMode(run),
       onModeChange: (run) => this.sessions.changed(run),
       signal: o.signal ? AbortSignal.any([this.interruption.signal, o.signal]) : this.interruption.signal,
@@ -405,14 +406,14 @@ export class Keel {
   }
 
   /**
-   * Answers a paused run's question (R17) and carries the run on. Plain text answers a plain
+   * Answers a paused run's question and carries the run on. Plain text answers a plain
    * question; a confirmation of held writes needs a decision (`confirm`, or `{ confirm, text }`).
    */
   async answer<T = unknown>(runId: string, answer: string | Answer, o: ContinueOptions<T> = {}): Promise<RunResult<T>> {
     return this.finish(await this.answerRun(runId, answer, o), o);
   }
 
-  /** Answers a confirmation of held writes (R16): yes lets them run, no leaves them unconsented. */
+  /** Answers a confirmation of held writes: yes lets them run, no leaves them unconsented. */
   confirm<T = unknown>(runId: string, yes: boolean, o: ContinueOptions<T> & { text?: string } = {}): Promise<RunResult<T>> {
     return this.answer(runId, { text: o.text ?? (yes ? 'yes' : 'no'), confirm: yes }, o);
   }
@@ -425,7 +426,7 @@ export class Keel {
   }
 
   /**
-   * Approves a card (A2): exactly its calls run, once, and the run goes on. For a plan or goal,
+   * Approves a card: exactly its calls run, once, and the run goes on. For a plan or goal,
    * `consentWrites` also lets its confirm-once writes run without asking. Audited with `actor`.
    */
   approve<T = unknown>(approvalId: string, o: ApprovalOptions<T> = {}): Promise<RunResult<T>> {

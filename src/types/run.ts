@@ -203,7 +203,7 @@ export interface RunState {
   updated_at: string;
 }
 
-/** What every result carries, whatever its status (what `keel run --json` prints, S1). */
+/** What every result carries, whatever its status (what `keel run --json` prints). */
 export interface RunResultBase {
   run_id: string;
   mode: Mode;
@@ -230,7 +230,7 @@ interface NoPause {
   approval?: undefined;
 }
 
-/** The run ended with an answer: the model's, or a tool's (R12), or the last usable one of a repeat (R13). */
+/** The run ended with an answer: the model's, or a tool's that answers directly, or the last usable one of a repeated call. */
 export interface DoneResult<T = unknown> extends RunResultBase, NoPause {
   status: 'done';
   reason: EndReason;
@@ -239,7 +239,7 @@ export interface DoneResult<T = unknown> extends RunResultBase, NoPause {
   output?: T;
 }
 
-/** The run ended without finishing: the answer says what was done, why it stopped and how to go on (R20). */
+/** The run ended without finishing: the answer says what was done, why it stopped and how to go on. */
 export interface FailedResult extends RunResultBase, NoPause {
   status: 'failed';
   reason: EndReason | null;
@@ -253,7 +253,7 @@ interface PausedBase extends RunResultBase {
   output?: undefined;
 }
 
-/** `ask_user`: the run waits for the user's answer (R17). */
+/** `ask_user`: the run waits for the user's answer. */
 export interface QuestionPause extends PausedBase {
   reason: 'awaiting_user_input';
   question: string;
@@ -261,7 +261,7 @@ export interface QuestionPause extends PausedBase {
   approval?: undefined;
 }
 
-/** Held writes (R15/R16): the question is a confirmation, answered yes or no. */
+/** Held writes: the question is a confirmation, answered yes or no. */
 export interface ConfirmationPause extends PausedBase {
   reason: 'awaiting_user_input';
   question: string;
@@ -270,7 +270,7 @@ export interface ConfirmationPause extends PausedBase {
   approval?: undefined;
 }
 
-/** A card (A1): the run waits for the owner to approve or reject exact calls. */
+/** A card: the run waits for the owner to approve or reject exact calls. */
 export interface ApprovalPause extends PausedBase {
   reason: 'awaiting_approval';
   approval: { id: string; card: ApprovalCard };
@@ -278,7 +278,7 @@ export interface ApprovalPause extends PausedBase {
   confirm?: undefined;
 }
 
-/** Ctrl-C, SIGTERM or an abort signal stopped the leg at a safe point; resume carries it on (R18). */
+/** Ctrl-C, SIGTERM or an abort signal stopped the leg at a safe point; resume carries it on. */
 export interface InterruptedPause extends PausedBase, NoPause {
   reason: 'interrupted';
 }

@@ -27,7 +27,7 @@ export class Harness {
   async resume(runId: string, answer: string | Answer): Promise<RunResult> {
     await this.keel.close();
     this.keel = new Keel({ home: this.home, ...this.opts });
-    return this.keel.resume(runId, answer, {}, (e) => this.events.push(e));
+    return this.keel.answer(runId, answer, { onEvent: (e) => this.events.push(e) });
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,168 @@
+/**
+ * The library API (#24): one method per action, each taking the options of `run` — a ModelClient of
+ * the application's own among them, kept across the run's pauses — a RunResult that narrows on
+ * `status`, and the per-run options (instructions, signal, limits, menu size, structured output).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { z } from 'zod';
+import { Keel } from '../../src/keel/keel.js';
+import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
+import type { ToolCall } from '../../src/types/index.js';
+import { calls, FIXTURES, tempHome } from '../support/helpers.js';
+
+/** A model of the application's own: replies from a list, recording what it was asked. */
+class ListModel implements ModelClient {
+  readonly spec = 'rules:v1';
+  readonly requests: ModelRequest[] = [];
+  constructor(private readonly replies: ({ text: string } | { calls: ToolCall[] })[]) {}
+  async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+    this.requests.push(req);
+    const r = this.replies[this.requests.length - 1];
+    if (!r) throw new Error('the list model ran out of replies');
+    yield { type: 'done', reply: 'text' in r ? { text: r.text, tool_calls: [] } : { text: '', tool_calls: r.calls } };
+  }
+}
+
+const TRASH: ToolCall = { id: 't1', name: 'trash_email', args: { ids: ['m1'] } };
+const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
+
+test('A2: a run started with a ModelClient of its own is approved with that model, in the same Keel, without naming it again', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const model = new ListModel([{ calls: [TRASH] }, { text: 'Moved it to Trash.' }]);
+  const r = await keel.run('trash the deals email', { model, pluginDirs: [FIXTURES] });
+  assert.equal(r.status, 'paused');
+  assert.equal(r.reason, 'awaiting_approval');
+  if (r.status !== 'paused' || r.reason !== 'awaiting_approval') return;
+  // Narrowed: the card is there, typed, with no optional chaining.
+  const done = await keel.approve(r.approval.id, { actor: 'ana' });
+  assert.equal(done.status, 'done');
+  assert.equal(done.answer, 'Moved it to Trash.');
+  assert.equal(model.requests.length, 2, 'the same model object answered after the card');
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}']);
+  const [card] = await keel.listApprovals({ run_id: r.run_id });
+  assert.equal(card.status, 'approved');
+  assert.equal(card.answered_by, 'ana');
+});
+
+test('A2: in another process the model is given again; without it the answer is kept and the error names the option', async (t) => {
+  const home = tempHome();
+  const first = new Keel({ home });
+  const r = await first.run('trash the deals email', { model: new ListModel([{ calls: [TRASH] }]), pluginDirs: [FIXTURES] });
+  await first.close();
+  assert.equal(r.reason, 'awaiting_approval');
+  const id = r.approval?.id ?? '';
+
+  const later = new Keel({ home });
+  t.after(() => later.close());
+  await assert.rejects(
+    () => later.approve(id, { actor: 'ana' }),
+    (err: Error) => {
+      assert.match(err.message, /approval .* is recorded \(approved\)/);
+      assert.match(err.message, /started with the model "rules:v1", which Keel cannot rebuild here/);
+      assert.match(err.message, /`model` option/);
+      return true;
+    },
+  );
+  assert.equal(trashed(home).length, 0, 'nothing ran without the model');
+  const model = new ListModel([{ text: 'Done: moved to Trash.' }]);
+  const done = await later.resume(r.run_id, { model });
+  assert.equal(done.status, 'done');
+  assert.equal(done.answer, 'Done: moved to Trash.');
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}'], 'the approved call ran once');
+});
+
+test('R16: confirm(runId, yes) answers held writes with the run’s own model; answer() answers a plain question', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const model = new ListModel([
+    { calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which email?' } }] },
+    { calls: [{ id: 's1', name: 'send_email', args: { to: 'a@example.com', subject: 'hi', body: 'hello' } }] },
+    { text: 'Sent.' },
+  ]);
+  const q = await keel.run('send a hello', { model, pluginDirs: [FIXTURES] });
+  assert.equal(q.status === 'paused' && q.reason === 'awaiting_user_input' && !q.confirm ? q.question : undefined, 'Which email?');
+  const card = await keel.answer(q.run_id, 'a@example.com');
+  assert.equal(card.reason, 'awaiting_approval', 'send_email is a pinned write: its card');
+  const out = await keel.reject(card.approval?.id ?? '', { reason: 'not today' });
+  assert.equal(out.status, 'done');
+  assert.equal(model.requests.length, 3);
+});
+
+test('output: a zod schema checks the final answer, sends a mismatch back once, and types the parsed value', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const Bill = z.object({ payee: z.string(), amount: z.number(), paid: z.boolean().default(false) });
+  const model = new ListModel([{ text: 'The bill is from ACME for 42.' }, { text: '```json\n{"payee":"ACME","amount":42}\n```' }]);
+  const r = await keel.run('what is my next bill?', { model, pluginDirs: [FIXTURES], output: Bill });
+  assert.equal(r.status, 'done');
+  if (r.status !== 'done') return;
+  const bill: { payee: string; amount: number; paid: boolean } | undefined = r.output;
+  assert.deepEqual(bill, { payee: 'ACME', amount: 42, paid: false }, 'parsed by zod: the default applies');
+  assert.match(model.requests[0].system, /must be only a JSON value[\s\S]*"payee"/);
+  assert.match(JSON.stringify(model.requests[1].messages), /does not match the required output schema: the answer is not JSON/);
+  assert.ok(r.notes.some((n) => n.startsWith('output retry: ')));
+});
+
+test('output: a JSON Schema answer that misses twice ends the run failed, invalid_output, never done', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const schema = { type: 'object', properties: { total: { type: 'number' } }, required: ['total'] } as const;
+  const model = new ListModel([{ text: '{"sum": 3}' }, { text: '{"total": "three"}' }, { text: '{"total": 3}' }]);
+  const r = await keel.run('add it up', { model, pluginDirs: [FIXTURES], output: schema });
+  assert.equal(r.status, 'failed');
+  assert.equal(r.reason, 'invalid_output');
+  assert.equal(model.requests.length, 2, 'one retry, no more');
+  assert.match(r.answer ?? '', /did not match the required output schema/);
+  assert.match(r.answer ?? '', /total/);
+});
+
+test('R20/R23: per-run instructions, maxSteps and menuSize apply to that run only', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const loop = new ListModel(Array.from({ length: 5 }, (_, i) => ({ calls: [{ id: `s${i}`, name: 'search_inbox', args: { q: `x${i}` } }] })));
+  const r = await keel.run('look around', { model: loop, pluginDirs: [FIXTURES], maxSteps: 2, instructions: 'Answer like a pirate.', menuSize: 1 });
+  assert.equal(r.status, 'failed');
+  assert.equal(r.reason, 'max_steps');
+  assert.equal(loop.requests.length, 2);
+  assert.ok(loop.requests[0].system.startsWith('Answer like a pirate.'));
+  assert.ok(r.requests[0].dropped.length > 0, 'the menu was cut to the given size');
+
+  const plain = new ListModel([{ text: 'Hello.' }]);
+  const other = await keel.run('hello', { model: plain, pluginDirs: [FIXTURES] });
+  assert.equal(other.status, 'done');
+  assert.ok(!plain.requests[0].system.includes('pirate'));
+  assert.ok(
+    r.requests[0].tools.length < other.requests[0].tools.length,
+    `menuSize 1 declared ${r.requests[0].tools.length} tools, the default ${other.requests[0].tools.length}`,
+  );
+  await assert.rejects(() => keel.run('hello', { model: plain, maxSteps: 0 }), /maxSteps option must be a positive number/);
+});
+
+test('R18: an AbortSignal pauses the run at its next safe point; resume carries it on', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home });
+  t.after(() => keel.close());
+  const ac = new AbortController();
+  const model: ModelClient = {
+    spec: 'rules:slow',
+    async *stream(req) {
+      if (req.seq === 0) {
+        ac.abort('the user pressed stop');
+        yield { type: 'done', reply: { text: '', tool_calls: [{ id: 'a', name: 'search_inbox', args: { q: 'deals' } }] } };
+      } else yield { type: 'done', reply: { text: 'Found the deals.', tool_calls: [] } };
+    },
+  };
+  const r = await keel.run('find the deals', { model, pluginDirs: [FIXTURES], signal: ac.signal });
+  assert.equal(r.status, 'paused');
+  assert.equal(r.reason, 'interrupted');
+  const done = await keel.resume(r.run_id);
+  assert.equal(done.status, 'done');
+  assert.equal(done.answer, 'Found the deals.');
+});
