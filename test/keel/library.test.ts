@@ -74,22 +74,35 @@ test('A2: in another process the model is given again; without it the answer is 
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}'], 'the approved call ran once');
 });
 
-test('R16: confirm(runId, yes) answers held writes with the run’s own model; answer() answers a plain question', async (t) => {
+test('R16/R17: answer() answers a plain question, confirm(runId, yes) held writes, reject() a card — all with the run’s own model', async (t) => {
   const home = tempHome();
   const keel = new Keel({ home });
   t.after(() => keel.close());
+  const reminder = (id: string, title: string): ToolCall => ({ id, name: 'create_reminder', args: { title } });
   const model = new ListModel([
-    { calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which email?' } }] },
-    { calls: [{ id: 's1', name: 'send_email', args: { to: 'a@example.com', subject: 'hi', body: 'hello' } }] },
-    { text: 'Sent.' },
+    { calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which bills?' } }] },
+    { calls: [reminder('r1', 'rent')] },
+    { calls: [{ id: 'q2', name: 'ask_user', args: { question: 'Create reminders for rent and power?' } }] },
+    { calls: [reminder('r2', 'rent'), reminder('r3', 'power')] },
+    { calls: [{ id: 's1', name: 'send_email', args: { to: 'a@example.com', subject: 'done', body: 'two reminders' } }] },
+    { text: 'Two reminders made; no email sent.' },
   ]);
-  const q = await keel.run('send a hello', { model, pluginDirs: [FIXTURES] });
-  assert.equal(q.status === 'paused' && q.reason === 'awaiting_user_input' && !q.confirm ? q.question : undefined, 'Which email?');
-  const card = await keel.answer(q.run_id, 'a@example.com');
+  const q = await keel.run('remind me of my bills', { model, pluginDirs: [FIXTURES] });
+  assert.equal(q.status === 'paused' && q.reason === 'awaiting_user_input' && !q.confirm ? q.question : undefined, 'Which bills?');
+  const held = await keel.answer(q.run_id, 'rent and power');
+  assert.equal(held.status, 'paused');
+  if (held.status !== 'paused' || held.reason !== 'awaiting_user_input' || !held.confirm) throw new Error('expected a confirmation');
+  assert.deepEqual(held.confirm.tools, ['create_reminder']);
+  const card = await keel.confirm(held.run_id, true);
   assert.equal(card.reason, 'awaiting_approval', 'send_email is a pinned write: its card');
+  assert.deepEqual(
+    card.steps.filter((s) => s.tool === 'create_reminder').map((s) => s.outcome),
+    ['held_for_confirmation', 'ran', 'ran'],
+  );
   const out = await keel.reject(card.approval?.id ?? '', { reason: 'not today' });
   assert.equal(out.status, 'done');
-  assert.equal(model.requests.length, 3);
+  assert.equal(out.answer, 'Two reminders made; no email sent.');
+  assert.equal(model.requests.length, 6);
 });
 
 test('output: a zod schema checks the final answer, sends a mismatch back once, and types the parsed value', async (t) => {
