@@ -1,5 +1,6 @@
 import type * as PiAi from '@mariozechner/pi-ai';
 import type { Message, ToolCall, ToolDeclaration } from '../types/index.js';
+import { optionalImport } from '../util/optional.js';
 import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, type ModelRequest, type Usage } from './types.js';
 
 type Pi = typeof PiAi;
@@ -180,10 +181,14 @@ function piModel(pi: Pi, t: ProviderTarget): PiAi.Model<PiApi> {
   } as PiAi.Model<PiApi>;
 }
 
-/** Real providers through pi-ai (P1). pi-ai loads here, on first use, not with the CLI. */
+/**
+ * Real providers through pi-ai (P1). pi-ai loads here, on first use, not with the CLI; it is an
+ * optional package (util/optional.ts): it brings every provider's SDK, which a scripted or
+ * local-only application does not need.
+ */
 export async function createProviderModel(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): Promise<ModelClient> {
   const target = resolveTarget(kind, rest, spec, env);
-  const pi: Pi = await import('@mariozechner/pi-ai');
+  const pi: Pi = await optionalImport('@mariozechner/pi-ai', `the model ${spec}`, () => import('@mariozechner/pi-ai'));
   return new ProviderModel(spec, target, pi);
 }
 

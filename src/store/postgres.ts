@@ -26,15 +26,20 @@ import type {
   StoredEvent,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { optionalImport } from '../util/optional.js';
 import { redact } from '../util/redact.js';
 import { MIGRATIONS, type Migration } from './pg-migrations.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 type Row = Record<string, unknown>;
 
-/** pg and pg-boss load on first use: a run on the SQLite store, and `keel --help`, never load them. */
+/**
+ * pg and pg-boss load on first use: a run on the SQLite store, and `keel --help`, never load them.
+ * They are optional packages (util/optional.ts): an app without them is told what to install.
+ */
+const NEEDS_PG = 'the PostgreSQL store (--store postgres://…, KEEL_STORE)';
 async function loadPg(): Promise<typeof pg> {
-  return (await import('pg')).default;
+  return (await optionalImport('pg', NEEDS_PG, () => import('pg'))).default;
 }
 type Stored = { messages: number; steps: number; requests: number };
 type Queryable = Pick<pg.PoolClient, 'query'>;
@@ -704,7 +709,11 @@ export class PostgresStore implements Store {
   queue(): Promise<PgBoss> {
     this.boss ??= (async () => {
       await this.ensureReady();
-      const { default: PgBoss } = await import('pg-boss');
+      const { default: PgBoss } = await optionalImport(
+        'pg-boss',
+        'the job queue of the PostgreSQL store (keel serve, keel worker)',
+        () => import('pg-boss'),
+      );
       const boss = new PgBoss({
         connectionString: this.target.connectionString,
         schema: this.target.schema === 'public' ? 'pgboss' : `${this.target.schema}_boss`,

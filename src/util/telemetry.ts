@@ -13,6 +13,7 @@ import { createRequire } from 'node:module';
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { Effect, Mode, Outcome } from '../types/index.js';
 import { KeelError } from './errors.js';
+import { optionalImport } from './optional.js';
 import { redact } from './redact.js';
 
 export type { Span };
@@ -224,10 +225,12 @@ export async function startTelemetryFromEnv(env: NodeJS.ProcessEnv): Promise<(()
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
   const url = tracesUrl(env);
   if (!url) return undefined;
+  // The SDK and the exporter are optional packages (util/optional.ts); the API is a dependency of Keel's.
+  const what = 'OpenTelemetry export (OTEL_EXPORTER_OTLP_ENDPOINT)';
   const [{ BasicTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/exporter-trace-otlp-http'),
-    import('@opentelemetry/resources'),
+    optionalImport('@opentelemetry/sdk-trace-base', what, () => import('@opentelemetry/sdk-trace-base')),
+    optionalImport('@opentelemetry/exporter-trace-otlp-http', what, () => import('@opentelemetry/exporter-trace-otlp-http')),
+    optionalImport('@opentelemetry/resources', what, () => import('@opentelemetry/resources')),
   ]);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME?.trim() || 'keel' }),
