@@ -15,8 +15,11 @@ function collectEnv(v: string, prev: Record<string, string>): Record<string, str
   return { ...prev, [v.slice(0, eq)]: v.slice(eq + 1) };
 }
 
-/** `keel plugins init --from-mcp "CMD ARGS" [--name NAME] [--out DIR] [--force] [--env K=V]`. */
-export function registerPluginsInit(plugins: Command, io: Io, version: string): void {
+/**
+ * `keel plugins init --from-mcp "CMD ARGS" [--name NAME] [--out DIR] [--force] [--env K=V]`. (The
+ * version is unused: a new plugin links the Keel that made it, whatever its version.)
+ */
+export function registerPluginsInit(plugins: Command, io: Io, _version: string): void {
   plugins
     .command('init')
     .description(
@@ -46,9 +49,10 @@ export function registerPluginsInit(plugins: Command, io: Io, version: string): 
               'bad_input',
               'keel plugins init NAME makes a new plugin; --from-mcp "CMD ARGS" drafts one for an MCP server',
             );
-          const made = scaffoldPlugin(newName, o.out, `^${version}`, o.force);
+          const made = scaffoldPlugin(newName, o.out, o.force);
           io.out(
-            `Made ${made.dir}: ${made.files.join(', ')}.\nNext: cd ${made.dir} && npm install && npm test, then keel plugins check ${made.dir}\n`,
+            `Made ${made.dir}: ${made.files.join(', ')}.\n` +
+              `Next: keel plugins check ${made.dir} (nothing to install); its own test: cd ${made.dir} && npm install && npm test\n`,
           );
           return;
         }

@@ -2,9 +2,15 @@
  * `keel plugins init NAME`: a working TypeScript plugin to start from — a manifest with one read,
  * one write and one destructive tool (with its undo), the entry with typed handlers, a test using
  * `keel/testing`, and a script to try it in a real run.
+ *
+ * The folder is a package that depends on the Keel that made it (`file:` its package folder) and on
+ * the zod and tsx that Keel pins, so its own `npm install && npm test` needs no `keel` from a
+ * registry. `keel plugins check` needs no install at all: a plugin's `keel` and `zod` imports
+ * resolve to the mounting Keel's own copies (M1, src/plugin-host/shared-packages.ts).
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../config/paths.js';
 import { KeelError } from '../util/errors.js';
 
 const MANIFEST = (name: string) => `# ${name}: a to-do list kept under KEEL_HOME. Every tool declares its effect; Keel turns that
@@ -29,6 +35,7 @@ tools:
 const ENTRY = `import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineTool, type PluginAPI } from 'keel';
+import { z } from 'zod';
 
 interface Todo {
   id: number;
@@ -58,7 +65,8 @@ export default function setup(api: PluginAPI): void {
     defineTool({
       name: 'add_todo',
       description: 'Add a to-do.',
-      parameters: { type: 'object', properties: { title: { type: 'string', minLength: 1 } }, required: ['title'] },
+      // A zod schema: the model is shown its JSON Schema, the handler gets the parsed arguments.
+      parameters: z.object({ title: z.string().min(1) }),
       execute: (args) => {
         const todos = load();
         const todo = { id: todos.length + 1, title: args.title, deleted: false };
@@ -72,6 +80,7 @@ export default function setup(api: PluginAPI): void {
     defineTool({
       name: 'delete_todo',
       description: 'Delete a to-do.',
+      // Or a JSON Schema written inline: args.id is a number.
       parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] },
       // Refused before any card is made: the owner is never asked about a to-do that is not there.
       validate: (args) => (find(args.id) ? undefined : \`there is no to-do #\${args.id}\`),
@@ -119,7 +128,16 @@ test('the manifest declares each effect, and the tools do what they say', async 
 });
 `;
 
-const PACKAGE = (name: string, keelVersion: string) =>
+/** The Keel that runs this command: its package folder and the versions it pins. */
+function thisKeel(): { dir: string; pins: Record<string, string> } {
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as {
+    dependencies?: Record<string, string>;
+    devDependencies?: Record<string, string>;
+  };
+  return { dir: PACKAGE_ROOT, pins: { ...pkg.devDependencies, ...pkg.dependencies } };
+}
+
+const PACKAGE = (name: string, keel: { dir: string; pins: Record<string, string> }) =>
   `${JSON.stringify(
     {
       name: `keel-plugin-${name}`,
@@ -131,15 +149,30 @@ const PACKAGE = (name: string, keelVersion: string) =>
         check: 'keel plugins check .',
         try: "keel run --plugins . 'add buy milk to my to-do list'",
       },
-      devDependencies: { keel: keelVersion, tsx: '4.23.15' },
+      // When Keel mounts the plugin, `zod` (like `keel`) is Keel's own unless this folder installs one.
+      dependencies: { zod: keel.pins.zod ?? '^4' },
+      // The Keel that made this plugin, linked from its folder: no registry has a `keel` to give.
+      devDependencies: { keel: `file:${keel.dir}`, tsx: keel.pins.tsx ?? '^4' },
     },
     null,
     2,
   )}\n`;
 
+/**
+ * npm runs a linked folder's `prepare` script on every install: here Keel's own build, which an
+ * installed Keel cannot run (it ships dist/, not its sources). Nothing this plugin installs needs a script.
+ */
+const NPMRC = `# keel is a file: link to the Keel that made this plugin; without this line npm would run that
+# package's build (its prepare script) at every install. Remove it if you add a dependency that
+# must build at install (a native addon), and run its build with npm rebuild NAME.
+ignore-scripts=true
+`;
+
 const README = (name: string) => `# ${name}
 
-A Keel plugin. \`npm install\`, then:
+A Keel plugin. \`keel plugins check ${name}\` checks it as it is: Keel gives a plugin its own \`keel\`
+and \`zod\` when the folder has none installed. For the plugin's own test, \`npm install\` (it links
+the Keel that made it, from its folder — nothing comes from a registry but zod and tsx), then:
 
 - \`npm test\` — the tools' own test (\`${name}.test.ts\`, with \`keel/testing\`).
 - \`npm run check\` — \`keel plugins check .\`: the manifest, the registrations, drift.
@@ -149,12 +182,7 @@ Each tool declares its effect in \`plugin.yaml\`; Keel asks once before the firs
 and shows an approval card for every \`delete_todo\` (with the undo from the manifest).
 `;
 
-export function scaffoldPlugin(
-  name: string,
-  outDir: string | undefined,
-  keelVersion: string,
-  force = false,
-): { dir: string; files: string[] } {
+export function scaffoldPlugin(name: string, outDir: string | undefined, force = false): { dir: string; files: string[] } {
   if (!/^[a-z0-9][a-z0-9_-]*$/.test(name)) {
     throw new KeelError('bad_input', `plugin name ${JSON.stringify(name)}: use lowercase letters, digits, - and _ (e.g. todo)`);
   }
@@ -166,7 +194,8 @@ export function scaffoldPlugin(
     ['plugin.yaml', MANIFEST(name)],
     ['index.ts', ENTRY.replaceAll('__NAME__', name)],
     [`${name}.test.ts`, TEST],
-    ['package.json', PACKAGE(name, keelVersion)],
+    ['package.json', PACKAGE(name, thisKeel())],
+    ['.npmrc', NPMRC],
     ['README.md', README(name)],
   ];
   for (const [file, text] of files) writeFileSync(join(dir, file), text);

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { PACKAGE_ROOT } from '../config/paths.js';
 import { ManifestCache } from '../manifest/cache.js';
 import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
@@ -77,6 +78,9 @@ export function discoverPlugins(dirs: readonly string[]): string[] {
 }
 
 export async function importEntry(file: string): Promise<unknown> {
+  // M1: a plugin outside Keel's own package that imports `keel` or `zod` and has no copy of its
+  // own gets this Keel's (inside the package, both resolve as they are).
+  if (!file.startsWith(PACKAGE_ROOT + sep)) (await import('./shared-packages.js')).sharePackagesWith(dirname(file));
   if (file.endsWith('.ts')) {
     // Lazy: only plugins written in TypeScript pay for the loader.
     const { tsImport } = await import('tsx/esm/api');
