@@ -1,20 +1,21 @@
 /**
- * The web console in a real browser (playwright-core driving Debian's chromium): log in; a card a
+ * The web console in a real browser (playwright-core driving Chromium: Debian's, or the one the
+ * @sparticuz/chromium devDependency ships — test/support/chromium.ts): log in; a card a
  * scripted run makes appears live; approve it and the run page shows the call ran once and the run
  * finished; reject; a card answered elsewhere disappears; a viewer sees no buttons and is refused
  * anyway; the drift panel; a plan-mode run's page; a wrong token and a post without the CSRF token
  * are refused. Screenshots at desktop and phone width; the inbox's weight and first paint measured.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { testChromium } from '../support/chromium.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
-const CHROMIUM = process.env.KEEL_CHROMIUM ?? '/usr/bin/chromium';
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
 const FILES = join(ROOT, 'test', 'fixtures', 'modes', 'files');
 /** KEEL_WRITE_SCREENSHOTS=1 refreshes docs/screenshots; otherwise they go to a temp folder. */
@@ -27,10 +28,12 @@ const profile = mkdtempSync(join(tmpdir(), 'keel-chromium-'));
 const figures: Record<string, number> = {};
 
 before(async () => {
-  assert.ok(existsSync(CHROMIUM), `the browser tests need Chromium at ${CHROMIUM} (.ci/run installs Debian's chromium)`);
+  // KEEL_CHROMIUM, Debian's, or the packaged one; none: one line naming what to install (never a skip).
+  const chromiumBin = testChromium();
   s = await testServer({}, tempHome('keel-console-'), [FIXTURES, join(BAD, 'undeclared'), join(BAD, 'drift', 'declared_only'), FILES]);
   browser = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
+    executablePath: chromiumBin.executablePath,
+    env: chromiumBin.env,
     headless: true,
     viewport: { width: 1280, height: 800 },
     args: [
