@@ -16,13 +16,21 @@ const SCRIPT = [
 ];
 
 // A private tmux server, started without the test runner's environment (NODE_TEST_CONTEXT would
-// make the child node report to a test parent that is not there).
+// make the child node report to a test parent that is not there). No npm package ships tmux: where
+// it is not installed, each test fails at once with one line saying so (never a skip).
 const SOCKET = `keel-test-${process.pid}`;
 function tmux(...args: string[]): string {
   const env = { ...process.env };
   delete env.NODE_TEST_CONTEXT;
   delete env.NODE_OPTIONS;
-  return execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8', env });
+  try {
+    return execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8', env });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new Error('the chat tests drive keel chat under tmux, which is not installed: apt-get install tmux');
+    }
+    throw e;
+  }
 }
 
 async function waitFor(session: string, pattern: RegExp, ms = 90_000): Promise<string> {
