@@ -161,7 +161,9 @@ export function renderRunShow(run: RunState): string {
 export function renderPlugins(plugins: PluginReport[]): string {
   const out: string[] = [];
   for (const p of plugins) {
-    out.push(`${p.name}${p.version ? ` ${p.version}` : ''}  ${status(p.status, 0, true)}  (${p.dir})`);
+    out.push(
+      `${p.name}${p.version ? ` ${p.version}` : ''}  ${status(p.status, 0, true)}  (${p.source === 'code' ? 'declared in code' : p.dir})`,
+    );
     for (const t of p.tools) {
       const flags = [
         t.pinned && 'pinned',

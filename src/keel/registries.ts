@@ -2,18 +2,20 @@
  * The only way plugins are mounted: runs, `keel plugins check|show`, `keel data reset`, the demo
  * (and the server to come) all come here, so a plugin is judged the same way everywhere — with the
  * core's own tools taking their names first, every handler wrapped with the fresh mode check (C5),
- * the operator's confirm-once override (R7), the manifest cache, and the skills folder (R25).
+ * the operator's confirm-once override (R7), the manifest cache, and the skills folder (R25). The
+ * application's own tools, declared in code (R32), are mounted here too, onto the plugin folders'
+ * mount, by the same checks, gate and policy.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type ResetRow, resetPluginData } from '../plugin-host/data.js';
-import { mountPlugins, type Registry } from '../plugin-host/host.js';
+import { mountPlugins, type Registry, withAppTools } from '../plugin-host/host.js';
 import { guardHandler } from '../policy/modes.js';
 import type { OperatorPolicy } from '../policy/operator.js';
 import type { Subagents } from '../subagents/delegates.js';
 import { askUser, CORE_DECLARATIONS, findTools, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
-import type { MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
+import type { AppTool, MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
 
 export interface RegistriesOptions {
   home: string;
@@ -48,11 +50,36 @@ const CORE_NAMES: ReadonlySet<string> = new Set(Object.keys(CORE_DECLARATIONS));
 export class Registries {
   private readonly mounted = new Map<string, Mounted>();
   private readonly withSkills = new WeakMap<Registry, WithSkills>();
+  /** A plugin-folder mount with a list of app tools on it, by mount and then by the list itself. */
+  private readonly withApp = new WeakMap<Registry, WeakMap<readonly AppTool[], Registry>>();
 
   constructor(private readonly o: RegistriesOptions) {}
 
-  /** The registry for a set of plugin folders, mounted once and kept. */
-  mount(dirs: readonly string[]): Promise<Registry> {
+  /**
+   * The registry for a set of plugin folders, mounted once and kept; with `appTools`, the
+   * application's own tools declared in code mounted onto it (R32). The same list (the same array)
+   * on the same folders gives the same registry, made once; a list made for one run is checked and
+   * mounted for it without setting the plugins up again, and let go with the list. The report row
+   * of the app tools is the first of `plugins`, named `app` with `source: 'code'`.
+   */
+  async mount(dirs: readonly string[], appTools?: readonly AppTool[]): Promise<Registry> {
+    const base = await this.mountFolders(dirs);
+    return appTools === undefined ? base : this.withAppTools(base, appTools);
+  }
+
+  private withAppTools(base: Registry, tools: readonly AppTool[]): Registry {
+    let byList = this.withApp.get(base);
+    if (!byList) this.withApp.set(base, (byList = new WeakMap()));
+    let r = byList.get(tools);
+    if (!r) {
+      // Throws an operator rule that would loosen an app tool's card, as a mount does (not kept: thrown again next time).
+      r = withAppTools(base, tools);
+      byList.set(tools, r);
+    }
+    return r;
+  }
+
+  private mountFolders(dirs: readonly string[]): Promise<Registry> {
     const key = dirs.join('\u0000');
     const hit = this.mounted.get(key);
     if (hit) return hit.registry;
@@ -87,15 +114,16 @@ export class Registries {
 
   /**
    * Mounts a plugin-folder set again (its manifests changed: a plugin added, removed or edited);
-   * the previous mount is closed once the new one stands. Runs already holding it keep it.
+   * the previous mount is closed once the new one stands. Runs already holding it keep it. With
+   * `appTools`, the registry with them on the new mount, as `mount` gives it.
    */
-  async remount(dirs: readonly string[]): Promise<Registry> {
+  async remount(dirs: readonly string[], appTools?: readonly AppTool[]): Promise<Registry> {
     const key = dirs.join('\u0000');
     const old = this.mounted.get(key);
     this.mounted.delete(key);
-    const fresh = await this.mount(dirs);
+    const fresh = await this.mountFolders(dirs);
     await (await old?.registry.catch(() => undefined))?.close();
-    return fresh;
+    return appTools === undefined ? fresh : this.withAppTools(fresh, appTools);
   }
 
   /** The delegates of a mounted plugin-folder set, if any are configured. */
@@ -104,11 +132,12 @@ export class Registries {
   }
 
   /**
-   * A run's pool: the registry plus the skills folder's tools (R25: a skill never shadows a pool
-   * name). Rebuilt only when a skill file changes, so menus stay shared across runs.
+   * A run's pool: the registry (with `appTools`, as `mount` gives it) plus the skills folder's tools
+   * (R25: a skill never shadows a pool name). Rebuilt only when a skill file changes, so menus stay
+   * shared across runs (across the runs given the same app-tools array).
    */
-  async forRun(dirs: readonly string[]): Promise<{ registry: Registry; notes: string[] }> {
-    const base = await this.mount(dirs);
+  async forRun(dirs: readonly string[], appTools?: readonly AppTool[]): Promise<{ registry: Registry; notes: string[] }> {
+    const base = await this.mount(dirs, appTools);
     const dir = skillsDir(this.o.home, this.o.env);
     const signature = skillsSignature(dir);
     const cached = this.withSkills.get(base);

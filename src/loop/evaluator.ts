@@ -18,7 +18,8 @@ export function countTrailingFailures(steps: readonly CallRecord[]): number {
 /** The warning a run carries about a plugin that did not mount as declared. */
 export function pluginWarning(p: PluginReport): string {
   const why = [...p.failures, ...p.degraded].map((r) => r.message).join('; ');
-  return `plugin ${p.name} is ${p.status}${why ? `: ${why}` : ''}`;
+  const who = p.source === 'code' ? 'the tools declared in code (app) are' : `plugin ${p.name} is`;
+  return `${who} ${p.status}${why ? `: ${why}` : ''}`;
 }
 
 /**

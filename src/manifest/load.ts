@@ -17,6 +17,7 @@ import {
   PLUGIN_NAME,
   TOOL_NAME,
   type ToolDeclarationField,
+  type ToolDeclarationInput,
 } from './schema.js';
 
 /** One reason a manifest does not mount, with where it is (M4). */
@@ -316,8 +317,11 @@ function shapeIssues(i: z.core.$ZodIssue, at: IssueAt, raw: unknown): ManifestIs
   return [at(path, `${i.message} (got ${got})`)];
 }
 
-/** The cross-field rules of M4 that a schema cannot say. */
-function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
+/**
+ * The cross-field rules of M4 that a schema cannot say. `scope` ends the message of an `undo` that
+ * names no tool of the set: "in this manifest", or where else the set comes from.
+ */
+function checkRules(m: Manifest, at: IssueAt, scope = 'in this manifest'): ManifestIssue[] {
   const out: ManifestIssue[] = [];
   const tools = m.tools ?? {};
   if (m.tools && !(m.provides ?? []).includes('tool')) {
@@ -347,9 +351,10 @@ function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
       if (d.effect !== 'destructive') {
         out.push(at(p('undo'), `'undo' applies only to destructive tools; this tool is ${d.effect}`, true));
       } else {
-        const target = tools[d.undo];
+        // Own names only: `undo: constructor` must not find Object.prototype.constructor.
+        const target = Object.hasOwn(tools, d.undo) ? tools[d.undo] : undefined;
         if (!target) {
-          out.push(at(p('undo'), `undo tool '${d.undo}' is not declared in this manifest`));
+          out.push(at(p('undo'), `undo tool '${d.undo}' is not declared ${scope}`));
         } else if (!(target.effect === 'write' && target.confirm === 'never' && !target.approval)) {
           out.push(at(p('undo'), `undo tool '${d.undo}' must be a write with 'confirm: never'`));
         }
@@ -363,6 +368,61 @@ function checkRules(m: Manifest, at: IssueAt): ManifestIssue[] {
     }
   }
   return out;
+}
+
+/** One reason a tool declared outside any manifest is refused: its name, the field at fault, and why. */
+export interface DeclarationIssue {
+  tool: string;
+  field?: string;
+  message: string;
+}
+
+/**
+ * M4 for declarations that come from code rather than a plugin.yaml (an application's own tools):
+ * each goes through the manifest's own checks — the plain ones first (M6), and for one that fails
+ * them, the zod ToolDeclarationSchema for its messages — and then the same cross-field rules, so a
+ * mistake is refused with the same message a manifest gets. `undo` must name another tool of this
+ * set that is valid itself: a tool refused for its own mistake takes the tools whose undo it is with
+ * it, each with its own issue. `declarations` are the valid tools' declarations, defaults filled in.
+ * The caller screens names first: each key is one tool, none is `__proto__`.
+ */
+export function checkDeclarations(
+  raw: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+  scope: string,
+): { declarations: Map<string, Declaration>; issues: DeclarationIssue[] } {
+  const found: ManifestIssue[] = [];
+  const at: IssueAt = (path, message) => ({
+    plugin: '',
+    tool: String(path[1]),
+    field: path.length > 2 ? path.slice(2).join('.') : undefined,
+    message,
+    file: '',
+    line: 0,
+    col: 0,
+  });
+  const valid: Record<string, ToolDeclarationInput> = {};
+  for (const [name, d] of Object.entries(raw)) {
+    if (plainTool(d)) {
+      valid[name] = d as ToolDeclarationInput;
+      continue;
+    }
+    const parsed = manifestSchemas().ToolDeclarationSchema.safeParse(d);
+    if (parsed.success) valid[name] = parsed.data;
+    else found.push(...parsed.error.issues.flatMap((i) => shapeIssues({ ...i, path: ['tools', name, ...i.path] }, at, { tools: raw })));
+  }
+  // The rules again over what is left, until no tool is refused: each round refuses at least one.
+  for (;;) {
+    const round = checkRules({ name: 'code', version: '0', provides: ['tool'], tools: valid }, at, scope);
+    if (round.length === 0) break;
+    found.push(...round);
+    for (const i of round) if (i.tool) delete valid[i.tool];
+  }
+  const declarations = new Map<string, Declaration>();
+  for (const [name, d] of Object.entries(valid)) declarations.set(name, normalizeDeclaration(d));
+  return {
+    declarations,
+    issues: found.map((i) => ({ tool: i.tool ?? '', ...(i.field ? { field: i.field } : {}), message: i.message })),
+  };
 }
 
 /** Source offset of the node at `path` (or of its key), falling back to the nearest ancestor. */

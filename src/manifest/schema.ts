@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { z as Zod } from 'zod';
-import { type Declaration, EFFECTS, type Effect, type Gate } from '../types/index.js';
+import { type Declaration, type DeclarationFields, EFFECTS, type Effect, type Gate } from '../types/index.js';
 
 export type { Declaration, Effect, Gate };
 export { EFFECTS };
@@ -67,6 +67,14 @@ export function manifestSchemas(): Schemas {
 
 export type ToolDeclarationInput = Zod.infer<Schemas['ToolDeclarationSchema']>;
 export type Manifest = Zod.infer<Schemas['ManifestSchema']>;
+/**
+ * A declaration written in code (an application's tools, `defineTool`) has exactly the manifest
+ * entry's fields and values: this fails to compile when the schema and `DeclarationFields` part.
+ */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const declarationFieldsMatch: Same<ToolDeclarationInput, DeclarationFields> & Same<keyof ToolDeclarationInput, keyof DeclarationFields> =
+  true;
+void declarationFieldsMatch;
 /** The fields of a tool's declaration, of the mcp section, and of the manifest. */
 export type ToolDeclarationField = keyof Schemas['ToolDeclarationSchema']['shape'];
 export type McpSectionField = keyof Schemas['McpSectionSchema']['shape'];

@@ -7,8 +7,9 @@ import { formatIssue, loadManifestFile } from '../manifest/load.js';
 import type { Declaration } from '../manifest/schema.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
-import type { ToolDefinition, ToolSpec } from '../types/index.js';
+import type { AppTool, ToolDefinition, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { APP_PLUGIN, appReport, checkAppTools } from './app-tools.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
 export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
@@ -16,7 +17,7 @@ export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
 /** Every tool that can be offered, the plugins' reports, and their hooks. */
 export interface Registry {
   plugins: PluginReport[];
-  /** The pool, in registration order: built-ins first, then plugins in discovery order. */
+  /** The pool, in registration order: built-ins first, then the app's tools declared in code, then plugins in discovery order. */
   pool: ToolSpec[];
   byName: Map<string, ToolSpec>;
   hooks: { onToolCall: ToolCallHook[]; onToolResult: ToolResultHook[] };
@@ -50,7 +51,27 @@ export interface MountOptions {
   policy?: OperatorPolicy;
   /** Wraps every tool's handler (the fresh mode check, C5). */
   guard?: (tool: ToolSpec) => ToolSpec;
+  /**
+   * The application's own tools, declared in code (R32): checked and mounted after the built-ins,
+   * before the plugins in pool order, reported as the row `app` (see withAppTools).
+   */
+  appTools?: readonly AppTool[];
 }
+
+/** What a mount decided by, kept so the application's tools can be mounted onto it later (withAppTools). */
+interface MountState {
+  /** How many tools at the head of the pool are built-ins. */
+  builtins: number;
+  /** The plugin whose tool holds each pooled name. */
+  owner: ReadonlyMap<string, PluginReport>;
+  /** Names two plugins registered: refused to both. */
+  contested: ReadonlyMap<string, string[]>;
+  reserved: ReadonlySet<string>;
+  policy: OperatorPolicy;
+  guard: (tool: ToolSpec) => ToolSpec;
+  cache?: ManifestCache;
+}
+const mountStates = new WeakMap<Registry, MountState>();
 
 /**
  * A folder that holds plugin.yaml is one plugin; otherwise each sub-folder holding plugin.yaml is.
@@ -110,7 +131,22 @@ function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
   };
 }
 
+/**
+ * Mounts the built-ins, then the plugins of these folders, then — when given — the application's
+ * own tools (withAppTools): one path for a run, `keel plugins check` and the tests.
+ */
 export async function mountPlugins(dirs: readonly string[], opts: MountOptions): Promise<Registry> {
+  const base = await mountFolders(dirs, opts);
+  if (opts.appTools === undefined) return base;
+  try {
+    return withAppTools(base, opts.appTools);
+  } catch (err) {
+    await base.close();
+    throw err;
+  }
+}
+
+async function mountFolders(dirs: readonly string[], opts: MountOptions): Promise<Registry> {
   const pool: ToolSpec[] = [];
   const byName = new Map<string, ToolSpec>();
   const owner = new Map<string, PluginReport>();
@@ -342,15 +378,12 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     for (const c of closers.reverse()) await c();
     throw policyError;
   }
-  return {
+  const registry: Registry = {
     plugins,
     pool,
     byName,
     hooks,
-    policy: {
-      hash: policy.hash,
-      unmatched: policy.unmatched(byName.keys()).map((r) => `policy rule ${r.pattern} (${r.at}) matches no mounted tool`),
-    },
+    policy: policyReport(policy, byName),
     chargeFailure(tool) {
       const r = owner.get(tool.name);
       if (r) r.runtime_failures++;
@@ -358,6 +391,145 @@ export async function mountPlugins(dirs: readonly string[], opts: MountOptions):
     async close() {
       for (const c of closers.reverse()) await c();
     },
+  };
+  mountStates.set(registry, {
+    builtins: opts.builtins?.length ?? 0,
+    owner,
+    contested,
+    reserved,
+    policy,
+    guard,
+    cache: manifestCache,
+  });
+  return registry;
+}
+
+function policyReport(policy: OperatorPolicy, byName: ReadonlyMap<string, ToolSpec>): NonNullable<Registry['policy']> {
+  return {
+    hash: policy.hash,
+    unmatched: policy.unmatched(byName.keys()).map((r) => `policy rule ${r.pattern} (${r.at}) matches no mounted tool`),
+  };
+}
+
+/**
+ * R32: the application's own tools, declared in code, mounted onto a registry of built-ins and
+ * plugins. Each is checked as a manifest entry is (M4, app-tools.ts) and registered as a plugin's
+ * tool is: a core name is refused (R5); a name a plugin registers refuses both, the plugin's tool
+ * withdrawn and the plugin degraded, as two plugins taking one name are (R6); the spec gets its
+ * declared gate (M3), the operator's policy (R7, the `policy:` rules; an invalid one is thrown, as a
+ * mount throws it) and the handler guard (C5) the mount used. Refused tools never reach the pool;
+ * each is a row of the report named `app` (`source: 'code'`), listed first, loaded or degraded (failed
+ * when `tools` is not a list). The tools go after the built-ins, before the plugins, in pool order.
+ *
+ * `base` is not changed: the result is a new registry sharing its plugins' hooks, closers and
+ * reports (a plugin report that loses a tool here is copied), so one mount of the plugin folders
+ * serves every list of app tools — a list made for one run costs no plugin setup. Closing the
+ * result closes `base`.
+ */
+export function withAppTools(base: Registry, tools: readonly AppTool[]): Registry {
+  const firstPlugin = base.pool.findIndex((t) => t.plugin !== 'core');
+  // A registry made otherwise (registryOf): no plugins to clash with, no policy, no guard.
+  const st: MountState = mountStates.get(base) ?? {
+    builtins: firstPlugin < 0 ? base.pool.length : firstPlugin,
+    owner: new Map(),
+    contested: new Map(),
+    reserved: new Set(),
+    policy: new OperatorPolicy([]),
+    guard: (t) => t,
+  };
+  const report = appReport();
+  const { candidates, rows, failed } = checkAppTools(tools);
+  report.degraded.push(...rows);
+  const byName = new Map(base.byName);
+  /** Plugin reports copied because one of their tools is withdrawn here. */
+  const copies = new Map<PluginReport, PluginReport>();
+  const specs: ToolSpec[] = [];
+  let policyError: Error | undefined;
+  for (const { at, def, declaration } of candidates) {
+    const name = def.name;
+    const refuse = (kind: Row['kind'], message: string) => void report.degraded.push({ kind, tool: name, message });
+    const taken = base.byName.get(name);
+    const plugin = st.owner.get(name);
+    if (st.reserved.has(name) || taken?.plugin === 'core') {
+      refuse('duplicate_tool', `${at}: tool ${name} declared in code is refused: the core already registers that name`);
+      continue;
+    }
+    const claimants = st.contested.get(name);
+    if (claimants) {
+      refuse(
+        'duplicate_tool',
+        `${at}: tool ${name} declared in code is refused: plugins ${claimants.join(' and ')} already claim that name`,
+      );
+      continue;
+    }
+    if (plugin) {
+      // As two plugins claiming one name: neither gets it (a plugin's read must not stand in for the app's destructive tool, nor the reverse).
+      let copy = copies.get(plugin);
+      if (!copy) copies.set(plugin, (copy = structuredClone(plugin)));
+      copy.tools = copy.tools.filter((t) => t.name !== name);
+      copy.degraded.push({
+        kind: 'duplicate_tool',
+        tool: name,
+        message: `tool ${name} of plugin ${plugin.name} is withdrawn: a tool declared in code (${at}) registers the same name, so both are refused`,
+      });
+      if (copy.status === 'loaded') copy.status = 'degraded';
+      byName.delete(name);
+      refuse(
+        'duplicate_tool',
+        `${at}: tool ${name} declared in code is refused: plugin ${plugin.name} registers the same name, so both are refused`,
+      );
+      continue;
+    }
+    if (taken) {
+      refuse('duplicate_tool', `${at}: tool ${name} declared in code is refused: ${taken.plugin} already registers that name`);
+      continue;
+    }
+    let spec: ToolSpec;
+    try {
+      spec = makeToolSpec(def, APP_PLUGIN, declaration, st.cache);
+    } catch (err) {
+      refuse('invalid_tool', `${at}: ${(err as Error).message}`);
+      continue;
+    }
+    try {
+      spec = st.policy.apply(spec);
+    } catch (err) {
+      policyError ??= err as Error;
+      refuse('invalid_tool', `${at}: ${(err as Error).message}`);
+      continue;
+    }
+    report.tools.push(toolRow(spec, 'code'));
+    const guarded = st.guard(spec);
+    specs.push(guarded);
+    byName.set(name, guarded);
+  }
+  st.cache?.save();
+  if (policyError) throw policyError;
+  if (failed) report.status = 'failed';
+  else if (report.degraded.length > 0) report.status = 'degraded';
+  // The base's tools less those withdrawn above.
+  const rest = base.pool.filter((t) => byName.get(t.name) === t);
+  const builtins = rest.slice(0, st.builtins);
+  const pool = [...builtins, ...specs, ...rest.slice(st.builtins)];
+  const mine = new Set(specs);
+  return {
+    plugins: [report, ...base.plugins.map((p) => copies.get(p) ?? p)],
+    pool,
+    byName,
+    hooks: base.hooks,
+    policy: policyReport(st.policy, byName),
+    chargeFailure(tool) {
+      const held = byName.get(tool.name);
+      if (held && mine.has(held)) {
+        report.runtime_failures++;
+        return;
+      }
+      base.chargeFailure(tool);
+      const owner = st.owner.get(tool.name);
+      const copy = owner && copies.get(owner);
+      if (copy) copy.runtime_failures++;
+    },
+    close: () => base.close(),
   };
 }
 

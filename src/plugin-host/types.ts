@@ -4,6 +4,7 @@ export type PluginStatus = 'loaded' | 'degraded' | 'failed';
 
 export type RowKind =
   | 'manifest_error'
+  | 'declaration_error'
   | 'entry_missing'
   | 'entry_failed'
   | 'setup_failed'
@@ -37,8 +38,11 @@ export interface ToolRow {
   guidance: boolean;
   contract_modes: 'declare' | 'hide';
   undo?: string;
-  /** Registered with registerTool (in the pool) or built with declareTool (the plugin's own loop). */
-  via: 'registerTool' | 'declareTool';
+  /**
+   * Registered with registerTool (in the pool), built with declareTool (the plugin's own loop), or
+   * handed to Keel by the application itself, declared in code.
+   */
+  via: 'registerTool' | 'declareTool' | 'code';
   /** The gate the manifest's declaration gives; `gate` above is the effective one. */
   declared_gate: Gate;
   /** What changed the gate: an operator rule or KEEL_CONFIRM_ONCE_TOOLS. */
@@ -54,7 +58,13 @@ export interface ToolRow {
 export interface PluginReport {
   name: string;
   version: string;
+  /** The plugin's folder ('' for the application's tools declared in code). */
   dir: string;
+  /**
+   * Set on the one report of the tools the application declared in code (named `app`, with no
+   * folder or version); absent on a plugin's report.
+   */
+  source?: 'code';
   status: PluginStatus;
   tools: ToolRow[];
   /** Why the plugin failed (status failed). */

@@ -1,10 +1,12 @@
 /**
- * Typed tools for plugin authors: `defineTool` infers the handler's argument type from its schema —
- * a zod schema (converted to JSON Schema for the model, and parsed before the handler runs), or a
- * plain JSON Schema written `as const` — so a handler compiles under `strict` with no casts.
+ * Typed tools for plugin authors and applications: `defineTool` infers the handler's argument type
+ * from its schema — a zod schema (converted to JSON Schema for the model, and parsed before the
+ * handler runs), or a plain JSON Schema written `as const` — so a handler compiles under `strict`
+ * with no casts. Given an `effect` (and any other declaration field of a manifest entry), it keeps
+ * the declaration on the tool and the result is an app tool, for Keel's own tools list (R32).
  */
 import { z } from 'zod';
-import type { CardText, JsonSchema, ToolContext, ToolDefinition, ToolOutput } from '../types/index.js';
+import type { AppTool, CardText, DeclarationFields, Effect, JsonSchema, ToolContext, ToolDefinition, ToolOutput } from '../types/index.js';
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 type RequiredKeys<S> = S extends { required: readonly (infer R)[] } ? R : never;
@@ -52,15 +54,37 @@ interface Handlers<A> {
   validate?: (args: A) => string | undefined | Promise<string | undefined>;
 }
 
-export function defineTool<S extends z.ZodObject>(def: Handlers<z.output<S>> & { parameters: S }): ToolDefinition;
-export function defineTool<const S extends ObjectSchema>(def: Handlers<FromSchema<S>> & { parameters: S }): ToolDefinition;
+/**
+ * The declaration a tool may carry beside its definition: the fields of a plugin manifest's tool
+ * entry. With `effect`, the tool is an app tool (the application's own, handed to Keel); the
+ * other fields are optional, as in the manifest.
+ */
+type Declared<E> = { effect?: E } & Omit<Partial<DeclarationFields>, 'effect'>;
+/** An app tool when an effect is given, else a plain definition (for a plugin, whose manifest declares it). */
+export type DefinedTool<E> = [E] extends [Effect] ? AppTool : ToolDefinition;
+
+/**
+ * A tool definition with its handler typed by its schema. Pass a zod object or a JSON Schema
+ * written inline. Add `effect` (and `confirm`, `approval`, `guidance`, `pinned`, `answers_directly`,
+ * `undo`, `idempotent`, `contract_modes` as needed) to declare it in code as an app tool; a
+ * plugin's tool is declared in its manifest instead.
+ */
+export function defineTool<S extends z.ZodObject, E extends Effect | undefined = undefined>(
+  def: Handlers<z.output<S>> & { parameters: S } & Declared<E>,
+): DefinedTool<E>;
+export function defineTool<const S extends ObjectSchema, E extends Effect | undefined = undefined>(
+  def: Handlers<FromSchema<S>> & { parameters: S } & Declared<E>,
+): DefinedTool<E>;
 export function defineTool(def: Handlers<never> & { parameters: z.ZodObject | ObjectSchema }): ToolDefinition {
   const p = def.parameters;
   if (!(p instanceof z.ZodType)) return def as unknown as ToolDefinition;
   // The model sees JSON Schema; the handler gets what the zod schema makes of the arguments (defaults, coercions).
   const { $schema: _s, ...parameters } = z.toJSONSchema(p, { target: 'draft-7', io: 'input' }) as JsonSchema;
   const parse = (args: unknown) => p.parse(args) as never;
+  // Everything else on the tool (its declaration, and any field the declaration check will refuse) is kept as given.
+  const { name: _n, description: _d, parameters: _p, execute: _e, describe: _ds, validate: _v, ...rest } = def;
   return {
+    ...rest,
     name: def.name,
     description: def.description,
     parameters,

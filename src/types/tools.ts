@@ -61,6 +61,39 @@ export interface ToolDefinition<Args extends Record<string, unknown> = Record<st
   validate?: (args: Args) => string | undefined | Promise<string | undefined>;
 }
 
+/**
+ * A tool's declaration as written: the fields of one entry under a plugin manifest's `tools:`, with
+ * the same names and values. Only `effect` is required; the rest default as in the manifest.
+ */
+export interface DeclarationFields {
+  /** What a call changes in the world. */
+  effect: Effect;
+  /** Writes only: `once` (the default) asks the user once per run before the first write; `never` does not ask. */
+  confirm?: 'once' | 'never';
+  /** Writes only: every call waits for an approval card, as a destructive call does. */
+  approval?: 'pinned';
+  /** Prose added to the system prompt while the tool is offered to the model. */
+  guidance?: string;
+  /** The shortlist never drops this tool from what the model is offered. */
+  pinned?: boolean;
+  /** The tool's output already is the user's answer: the run can end on it. */
+  answers_directly?: boolean;
+  /** Destructive only: the name of the write (with `confirm: 'never'`) that reverses it. */
+  undo?: string;
+  /** Calling it again with the same arguments changes nothing more (told to MCP clients). */
+  idempotent?: boolean;
+  /** Not for reads: in Plan and Goal modes, stay offered but labelled unavailable (`declare`) or be left out (`hide`, the default). */
+  contract_modes?: 'declare' | 'hide';
+}
+
+/**
+ * A tool an application declares in code and hands to Keel itself: the definition a plugin would
+ * register, with its declaration beside it, flat on the same object. It is checked as a manifest
+ * entry is, refused with a reason when it is not valid, and governed by the same approval gate and
+ * operator policy as a plugin's tools. `defineTool({ ..., effect: 'write' })` makes one.
+ */
+export type AppTool<Args extends Record<string, unknown> = Record<string, unknown>> = ToolDefinition<Args> & DeclarationFields;
+
 /** A tool as the core holds it: the definition plus its declaration and derived gate. */
 export interface ToolSpec extends ToolDefinition {
   /** Owning plugin, or 'core' for built-ins. */

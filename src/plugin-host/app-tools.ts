@@ -1,0 +1,170 @@
+/**
+ * An application's own tools, declared in code and handed to Keel itself (the core's own-tools path,
+ * like the built-ins; plugins still need their manifest). Each is a tool definition with its
+ * declaration flat on the same object, in the fields and values of a plugin.yaml `tools:` entry (M2).
+ * Here each is split into the two and checked by the manifest's own schema and rules, with the
+ * manifest's messages (M4, `checkDeclarations`); where a manifest error says `plugin.yaml:LINE:COL`,
+ * these say `tools[I] (NAME).FIELD`. What passes is mounted by `withAppTools` (host.ts), through the
+ * same registration, gate and operator policy as a plugin's tools (R1, R6, R7, R32).
+ */
+import { checkDeclarations, PLAIN_FIELDS } from '../manifest/load.js';
+import type { Declaration } from '../manifest/schema.js';
+import { definitionProblem } from '../tools/spec.js';
+import type { ToolDefinition } from '../types/index.js';
+import type { PluginReport, Row } from './types.js';
+
+/**
+ * The name of the report row of the tools declared in code (`source: 'code'`), and the `plugin` of
+ * their specs: what `keel plugins check` lists them under.
+ */
+export const APP_PLUGIN = 'app';
+
+/** What `undo` names when it is not another valid tool of the set (the end of M4's message). */
+const SCOPE = 'among the valid tools declared in code';
+
+/** The fields of the definition (what `api.registerTool` takes); every other field is the declaration's. */
+const DEFINITION_FIELDS: ReadonlySet<string> = new Set(['name', 'description', 'parameters', 'execute', 'describe', 'validate']);
+/** The declaration's fields, as the manifest schema has them. */
+const DECLARATION_FIELDS: readonly string[] = Object.keys(PLAIN_FIELDS.tool);
+
+/** An app tool that passed every check of its own: registration (names taken elsewhere) is next. */
+export interface AppCandidate {
+  /** Where it is: `tools[I] (NAME)`. */
+  at: string;
+  def: ToolDefinition;
+  declaration: Declaration;
+}
+
+/** The report row of the tools declared in code, before any is checked. */
+export function appReport(): PluginReport {
+  return {
+    name: APP_PLUGIN,
+    version: '',
+    dir: '',
+    source: 'code',
+    status: 'loaded',
+    tools: [],
+    failures: [],
+    degraded: [],
+    drift: [],
+    runtime_failures: 0,
+  };
+}
+
+const where = (i: number, name?: string, field?: string): string => `tools[${i}]${name ? ` (${name})` : ''}${field ? `.${field}` : ''}`;
+
+/** A function read off the tool keeps the tool as `this` (a tool may be a class instance). */
+const bound = (f: unknown, self: object): unknown => (typeof f === 'function' ? f.bind(self) : f);
+
+interface Split {
+  index: number;
+  name: string;
+  def: ToolDefinition;
+  /** Own fields besides the definition's, and the declaration's fields wherever they are; undefined is absent. */
+  declaration: Record<string, unknown>;
+}
+
+function split(t: object, index: number, name: string): Split {
+  const o = t as Record<string, unknown>;
+  const def = {
+    name,
+    description: o.description,
+    parameters: o.parameters,
+    execute: bound(o.execute, t),
+    ...(o.describe !== undefined ? { describe: bound(o.describe, t) } : {}),
+    ...(o.validate !== undefined ? { validate: bound(o.validate, t) } : {}),
+  } as ToolDefinition;
+  // No prototype: a field named __proto__ is a field (refused as unknown), not the object's prototype.
+  const declaration: Record<string, unknown> = Object.create(null);
+  for (const k of DECLARATION_FIELDS) if (k in t && o[k] !== undefined) declaration[k] = o[k];
+  for (const k of Object.keys(t)) if (!DEFINITION_FIELDS.has(k) && o[k] !== undefined) declaration[k] = o[k];
+  return { index, name, def, declaration };
+}
+
+/**
+ * Checks the tools an application declared in code: each one's definition and declaration (M4, by
+ * the manifest's schema and rules) and that no two share a name. Returns the tools that pass, and a
+ * row for each one refused (`failed` when `tools` is not a list at all). Never throws: a tool whose
+ * fields cannot even be read is refused with the reason.
+ */
+export function checkAppTools(tools: unknown): { candidates: AppCandidate[]; rows: Row[]; failed: boolean } {
+  if (!Array.isArray(tools)) {
+    const got = tools === null ? 'null' : typeof tools;
+    return {
+      candidates: [],
+      rows: [{ kind: 'invalid_tool', message: `the tools declared in code must be a list of tool objects, got ${got}` }],
+      failed: true,
+    };
+  }
+  const rows: { index: number; row: Row }[] = [];
+  const refuse = (index: number, row: Row) => void rows.push({ index, row });
+  const splits: Split[] = [];
+  const indices = new Map<string, number[]>();
+  for (let i = 0; i < tools.length; i++) {
+    const t: unknown = tools[i];
+    try {
+      if (!t || typeof t !== 'object' || Array.isArray(t)) {
+        refuse(i, { kind: 'invalid_tool', message: `${where(i)}: the tool definition is not an object` });
+        continue;
+      }
+      const name = (t as { name?: unknown }).name;
+      if (typeof name !== 'string' || name === '') {
+        refuse(i, { kind: 'invalid_tool', message: `${where(i)}: 'name' must be a non-empty string` });
+        continue;
+      }
+      splits.push(split(t, i, name));
+      indices.set(name, [...(indices.get(name) ?? []), i]);
+    } catch (err) {
+      refuse(i, { kind: 'invalid_tool', message: `${where(i)}: its fields cannot be read: ${(err as Error)?.message ?? String(err)}` });
+    }
+  }
+
+  // One name, one tool: every tool given a name that another one also has is refused (R6).
+  const named: Split[] = [];
+  for (const s of splits) {
+    const all = indices.get(s.name) ?? [];
+    if (all.length > 1) {
+      const others = all.filter((j) => j !== s.index).map((j) => where(j));
+      refuse(s.index, {
+        kind: 'duplicate_tool',
+        tool: s.name,
+        message: `${where(s.index, s.name)}: the name ${s.name} is also given to ${others.join(' and ')}; ${all.length > 2 ? 'all' : 'both'} are refused`,
+      });
+    } else if (s.name === '__proto__') {
+      refuse(s.index, {
+        kind: 'declaration_error',
+        tool: s.name,
+        message: `${where(s.index, s.name)}: '__proto__' cannot be used as a name`,
+      });
+    } else {
+      named.push(s);
+    }
+  }
+
+  // M4: the manifest's schema and cross-field rules, with its messages.
+  const byName = new Map(named.map((s) => [s.name, s]));
+  const { declarations, issues } = checkDeclarations(Object.fromEntries(named.map((s) => [s.name, s.declaration])), SCOPE);
+  for (const i of issues) {
+    const s = byName.get(i.tool);
+    const index = s?.index ?? -1;
+    refuse(index, {
+      kind: 'declaration_error',
+      tool: i.tool,
+      ...(i.field ? { field: i.field } : {}),
+      message: `${where(index, i.tool, i.field)}: ${i.message}`,
+    });
+  }
+
+  const candidates: AppCandidate[] = [];
+  for (const s of named) {
+    const problem = definitionProblem(s.def);
+    if (problem) {
+      const why = problem.startsWith(`tool ${s.name}: `) ? problem.slice(`tool ${s.name}: `.length) : problem;
+      refuse(s.index, { kind: 'invalid_tool', tool: s.name, message: `${where(s.index, s.name)}: ${why}` });
+      continue;
+    }
+    const declaration = declarations.get(s.name);
+    if (declaration) candidates.push({ at: where(s.index, s.name), def: s.def, declaration });
+  }
+  return { candidates, rows: rows.sort((a, b) => a.index - b.index).map((r) => r.row), failed: false };
+}
