@@ -8,6 +8,7 @@ import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
+import type { ToolRow } from '../plugin-host/types.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
@@ -27,6 +28,7 @@ import type {
   RunState,
   RunSummary,
   Store,
+  AppTool,
   ToolSpec,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -51,6 +53,13 @@ export interface KeelOptions {
   /** Extra built-in tools (tests, embedders). */
   extraTools?: ToolSpec[];
   /**
+   * The application's own tools, declared in code: each a tool definition with the fields of a
+   * manifest row beside it (`effect`, `confirm`, `approval`, `guidance`, `pinned`,
+   * `answers_directly`, `undo`, `contract_modes`), checked by the manifest's schema and governed by
+   * the same gate and policy as a plugin's tools. `defineTool({ …, effect })` types them.
+   */
+  tools?: readonly AppTool[];
+  /**
    * Plugin folders for a run that names none and no KEEL_PLUGINS is set. Default none: a library
    * user gets exactly the plugins they ask for. The CLI passes the bundled reference plugins.
    */
@@ -67,6 +76,8 @@ export interface RunOptions<T = unknown> {
   /** A model spec (`ollama:MODEL`, `script:FILE`, …) or a `ModelClient` of the application's own. */
   model?: string | ModelClient;
   pluginDirs?: string[];
+  /** Tools declared in code for this run, beside the Keel's own `tools` (give them again to a continuation in another process). */
+  tools?: readonly AppTool[];
   /** The session's mode; default: the session's current mode, else agent. Start only. */
   mode?: Mode;
   /** Continue this session: the new run sees its transcript, mode and contract. Start only. */
@@ -188,6 +199,8 @@ export class Keel {
   private indexCache: FileCache | undefined;
   /** The default shortlist (KEEL_TOOL_CAP), one for every run: menus are shared by it (decision 0004). */
   private shortlist: Shortlist | undefined;
+  /** A run's own app tools joined to the Keel's, by the run's list. */
+  private readonly combined = new WeakMap<readonly AppTool[], readonly AppTool[]>();
   /** Each run's options while it is paused in this Keel: its continuations reuse them (RunOptions). */
   private readonly remembered = new Map<string, Kept>();
 
@@ -231,14 +244,14 @@ export class Keel {
     return this.operator;
   }
 
-  /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift). */
+  /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift), with the Keel's own app tools. */
   registry(dirs?: readonly string[]): Promise<Registry> {
-    return this.registries.mount(this.pluginDirs(dirs));
+    return this.registries.mount(this.pluginDirs(dirs), this.opts.tools);
   }
 
   /** Mounts these plugin folders again, after their manifests changed (`keel mcp serve` watches them). */
   remount(dirs?: readonly string[]): Promise<Registry> {
-    return this.registries.remount(this.pluginDirs(dirs));
+    return this.registries.remount(this.pluginDirs(dirs), this.opts.tools);
   }
 
   /** The delegates of every mounted plugin-folder set. */
@@ -277,7 +290,7 @@ export class Keel {
    */
   private async deps(o: Kept & Pick<RunOptions, 'signal'>, stored?: RunState): Promise<EngineDeps & { notes: string[] }> {
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : this.pluginDirs();
-    const { registry, notes } = await this.registries.forRun(dirs);
+    const { registry, notes } = await this.registries.forRun(dirs, this.appTools(o.tools));
     const client = typeof o.model === 'object' ? o.model : await this.modelFor(o.model ?? stored?.model, stored);
     const spec = client.spec;
     const output = o.output ? await outputCheck(o.output) : undefined;
@@ -304,6 +317,24 @@ export class Keel {
       onModeChange: (run) => this.sessions.changed(run),
       signal: o.signal ? AbortSignal.any([this.interruption.signal, o.signal]) : this.interruption.signal,
     };
+  }
+
+  /** The Keel's own app tools, with a run's added (the same array for the same run's list: its menus are shared). */
+  private appTools(extra: readonly AppTool[] | undefined): readonly AppTool[] | undefined {
+    if (!extra?.length) return this.opts.tools;
+    if (!this.opts.tools?.length) return extra;
+    let both = this.combined.get(extra);
+    if (!both) this.combined.set(extra, (both = [...this.opts.tools, ...extra]));
+    return both;
+  }
+
+  /**
+   * Every tool a run over these plugin folders (and app tools) could be offered, with its effect,
+   * declared and effective gate, and where it comes from (`app` for tools declared in code).
+   */
+  async tools(o: Pick<RunOptions, 'pluginDirs' | 'tools'> = {}): Promise<(ToolRow & { plugin: string })[]> {
+    const registry = await this.registries.mount(this.pluginDirs(o.pluginDirs), this.appTools(o.tools));
+    return registry.plugins.flatMap((p) => p.tools.map((t) => ({ ...t, plugin: p.name })));
   }
 
   private async modelFor(spec: string | undefined, stored: RunState | undefined): Promise<ModelClient> {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
 import { Keel } from '../../src/keel/keel.js';
+import { defineTool } from '../../src/tools/define.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
 import type { ToolCall } from '../../src/types/index.js';
 import { calls, FIXTURES, tempHome } from '../support/helpers.js';
@@ -178,4 +179,54 @@ test('R18: an AbortSignal pauses the run at its next safe point; resume carries 
   const done = await keel.resume(r.run_id);
   assert.equal(done.status, 'done');
   assert.equal(done.answer, 'Found the deals.');
+});
+
+test('R32: tools declared in code — the Keel’s and a run’s own — get their gates, are listed by tools(), and a bad declaration is refused', async (t) => {
+  const home = tempHome();
+  const ran: string[] = [];
+  const lookup = defineTool({
+    name: 'lookup_order',
+    description: 'Look up an order',
+    parameters: z.object({ id: z.string() }),
+    effect: 'read',
+    answers_directly: true,
+    execute: ({ id }) => `Order ${id}: shipped.`,
+  });
+  const refund = defineTool({
+    name: 'refund_order',
+    description: 'Refund an order',
+    parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } as const,
+    effect: 'destructive',
+    describe: ({ id }) => ({ title: `Refund order ${id}`, lines: ['the money goes back to the card'] }),
+    execute: ({ id }) => {
+      ran.push(`refund ${id}`);
+      return `Refunded ${id}.`;
+    },
+  });
+  const keel = new Keel({ home, tools: [lookup] });
+  t.after(() => keel.close());
+  const direct = await keel.run('where is order 7?', { model: new ListModel([{ calls: [{ id: 'l1', name: 'lookup_order', args: { id: '7' } }] }]) });
+  assert.equal(direct.status, 'done');
+  assert.equal(direct.reason, 'answered_by_tool');
+  assert.equal(direct.answer, 'Order 7: shipped.');
+
+  const model = new ListModel([{ calls: [{ id: 'r1', name: 'refund_order', args: { id: '7' } }] }, { text: 'Refunded.' }]);
+  const r = await keel.run('refund order 7', { model, tools: [refund] });
+  assert.equal(r.reason, 'awaiting_approval');
+  assert.equal(r.approval?.card.items[0].title ?? r.approval?.card.title, 'Refund order 7');
+  assert.deepEqual(ran, [], 'nothing ran before the approval');
+  const done = await keel.approve(r.approval?.id ?? '');
+  assert.equal(done.status, 'done');
+  assert.deepEqual(ran, ['refund 7']);
+
+  const rows = await keel.tools({ tools: [refund] });
+  const gate = (n: string) => rows.find((x) => x.name === n);
+  assert.equal(gate('lookup_order')?.gate, 'none');
+  assert.equal(gate('refund_order')?.gate, 'approval');
+  assert.equal(gate('refund_order')?.plugin, 'app');
+
+  const bad = { ...refund, name: 'bad_refund', confirm: 'once' } as never;
+  const report = (await new Keel({ home, tools: [bad] }).registry()).plugins.find((p) => p.name === 'app');
+  assert.notEqual(report?.status, 'loaded');
+  assert.match(JSON.stringify(report), /tools\[0\] \(bad_refund\)\.confirm/);
 });
