@@ -60,3 +60,21 @@ test('defineTool: a zod tool gives the model JSON Schema and its handler the par
   assert.equal(await fromZod.execute({ title: 'milk' }, ctx), 'milk  low');
   assert.equal(await fromJsonSchema.execute({ done: true, limit: 3 }, ctx), 'true 3 undefined undefined');
 });
+
+test('defineTool: a zod schema from another copy of zod (an application’s own install) is still read as zod', async (t) => {
+  const { cpSync } = await import('node:fs');
+  const { pathToFileURL } = await import('node:url');
+  const { defineTool } = await import('../../src/tools/define.js');
+  const dir = mkdtempSync(join(tmpdir(), 'keel-zod-copy-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  cpSync(join(ROOT, 'node_modules', 'zod'), join(dir, 'zod'), { recursive: true });
+  const { z } = (await import(pathToFileURL(join(dir, 'zod', 'index.js')).href)) as typeof import('zod');
+  const tool = defineTool({
+    name: 'greet',
+    description: 'Greet someone',
+    parameters: z.object({ name: z.string(), times: z.number().default(1) }),
+    execute: ({ name, times }) => `hi ${name} ×${times}`,
+  });
+  assert.deepEqual((tool.parameters as { required?: string[] }).required, ['name']);
+  assert.equal(await tool.execute({ name: 'ana' }, {} as never), 'hi ana ×1', 'parsed by the copy: the default applies');
+});
