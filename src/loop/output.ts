@@ -40,7 +40,16 @@ function jsonOf(text: string): OutputVerdict<unknown> {
   }
 }
 
-export async function outputCheck<T>(schema: OutputSchema<T>): Promise<OutputCheck<T>> {
+const checks = new WeakMap<object, Promise<OutputCheck>>();
+
+/** The check of a schema, made once per schema object (a run's legs and its result share it). */
+export function outputCheck<T>(schema: OutputSchema<T>): Promise<OutputCheck<T>> {
+  let check = checks.get(schema);
+  if (!check) checks.set(schema, (check = makeCheck(schema)));
+  return check as Promise<OutputCheck<T>>;
+}
+
+async function makeCheck<T>(schema: OutputSchema<T>): Promise<OutputCheck<T>> {
   let json: unknown;
   let check: (value: unknown) => OutputVerdict<T>;
   if (isZod(schema)) {
