@@ -143,7 +143,14 @@ test('notifications: a card, a pause and a failure reach a loopback webhook, sig
   assert.equal(card.run_id, r.body.run_id);
   assert.equal(card.data.items[0].tool, 'trash_email');
   assert.equal(JSON.parse(byType.get('run_failed')?.body ?? '{}').run_id, f.body.run_id);
-  const audit = (await s.srv.keel.store!.listAudit()).filter((a) => a.action.startsWith('webhook_'));
-  assert.equal(audit.length, 3);
+  // A delivery is audited after its receiver answered: wait (bounded) for the rows counted, not a sleep.
+  const webhookRows = async () => (await s.srv.keel.store!.listAudit()).filter((a) => a.action.startsWith('webhook_'));
+  let audit = await webhookRows();
+  const audited = Date.now() + 10_000;
+  while (audit.length < 3 && Date.now() < audited) {
+    await new Promise((res) => setTimeout(res, 20));
+    audit = await webhookRows();
+  }
+  assert.equal(audit.length, 3, `three deliveries audited: ${audit.map((a) => a.action).join(', ')}`);
   assert.ok(audit.every((a) => a.action === 'webhook_delivered'));
 });
