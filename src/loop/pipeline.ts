@@ -19,7 +19,7 @@ import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall
 import { boundAndFreeze, capText, MAX_ARGS_CHARS, MAX_ARGS_DEPTH, outputText } from '../util/bounds.js';
 import { crashPoint } from '../util/crash.js';
 import { callKey } from '../util/json.js';
-import { closestNames, truncate } from '../util/text.js';
+import { closestNames, storableText, truncate } from '../util/text.js';
 import { SAY } from './sentences.js';
 
 /**
@@ -53,6 +53,8 @@ export type Prepared =
   | { kind: 'answered'; outcome: Outcome; result: string }
   /** R13: the earlier result, marked; `nth` counts the repeats of that call. */
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number; result: string }
+  /** R13: the same call as `call_id`, which waits on a card in this reply: its result, once that call ran. */
+  | { kind: 'repeat_of_card'; call_id: string }
   /** R17: the run pauses for the user's answer. */
   | { kind: 'ask_user'; question: string }
   /** A1: the call needs the owner's card: `prepareApproval` checks it and words it. */
@@ -120,7 +122,11 @@ export function prepareCall(x: PrepareInput): Prepared {
         nth: decision.nth,
         result: SAY.repeat(call.name, decision.earlier.call_id, decision.earlier.content),
       };
+    case 'repeat_of_card':
+      return { kind: 'repeat_of_card', call_id: decision.call_id };
     case 'hold_for_confirmation':
+      // R15: the sentence sends the model to ask_user, which a run that cannot pause does not declare.
+      if (!x.gate.canPause) return answered('held_for_confirmation', SAY.confirmationUnavailable(call.name));
       return answered('held_for_confirmation', decision.declined ? SAY.declinedEarlier(call.name) : SAY.heldForConfirmation(call.name));
     case 'refuse_approval':
       return answered('error', SAY.approvalUnavailable(call.name));
@@ -138,17 +144,20 @@ export function prepareCall(x: PrepareInput): Prepared {
  * goes back to the model as an error result and nothing is queued), then its `describe`.
  */
 export async function prepareApproval(callId: string, tool: ToolSpec, args: Record<string, unknown>): Promise<Ready> {
-  let problem: string | undefined;
-  if (tool.validate) {
-    try {
-      const p = await tool.validate(args);
-      if (typeof p === 'string' && p.trim()) problem = p;
-    } catch (err) {
-      problem = SAY.validateFailed(errorMessage(err));
-    }
-  }
+  const problem = await validateProblem(tool, args);
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
   return { kind: 'approval', item: { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) } };
+}
+
+/** The plugin's own `validate`: its problem with the call, if any (a validate that throws is one). */
+async function validateProblem(tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
+  if (!tool.validate) return undefined;
+  try {
+    const p = await tool.validate(args);
+    return typeof p === 'string' && p.trim() ? p : undefined;
+  } catch (err) {
+    return SAY.validateFailed(errorMessage(err));
+  }
 }
 
 /** What a run lends the calls it executes. */
@@ -164,16 +173,18 @@ export interface ExecuteContext {
   /** R29: stores a non-read effect before the handler starts. */
   recordEffect: (e: EffectRecord) => Promise<void>;
   /** A2: the side-effect ledger, when the call runs under an approval: it runs at most once. */
-  ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet'>; approval_id: string };
+  ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet' | 'audit'>; approval_id: string };
   /** How much of a result is kept and shown to the model (the rest is cut, with a note). */
   maxResultChars: number;
 }
 
 export interface Executed {
   /** `ran` (the handler returned, even with an error result), `error` (the core wrote it), or denied. */
-  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode' | 'denied_by_policy'>;
+  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode' | 'denied_by_policy' | 'invalid_arguments'>;
   content: string;
   is_error: boolean;
+  /** A2: an approved call its plugin's `validate` refuses now: why (it did not run; audited). */
+  refused?: string;
   /** A2: the ledger holds the call's intent but not its outcome: it was not run again. */
   unknown_outcome?: true;
 }
@@ -213,6 +224,24 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   let mode = ctx.currentMode();
   let by = denialOf(tool, mode);
   if (by) return denied(tool, mode, by);
+  const ledger = ctx.ledger;
+  // A1/A2: an approved call is checked again just before it runs — the facts its card was made on
+  // may have changed since (another card did the same thing). A refusal is its result, audited, and
+  // it never runs. A call the ledger already holds (started or finished) is not checked again: its
+  // own run may be what changed the facts.
+  if (ledger && tool.validate && !(await ledger.store.ledgerGet(ledger.approval_id, callId))) {
+    const problem = await validateProblem(tool, args);
+    if (problem) {
+      await ledger.store.audit({
+        at: new Date().toISOString(),
+        actor: 'system',
+        action: 'approved_call_refused',
+        subject: ledger.approval_id,
+        detail: JSON.stringify({ run_id: ctx.run_id, call_id: callId, tool: tool.name, problem }),
+      });
+      return { outcome: 'invalid_arguments', content: SAY.refusedAfterApproval(tool.name, problem), is_error: true, refused: problem };
+    }
+  }
   // Hooks may block a call, never change what it does: the arguments are frozen (at intake, or here for
   // an approved call's pinned arguments), so an approved call runs with exactly what was approved.
   if (!Object.isFrozen(args)) boundAndFreeze(args, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
@@ -232,7 +261,6 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   by = denialOf(tool, mode);
   if (by) return denied(tool, mode, by);
 
-  const ledger = ctx.ledger;
   if (ledger) {
     const fresh = await ledger.store.ledgerStart({
       approval_id: ledger.approval_id,
@@ -272,6 +300,9 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   const handlerRan = result.outcome === 'ran' || result.outcome === 'error';
   if (handlerRan && ctx.registry.hooks.onToolResult.length) result = await finalizeCall(ctx, event, result);
   if (result.content.length > ctx.maxResultChars) result = { ...result, content: capText(result.content, ctx.maxResultChars) };
+  // Issue 27: a tool's output is made storable before anything keeps it (the ledger, the journal, the run).
+  const storable = storableText(result.content);
+  if (storable.replaced) result = { ...result, content: `${storable.text}\n${SAY.unstorableReplaced(storable.replaced)}` };
   if (ledger) {
     await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
     crashPoint('after-approved-call');

@@ -40,6 +40,9 @@ export const SAY = {
   /** R15: the first call of a confirm-once write. */
   heldForConfirmation: (name: string) =>
     `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
+  /** R15 in a run that cannot pause (a delegate, C8): no ask_user to confirm with, so the write never runs. */
+  confirmationUnavailable: (name: string) =>
+    `Not run: ${name} needs the user's confirmation, which cannot be asked here. Do without it, and say in your answer what it would have written.`,
   /** R16: the user said no to a tool earlier in this run; the call is held again. */
   declinedEarlier: (name: string) =>
     `Not run: the user declined ${name} earlier in this run. Do not call it again unless the user asks for it; if they may have changed their mind, ask once with ask_user.`,
@@ -61,6 +64,9 @@ export const SAY = {
   approvalUnavailable: (name: string) => `${name} not run: it needs the owner's approval, which cannot be taken here.`,
   /** A1: the plugin's validate() found a problem; nothing was queued. */
   notQueued: (name: string, problem: string) => `${name} not run: ${problem}`,
+  /** A1/A2: the owner approved the call, but its plugin's validate() now refuses it: it did not run. */
+  refusedAfterApproval: (name: string, problem: string) =>
+    `${name} not run: it was approved, but its check now refuses it (${problem}). Nothing changed.`,
   validateFailed: (message: string) => `its arguments could not be checked (${message})`,
   questionPendingForApproval: 'a question to the user is pending in this reply; call it again after the answer',
   /** R17: ask_user in a run that cannot pause (no store: delegates, embedders). */
@@ -71,6 +77,9 @@ export const SAY = {
   hookFailed: (name: string, message: string) => `${name} was not run: a tool-call hook failed (${message})`,
   /** R6: the tool's handler threw; its plugin is charged one failure. */
   toolFailed: (name: string, message: string) => `${name} is unavailable (${message}); answer without it.`,
+  /** Issue 27: the tool's output held text no store can hold (NUL, a lone UTF-16 surrogate), replaced before it was kept. */
+  unstorableReplaced: (replaced: number) =>
+    `[Keel replaced ${replaced} character${replaced === 1 ? '' : 's'} of this output that no store can hold (NUL, or half of a UTF-16 surrogate pair) with U+FFFD]`,
   /** A2: the owner rejected the card. */
   rejected: (name: string, reason: string | null) =>
     `Not run: the owner rejected this ${name} call${reason ? ` (${reason})` : ''}. Nothing changed.`,
@@ -92,9 +101,17 @@ export const SAY = {
   declinedByUser: (name: string) => `Not run: the user declined ${name} (nothing changed).`,
   /** keel mcp serve: a call for a tool the server does not offer to MCP clients. */
   notOffered: (name: string) => `Not run: ${name} is not offered here.`,
-  /** keel mcp serve: the call's card was not answered in time; calling again gets its outcome. */
-  waitingForApproval: (id: string, title: string, name: string) =>
-    `Waiting for approval ${id} (${title}): nothing has run. The owner answers it in the console or with keel approvals approve|reject ${id}. Call ${name} again with the same arguments to get the outcome; it will not run twice.`,
+  /**
+   * keel mcp serve: the call's card is not answered yet; the call returns (inside the client's
+   * time-out) saying what the card asks, where it is answered, and that calling again gets the outcome.
+   */
+  waitingForApproval: (id: string, title: string, name: string, asks: readonly string[] = [], consoleUrl?: string) =>
+    [
+      `Waiting for approval ${id} (${title}): nothing has run.`,
+      ...(asks.length ? [`It asks: ${asks.join('; ')}.`] : []),
+      `The owner answers it with keel approvals approve ${id} (or keel approvals reject ${id})${consoleUrl ? `, or in the console at ${consoleUrl}` : ''}.`,
+      `Call ${name} again with the same arguments to get the outcome; it will not run twice.`,
+    ].join('\n'),
   /** keel mcp serve: the card the call waited on is gone from the store. */
   approvalGone: (id: string) => `Not run: approval ${id} is no longer in the store. Nothing changed.`,
   /** keel mcp serve: the card was rejected or expired. */

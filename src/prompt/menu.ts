@@ -1,4 +1,4 @@
-import { denialOf, executableInMode } from '../policy/gate.js';
+import { denialOf, executableInMode, SUBMIT_TOOL } from '../policy/gate.js';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { DeclaredTool, Mode, ToolSpec } from '../types/index.js';
 import { declare, declareUnavailable } from './prompt.js';
@@ -52,6 +52,17 @@ export const keepAll: Shortlist = (candidates) => new Set(candidates.map((t) => 
  */
 type Kind = 'exec' | 'declare' | 'hidden';
 
+/**
+ * R23: the tools the core's own sentences send the model to are never dropped: ask_user (the base
+ * prompt, R10, R15), find_tools when offered (R31), and the mode's submit tool (the mode's prompt and
+ * every denial, C1/C4) — the core's own, not a plugin tool that took the name. memory_search and
+ * `pinned` tools are kept too.
+ */
+function alwaysKept(t: ToolSpec, mode: Mode): boolean {
+  if (t.name === 'ask_user' || t.name === 'memory_search' || t.name === FIND_TOOLS || t.declaration.pinned) return true;
+  return t.plugin === 'core' && t.name === SUBMIT_TOOL[mode];
+}
+
 /** What the menu of one pool in one mode owes nothing to the request, the calls or the admissions. */
 interface ModeView {
   /** Executable tools, in pool order (the shortlist's candidates; never handed out for mutation). */
@@ -104,15 +115,14 @@ function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeVi
   if (mv) return mv;
   const candidates: ToolSpec[] = [];
   const candidatePos: number[] = [];
-  const alwaysKept: number[] = [];
+  const keptAt: number[] = [];
   const byName = new Map<string, [number, Kind]>();
   const declared: number[] = [];
   pool.forEach((t, i) => {
     if (t.onlyInModes && !t.onlyInModes.includes(mode)) return;
     if (t.name === FIND_TOOLS && t.plugin === 'core' && !finder) return;
     if (executableInMode(t, mode)) {
-      if (t.name === 'ask_user' || t.name === 'memory_search' || t.name === FIND_TOOLS || t.declaration.pinned)
-        alwaysKept.push(candidates.length);
+      if (alwaysKept(t, mode)) keptAt.push(candidates.length);
       candidates.push(t);
       candidatePos.push(i);
       byName.set(t.name, [i, 'exec']);
@@ -130,7 +140,7 @@ function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeVi
     candidateNames,
     candidatePos,
     candidateAt: new Map(candidateNames.map((n, k) => [n, k])),
-    alwaysKept,
+    alwaysKept: keptAt,
     byName,
     declared,
   };
@@ -240,8 +250,7 @@ function buildMenuWalk(input: MenuInput, shortlist: Shortlist): Menu {
   }
   const keep = new Set<string>(input.admitted);
   for (const t of candidates) {
-    if (t.name === 'ask_user' || t.name === 'memory_search' || isFinder(t) || t.declaration.pinned || input.called.has(t.name))
-      keep.add(t.name);
+    if (alwaysKept(t, mode) || input.called.has(t.name)) keep.add(t.name);
   }
   const chosen = shortlist(candidates, keep, input.request, input.pool, input.prefer);
   for (const k of keep) chosen.add(k);

@@ -44,10 +44,11 @@ export function declareUnavailable(t: ToolSpec, mode: Mode): DeclaredTool {
   return { name: t.name, description: `${label} ${base.description}`, parameters: base.parameters, available: false };
 }
 
-const BASE = `You are Keel, an assistant that works for the user through tools.
-- Use tools to find facts; never invent a tool's result or claim an action you did not take.
-- Ask the user (with ask_user) only for what you cannot find out yourself, one clear question at a time.
-- When the results answer the request, reply to the user directly and concisely.`;
+const BASE_HEAD = `You are Keel, an assistant that works for the user through tools.
+- Use tools to find facts; never invent a tool's result or claim an action you did not take.`;
+/** Only while ask_user is on the menu: the prompt never names a tool the request does not declare. */
+const BASE_ASK = `- Ask the user (with ask_user) only for what you cannot find out yourself, one clear question at a time.`;
+const BASE_TAIL = `- When the results answer the request, reply to the user directly and concisely.`;
 
 /** R10: present once, only when a confirm-once write is on the menu. Names no plugin tool. */
 export const ASK_ONCE_RULE = `Before a run of writes on the user's behalf, ask the user once with ask_user, listing every item you will create or change. After the answer, call the tool once per item without asking again. A clarifying question is not a confirmation.`;
@@ -98,14 +99,17 @@ export function renderContract(c: Contract): string {
 }
 
 export function systemPrompt(p: PromptParts): string {
-  const parts = p.instructions ? [p.instructions.trim(), BASE] : [BASE];
+  // A run that cannot pause (a delegate, C8) has no ask_user: then no sentence names it.
+  const canAsk = p.menu.some((t) => t.name === 'ask_user' && t.plugin === 'core');
+  const base = [BASE_HEAD, ...(canAsk ? [BASE_ASK] : []), BASE_TAIL].join('\n');
+  const parts = p.instructions ? [p.instructions.trim(), base] : [base];
   const unavailable = new Set(p.unavailable);
-  if (p.menu.some((t) => t.gate === 'confirm_once' && !unavailable.has(t.name))) parts.push(ASK_ONCE_RULE);
+  if (canAsk && p.menu.some((t) => t.gate === 'confirm_once' && !unavailable.has(t.name))) parts.push(ASK_ONCE_RULE);
   if (p.menu.some((t) => t.name === FIND_TOOLS && t.plugin === 'core')) parts.push(FIND_TOOLS_RULE);
   if (p.mode !== 'agent') {
     const submit = p.mode === 'plan' ? 'submit_plan (ordered steps)' : 'submit_goal (outcome, acceptance criteria, boundaries)';
     parts.push(
-      `You are in ${p.mode} mode. Investigate with read tools and ask_user, then submit your proposal with ${submit} for the user's approval. Nothing that writes can run until the user approves it.` +
+      `You are in ${p.mode} mode. Investigate with read tools${canAsk ? ' and ask_user' : ''}, then submit your proposal with ${submit} for the user's approval. Nothing that writes can run until the user approves it.` +
         (p.unavailable.length ? ` Unavailable in ${p.mode} mode: ${p.unavailable.join(', ')}.` : ''),
     );
   }

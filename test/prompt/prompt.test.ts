@@ -4,6 +4,7 @@ import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manif
 import { buildMenu } from '../../src/prompt/menu.js';
 import { ASK_ONCE_RULE, declare, guidanceBlock, systemPrompt } from '../../src/prompt/prompt.js';
 import { bm25Shortlist } from '../../src/prompt/shortlist.js';
+import { askUser } from '../../src/tools/builtins.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/types/index.js';
 import { calls } from '../support/helpers.js';
@@ -31,7 +32,7 @@ test('R9: marks by effect — reads unmarked, writes marked, destructive and pin
 });
 
 test('R10: the ask-once rule appears once, only with a confirm-once write on the menu, and names no plugin tool', () => {
-  const reads = [tool('a', { effect: 'read' }), tool('b', { effect: 'write', confirm: 'never' })];
+  const reads = [askUser, tool('a', { effect: 'read' }), tool('b', { effect: 'write', confirm: 'never' })];
   assert.ok(!systemPrompt({ mode: 'agent', menu: reads, unavailable: [] }).includes(ASK_ONCE_RULE), 'absent without confirm-once');
   const withWrites = [...reads, tool('create_reminder', { effect: 'write' }), tool('create_event', { effect: 'write' })];
   const p = systemPrompt({ mode: 'agent', menu: withWrites, unavailable: [] });
@@ -39,6 +40,9 @@ test('R10: the ask-once rule appears once, only with a confirm-once write on the
   assert.ok(!/create_reminder|create_event/.test(p), 'the core prompt names no plugin tool');
   const plan = systemPrompt({ mode: 'plan', menu: withWrites, unavailable: ['create_reminder', 'create_event'] });
   assert.ok(!plan.includes(ASK_ONCE_RULE), 'not for writes that cannot run in plan mode');
+  // A run that cannot pause (a delegate, C8) declares no ask_user: no sentence of the prompt names it.
+  const delegate = systemPrompt({ mode: 'agent', menu: withWrites.slice(1), unavailable: [] });
+  assert.ok(!delegate.includes(ASK_ONCE_RULE) && !delegate.includes('ask_user'), delegate);
 });
 
 test('R11: guidance in menu order, trimmed, no empties, no exact duplicates; off-menu tools contribute nothing', () => {
