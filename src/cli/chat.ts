@@ -7,6 +7,7 @@ import { KeelError } from '../util/errors.js';
 import { nearestName } from '../util/text.js';
 import { osUser } from '../util/user.js';
 import { answerLater, chatWarning, renderChatCall, type Waiting, waitingOf } from './chat-words.js';
+import { LiveView } from './live.js';
 import { renderRunList, runRow } from './render.js';
 
 export interface ChatOptions {
@@ -19,7 +20,7 @@ export interface ChatOptions {
   err: (s: string) => void;
   /** Where the spinner draws (it moves the cursor); default `out`. */
   spinnerOut?: (s: string) => void;
-  /** A TTY gets a spinner while the model works. */
+  /** A TTY gets the model's text as it streams and a spinner while the model or a tool works. */
   tty: boolean;
 }
 
@@ -37,25 +38,6 @@ const HELP = `Commands:
 Anything else is a request (start a line with // to send one that begins with /).
 Questions and approval cards are answered inline.
 `;
-
-/** A spinner on the current line while the model works (TTY only). */
-function spinner(out: (s: string) => void, tty: boolean) {
-  const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-  let timer: NodeJS.Timeout | undefined;
-  let i = 0;
-  return {
-    start() {
-      if (!tty || timer) return;
-      timer = setInterval(() => out(`\r${frames[i++ % frames.length]} working…`), 80);
-    },
-    stop() {
-      if (!timer) return;
-      clearInterval(timer);
-      timer = undefined;
-      out('\r\x1b[K');
-    },
-  };
-}
 
 /** Lines from the input, one at a time; undefined at end of input (a closed stdin never hangs). */
 function lineReader(rl: Interface) {
@@ -92,15 +74,18 @@ function oneLine(s: string, n = 160): string {
 export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
   const rl = createInterface({ input: o.input, terminal: false });
   const next = lineReader(rl);
-  const spin = spinner(o.spinnerOut ?? o.out, o.tty);
+  // On a terminal: the model's text as it streams, and a spinner with the elapsed time while the
+  // model or a tool works (cli/live.ts).
+  const live = o.tty ? new LiveView({ text: o.out, spin: o.spinnerOut ?? o.out }) : undefined;
+  const spin = { stop: () => live?.stop() };
   /** The run whose events are being shown (what a question or card at a prompt belongs to). */
   let current: string | undefined;
   const onEvent = (e: LoopEvent) => {
-    if (e.type === 'model_request') {
-      spin.start();
-      return;
-    }
-    spin.stop();
+    const shown = live ? live.onEvent(e) : true;
+    if (shown) print(e);
+    live?.after(e);
+  };
+  const print = (e: LoopEvent) => {
     if (e.type === 'run_started') {
       current = e.run_id;
       o.out(e.resumed ? `▶ resuming ${e.run_id}\n` : `▶ ${e.run_id}: ${e.request}\n`);
@@ -181,6 +166,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     spin.stop();
     for (const w of r.warnings) o.err(`warning: ${chatWarning(w)}\n`);
     if (r.status === 'paused') o.out(`(still paused) ${answerLater(waitingOf(r))}\n`);
+    else if (live?.answerShown(r)) o.out(`(${r.status}: ${r.reason}, ${r.model_calls} model calls)\n`);
     else o.out(`${r.answer ?? ''}\n(${r.status}: ${r.reason}, ${r.model_calls} model calls)\n`);
     return r;
   };

@@ -13,6 +13,7 @@ import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
 import { applyColour, colourOn } from './colour.js';
 import { registerPluginsInit } from './init-command.js';
+import { LiveView, withLive } from './live.js';
 import { Remote } from './remote.js';
 import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
 
@@ -192,23 +193,36 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
   const telemetry = async () => (await import('../util/telemetry.js')).startTelemetryFromEnv(io.env);
 
   /**
+   * Live output (the model's text as it streams, a spinner while Keel waits): on a terminal only —
+   * stdout and stderr both — and never with --json or --quiet. Set by the command's printer.
+   */
+  let live: LiveView | undefined;
+  /**
    * A run's end: the answer (or what the run waits for, or the JSON) on stdout; warnings, how to go
    * on and the status line on stderr. The exit code says done, failed or paused.
    */
   const finish = (r: RunResult, o: Shown) => {
     // Warnings go to stderr whatever the format (and are in the JSON too): nothing fails silently.
+    live?.stop();
     for (const w of r.warnings) io.err(`keel: warning: ${w}\n`);
     if (o.json) io.out(`${JSON.stringify(r)}\n`);
     else {
       const end = renderEnd(r);
-      io.out(end.out);
+      // The answer already on the screen, streamed as the model wrote it, is not printed twice.
+      if (!live?.answerShown(r)) io.out(end.out);
       // --quiet keeps what the user must act on (how to answer a pause), and drops the status line.
       if (!o.quiet || r.status === 'paused') io.err(end.err);
     }
     code = r.status === 'failed' ? EXIT.failed : r.status === 'paused' ? EXIT.paused : EXIT.ok;
   };
   /** The tool trace, as the run goes, on stderr: none with --json or --quiet. */
-  const printer = (o: Shown) => (o.json || o.quiet ? undefined : eventPrinter(io.err));
+  const printer = (o: Shown) => {
+    if (o.json || o.quiet) return undefined;
+    const trace = eventPrinter(io.err);
+    if (!tty.stdout.isTTY || !tty.stderr.isTTY) return trace;
+    live = new LiveView({ text: io.out, spin: raw.err });
+    return withLive(live, trace);
+  };
   /** Set while keel serve runs: a signal stops the server gracefully. */
   let stopServer: (() => void) | undefined;
   let serverStopping = false;
@@ -698,6 +712,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    live?.stop();
     await keel?.close();
     process.umask(umask);
   }

@@ -31,6 +31,8 @@ export interface ScriptedReply {
   error?: { status: number; message: string };
   /** Wait this long before answering (a slow or hung server). */
   delayMs?: number;
+  /** When streaming: wait this long between frames (a slow model, its text arriving bit by bit). */
+  frameDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -170,10 +172,11 @@ export class FakeGateway {
     if (reply.error) return this.fail(res, rec, reply.error.status, reply.error.message);
     rec.status = 200;
     if (protocol === 'openai') {
-      if (rec.stream) return sendSse(res, openaiChunks(reply, this.model, body?.stream_options?.include_usage === true));
+      if (rec.stream)
+        return sendSse(res, openaiChunks(reply, this.model, body?.stream_options?.include_usage === true), reply.frameDelayMs);
       return sendJson(res, openaiCompletion(reply, this.model));
     }
-    if (rec.stream) return sendSse(res, anthropicEvents(reply, this.model));
+    if (rec.stream) return sendSse(res, anthropicEvents(reply, this.model), reply.frameDelayMs);
     return sendJson(res, anthropicMessage(reply, this.model));
   }
 
@@ -206,11 +209,12 @@ function sendJson(res: ServerResponse, body: unknown): void {
 }
 
 /** Each frame is written separately (chunked transfer), as a real server streams. */
-async function sendSse(res: ServerResponse, frames: string[]): Promise<void> {
+async function sendSse(res: ServerResponse, frames: string[], frameDelayMs = 0): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   for (const f of frames) {
+    if (res.destroyed) return;
     res.write(f);
-    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => (frameDelayMs ? setTimeout(r, frameDelayMs).unref() : setImmediate(r)));
   }
   res.end();
 }
