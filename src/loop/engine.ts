@@ -19,6 +19,7 @@ import type {
   ToolCall,
   ToolSpec,
 } from '../types/index.js';
+import { callKey } from '../util/json.js';
 import { redact } from '../util/redact.js';
 import {
   endChatSpan,
@@ -248,6 +249,21 @@ export class RunLeg {
         if (ex.unknown_outcome) {
           this.run.note(`unknown outcome: ${item.tool} (${item.call_id}) under approval ${approval.id}`);
         }
+        if (ex.refused !== undefined) {
+          this.run.note(`approved call refused: ${item.tool} (${item.call_id}) under approval ${approval.id}: ${ex.refused}`);
+        }
+        yield { type: 'tool_result', step: pause.step, record: rec };
+      }
+      // R13: a call identical to a carded one is answered with that call's result, marked as its repeat.
+      for (const rec of records) {
+        const res = results.find((r) => r.call_id === rec.call_id);
+        if (rec.outcome !== 'repeat' || !res || res.content !== undefined) continue;
+        const key = callKey(rec.tool, rec.args ?? {});
+        const first = pause.items.find((i) => callKey(i.tool, i.args) === key);
+        const done = first && records.find((c) => c.call_id === first.call_id);
+        const content = done ? SAY.repeat(rec.tool, done.call_id, done.result) : SAY.stoppedBeforeApproval(rec.tool);
+        Object.assign(rec, { result: content, is_error: done ? done.is_error : true });
+        Object.assign(res, { content, is_error: rec.is_error });
         yield { type: 'tool_result', step: pause.step, record: rec };
       }
       if (approval.status === 'expired') {
@@ -545,6 +561,11 @@ export class RunLeg {
             record = rec('awaiting_approval', '', false, true);
             pending = true;
             break;
+          case 'repeat_of_card':
+            // R13: answered with the carded call's result once the card is answered; never run itself.
+            record = rec('repeat', '', false, true);
+            pending = true;
+            break;
           case 'execute': {
             this.admitted.add(prepared.tool.name);
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
@@ -564,7 +585,7 @@ export class RunLeg {
       if (!pending) {
         recordCall(this.gate, record);
         yield { type: 'tool_result', step, record };
-      }
+      } else if (record.outcome === 'awaiting_approval') recordCall(this.gate, record);
     }
 
     const store = this.deps.store;

@@ -28,7 +28,9 @@ export function answerOpenCalls(s: RunView, effectOf: (tool: string) => Effect |
   for (const call of open) {
     const before = known.find((c) => c.call_id === call.id);
     const started = s.effects.some((e) => e.call_id === call.id);
-    const waiting = before?.outcome === 'awaiting_approval' || (before?.tool === 'ask_user' && before.result === '');
+    // A repeat of a carded call (R13) waits on the card too: it has no result until the card's call ran.
+    const onCard = before?.outcome === 'awaiting_approval' || (before?.outcome === 'repeat' && before.result === '');
+    const waiting = onCard || (before?.tool === 'ask_user' && before.result === '');
     const rec: CallRecord =
       before && !waiting
         ? before
@@ -40,7 +42,7 @@ export function answerOpenCalls(s: RunView, effectOf: (tool: string) => Effect |
             outcome: 'error',
             result: started
               ? SAY.unknownOutcome(call.name)
-              : before?.outcome === 'awaiting_approval'
+              : onCard
                 ? SAY.stoppedBeforeApproval(call.name)
                 : before?.tool === 'ask_user'
                   ? SAY.questionUnanswered

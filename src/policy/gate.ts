@@ -17,7 +17,9 @@ export type Decision =
   | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy' }
   | { kind: 'unknown_tool' }
   | { kind: 'invalid_arguments'; problem: string }
-  | { kind: 'repeat'; earlier: LedgerEntry; nth: number };
+  | { kind: 'repeat'; earlier: LedgerEntry; nth: number }
+  /** R13: the same call as one waiting on a card in this reply: answered as its repeat once it ran, never run itself. */
+  | { kind: 'repeat_of_card'; call_id: string };
 
 /** An executed call the repeat guard remembers (R13). */
 export interface LedgerEntry {
@@ -45,6 +47,8 @@ export interface GateState {
   consentAll: boolean;
   /** False when the run has no store to pause in (A5). */
   canPause: boolean;
+  /** R13: calls waiting on a card in this reply, by `tool + canonical args`: the call id of the first. */
+  carded: Map<string, string>;
 }
 
 export interface GateInput {
@@ -91,6 +95,9 @@ export function decide(input: GateInput): Decision {
   if (tool.name === 'ask_user') return { kind: 'ask_user' };
   const earlier = state.executed.get(input.key);
   if (earlier) return { kind: 'repeat', earlier, nth: earlier.repeats + 1 };
+  // R13: a call identical to one waiting on a card is that call's repeat: approving the card runs it once.
+  const carded = state.carded.get(input.key);
+  if (carded !== undefined) return { kind: 'repeat_of_card', call_id: carded };
   switch (tool.gate) {
     case 'none':
       return { kind: 'run' };
@@ -107,6 +114,10 @@ export function decide(input: GateInput): Decision {
  * state exactly, so a resumed run (another process) decides as the original would have.
  */
 export function recordCall(state: GateState, r: CallRecord): void {
+  if (r.outcome === 'awaiting_approval') {
+    if (!state.carded.has(callKey(r.tool, r.args))) state.carded.set(callKey(r.tool, r.args), r.call_id);
+    return;
+  }
   if (r.outcome === 'held_for_confirmation') state.heldAwaitingAnswer.add(r.tool);
   if (r.outcome === 'repeat') {
     const e = state.executed.get(callKey(r.tool, r.args));
@@ -152,6 +163,7 @@ export function deriveGateState(records: readonly CallRecord[], canPause: boolea
     declined: new Set(),
     consentAll: false,
     canPause,
+    carded: new Map(),
   };
   for (const r of records) recordCall(state, r);
   return state;

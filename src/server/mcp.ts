@@ -242,6 +242,7 @@ class McpSession {
       case 'answered':
         return this.finish(call, tool, prepared.outcome, prepared.result, true, true);
       case 'repeat':
+      case 'repeat_of_card':
       case 'ask_user':
         // Not reachable: the session keeps no repeat ledger and ask_user is not listed.
         return this.finish(call, tool, 'unknown_tool', SAY.notOffered(name), true, true);
