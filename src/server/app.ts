@@ -166,11 +166,18 @@ export function createApp(d: ServerDeps): Hono {
 
   if (d.corsOrigins.length)
     app.use('/v1/*', cors({ origin: d.corsOrigins, allowHeaders: ['authorization', 'content-type', 'last-event-id'] }));
-  // Only calls that take a body are limited (the middleware costs every request it sees).
+  // S3: every request that may carry a body — the API's calls and the console's forms, `POST /login`
+  // first, before any other check — is refused with 413 past KEEL_MAX_BODY_BYTES before the body is
+  // buffered: a declared length is refused unread, a chunked body as soon as it passes the limit.
+  // Registered before every route, so it runs first; GET and HEAD pay only the method check.
   const limitBody = bodyLimit({
     maxSize: d.maxBodyBytes,
-    onError: (c) => problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes`),
+    onError: (c) =>
+      c.req.path.startsWith('/v1/')
+        ? problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)`)
+        : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
   });
+  app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.onError((err, c) => {
     if (err instanceof HttpProblem) return problem(c, err.status, err.message, err.errors);
     if (err instanceof KeelError) return problem(c, STATUS_OF[err.code], err.message);
@@ -231,8 +238,7 @@ export function createApp(d: ServerDeps): Hono {
       }
       return handler(c, { body, query, who } as Input<B, Q>);
     };
-    if (spec.body) app.on(spec.method.toUpperCase(), spec.path, limitBody, handle);
-    else app.on(spec.method.toUpperCase(), spec.path, handle);
+    app.on(spec.method.toUpperCase(), spec.path, handle);
   }
 
   const json = (c: Context, status: number, body: unknown) => c.json(body as object, status as 200);
