@@ -33,6 +33,7 @@ import type {
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
+import { storableText } from '../util/text.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { type FileCache, fileCache } from '../util/file-cache.js';
 import { Registries, resolvePluginDirs } from './registries.js';
@@ -315,6 +316,7 @@ export class Keel {
       countTokens: countsTokens(this.env, spec),
       currentMode: (run) => this.sessions.currentMode(run),
       onModeChange: (run) => this.sessions.changed(run),
+      sessionWatch: this.sessions,
       signal: o.signal ? AbortSignal.any([this.interruption.signal, o.signal]) : this.interruption.signal,
     };
   }
@@ -342,10 +344,9 @@ export class Keel {
       return await createModel(spec, this.env, this.cacheDir('scripts'));
     } catch (err) {
       if (!stored || !(err instanceof KeelError || err instanceof ModelError)) throw err;
-      throw new KeelError(
-        'config',
-        `run ${stored.id} was started with the model "${stored.model}", which Keel cannot rebuild here (${err.message}): pass the model again in the \`model\` option`,
-        `keel resume ${stored.id} --model SPEC`,
+      // A ModelError: what continues the run after a card (continued) then says how (--model SPEC).
+      throw new ModelError(
+        `run ${stored.id} was started with the model "${stored.model}", which Keel cannot rebuild here (${err.message}): pass the model again (the \`model\` option; --model in the CLI)`,
       );
     }
   }
@@ -631,8 +632,9 @@ export class Keel {
   async cancel(runId: string, o: { actor?: string; reason?: string | null; onEvent?: (e: LoopEvent) => void } = {}): Promise<RunResult> {
     const store = this.requireStore();
     const run = await this.getRun(runId);
-    const actor = o.actor ?? osUser(this.env);
-    const reason = o.reason ?? null;
+    // Issue 27: who cancelled and why are made storable where they enter, as every text a run keeps.
+    const actor = storableText(o.actor ?? osUser(this.env)).text;
+    const reason = o.reason == null ? null : storableText(o.reason).text;
     const why = `cancelled by ${actor}${reason ? `: ${reason}` : ''}`;
     // No model is called to end a run: one whose model can no longer be reached can still be cancelled.
     const model: ModelClient = {
