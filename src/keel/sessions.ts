@@ -5,7 +5,7 @@
  * mode is this run in now".
  */
 import { mapEvents } from '../loop/journal.js';
-import { type RunView, RunWriter } from '../loop/run.js';
+import { type RunView, RunWriter, type SessionWatch } from '../loop/run.js';
 import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
@@ -19,13 +19,43 @@ export interface SessionStart {
   mode: Mode;
 }
 
-export class Sessions {
+export class Sessions implements SessionWatch {
   /** Session id → its mode now. */
   private readonly modes = new Map<string, Mode>();
   /** Run id → its session. */
   private readonly runs = new Map<string, string>();
+  /** Mode writes this process began and ended (each counts twice), and those under way. */
+  private writes = 0;
+  private writing = 0;
 
   constructor(private readonly store: RunStore | null) {}
+
+  /**
+   * C5: a run's save read its session's mode as stored, and that is the mode from now on — a
+   * switch made in another process (a server, a CLI, the console) reaches a run this process
+   * drives at its next save. A read that may predate a mode this process wrote itself (one written
+   * since `token`, or under way) is not taken: the process's own write is newer.
+   */
+  begin(): number {
+    return this.writing ? -1 : this.writes;
+  }
+
+  seen(sessionId: string, mode: Mode, token: number): void {
+    if (token < 0 || token !== this.writes || this.writing) return;
+    this.modes.set(sessionId, mode);
+  }
+
+  /** A mode write of this process's own: saves' reads that overlap it are not taken (`seen`). */
+  private async own<T>(f: () => Promise<T>): Promise<T> {
+    this.writes++;
+    this.writing++;
+    try {
+      return await f();
+    } finally {
+      this.writing--;
+      this.writes++;
+    }
+  }
 
   /** The session's mode now, else the run's own (C5): the only answer to "which mode is this run in". */
   currentMode(run: { id: string; session_id?: string; mode: Mode }): Mode {
@@ -62,34 +92,41 @@ export class Sessions {
   /** As a run starts, binds it to its session and stores the session record. */
   private async follow(e: LoopEvent): Promise<LoopEvent> {
     if (e.type === 'run_started') {
-      // A new run starts in the mode it was given; a continued one in its session's mode now,
-      // which another process may have changed while the run waited.
-      const rec = await this.store?.getSession(e.session_id);
-      const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
-      this.runs.set(e.run_id, e.session_id);
-      this.modes.set(e.session_id, mode);
-      await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
+      await this.own(async () => {
+        // A new run starts in the mode it was given; a continued one in its session's mode now,
+        // which another process may have changed while the run waited.
+        const rec = await this.store?.getSession(e.session_id);
+        const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
+        this.runs.set(e.run_id, e.session_id);
+        this.modes.set(e.session_id, mode);
+        await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
+      });
     }
     return e;
   }
 
   /**
-   * Switches a session's mode (C1; `/mode` in chat). Every handler's fresh check sees it at once
-   * (C5); a running run decides in it from its next step, a paused one when it continues.
+   * Switches a session's mode (C1; `/mode` in chat). Every handler's fresh check in this process
+   * sees it at once (C5), a run another process drives from its next save; a running run decides
+   * in it from its next step, a paused one when it continues.
    */
   async setMode(sessionId: string, mode: Mode): Promise<void> {
     const store = this.requireStore();
     const rec = await store.getSession(sessionId);
     if (!rec) throw new KeelError('not_found', `no session ${sessionId}`);
-    this.modes.set(sessionId, mode);
-    await this.save(sessionId, { mode });
+    await this.own(async () => {
+      this.modes.set(sessionId, mode);
+      await this.save(sessionId, { mode });
+    });
     if (rec.last_run_id) await RunWriter.switchPausedMode(store, rec.last_run_id, mode);
   }
 
   /** An approved plan or goal changed the run's mode and contract: the session follows (C1). */
   async changed(run: RunView): Promise<void> {
-    this.modes.set(run.session_id, run.mode);
-    await this.save(run.session_id, { mode: run.mode, contract: run.contract, last_run_id: run.id });
+    await this.own(async () => {
+      this.modes.set(run.session_id, run.mode);
+      await this.save(run.session_id, { mode: run.mode, contract: run.contract, last_run_id: run.id });
+    });
   }
 
   /** Writes the session record: `patch` over the stored one (`known`, when the caller just read it). */

@@ -1,9 +1,9 @@
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Shortlist } from '../prompt/menu.js';
-import type { OutputCheck } from './output.js';
 import type { ApprovalStore, Mode, RunStore } from '../types/index.js';
-import type { RunView } from './run.js';
+import type { OutputCheck } from './output.js';
+import type { RunView, SessionWatch } from './run.js';
 
 /** What one leg of a run is given: the pool, the model, the store, the limits, the session's mode. */
 export interface Limits {
@@ -42,6 +42,8 @@ export interface EngineDeps {
   output?: OutputCheck;
   /** The session's mode now (C5); default: the run's own. */
   currentMode?: (run: RunView) => Mode;
+  /** Told the session's mode as each of the run's saves read it from the store (C5, a switch made in another process). */
+  sessionWatch?: SessionWatch;
   /** Told when a run's mode or contract changes (an approved submit_plan / submit_goal). */
   onModeChange?: (run: RunView) => void | Promise<void>;
   /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */

@@ -104,6 +104,7 @@ export class RunLeg {
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
     this.gate = deriveGateState(run.state.steps, deps.store !== null);
+    if (deps.sessionWatch) run.watchSession(deps.sessionWatch);
     for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
     deps.signal?.addEventListener('abort', this.onInterrupt, { once: true });
   }

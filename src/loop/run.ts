@@ -4,6 +4,7 @@
  * engine, and ended — each through a method here, so the trace is written one way and only grows.
  */
 import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type {
   Answer,
@@ -31,29 +32,102 @@ import { toRunEvent } from './journal.js';
 /** A run as everyone but its writer sees it: read-only. */
 export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };
 
-const OWNER = `${hostname()}:${process.pid}`;
+const PROC = existsSync('/proc/self/stat');
+
+/**
+ * A process's state letter and start time (clock ticks after boot) from /proc/PID/stat (Linux):
+ * `gone` when there is no such process, undefined when it cannot be read (no /proc, or hidden).
+ */
+function procStat(pid: number): { state: string; start: string } | 'gone' | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' && PROC ? 'gone' : undefined;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { state: rest[0], start: rest[19] };
+}
+
+/**
+ * How a run records the process that drives it: `HOST:PID:START`, START being the process's start
+ * time where the OS tells it (Linux), so a PID reused after the owner died is not taken for it.
+ */
+export function ownerOf(pid: number): string {
+  const st = procStat(pid);
+  return typeof st === 'object' ? `${hostname()}:${pid}:${st.start}` : `${hostname()}:${pid}`;
+}
+
+const OWNER = ownerOf(process.pid);
 /** This process, as recorded in a run it drives. */
 export function processOwner(): string {
   return OWNER;
 }
 
 /**
- * Whether the process that owns a run may still be driving it. On this host we can ask the OS;
- * a run owned elsewhere is assumed alive until it has been silent for `staleMs`.
+ * Whether the process that owns a run may still be driving it. On this host we ask the OS: the
+ * PID must exist, not be a zombie (killed, not yet reaped by its parent), and — when the owner
+ * recorded a start time — have started then, not be a later process that reuses the PID. A run
+ * owned elsewhere is assumed alive until it has been silent for `staleMs` (a store with leases
+ * also refuses to take over a run whose lease is valid).
  */
 export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10 * 60_000): boolean {
   if (!owner) return false;
-  const [host, pid] = owner.split(':');
+  const [host, pidText, start] = owner.split(':');
   if (owner === OWNER) return false;
   if (host === hostname()) {
+    const pid = Number(pidText);
+    if (!Number.isInteger(pid) || pid <= 0) return false;
+    let another = false;
     try {
-      process.kill(Number(pid), 0);
-      return true;
+      process.kill(pid, 0);
     } catch (err) {
-      return (err as NodeJS.ErrnoException).code === 'EPERM';
+      if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+      another = true; // another user's process: /proc may hide it (hidepid)
     }
+    const st = procStat(pid);
+    if (st === 'gone') return another;
+    if (st === undefined) return true; // the OS does not say more: the PID exists
+    if (st.state === 'Z' || st.state === 'X') return false; // a zombie: dead, only not yet reaped
+    return start === undefined || st.start === start;
   }
   return Date.now() - Date.parse(updatedAt) < staleMs;
+}
+
+/**
+ * The owner is another process on this host that is verifiably gone (exited, a zombie, or its PID
+ * reused): a lease it held is renewed by no one and does not stop a takeover.
+ */
+export function ownerGone(owner: string | null): boolean {
+  if (!owner || owner === OWNER || owner.split(':')[0] !== hostname()) return false;
+  return !ownerAlive(owner, new Date(0).toISOString());
+}
+
+/**
+ * A takeover was refused: another process took the run first, or its owner still holds its lease
+ * (issue 27.3: a valid lease always wins, however old the run's last save).
+ */
+async function refusedTakeover(store: RunStore, s: RunState): Promise<KeelError> {
+  const now = await store.loadRun(s.id);
+  if (now?.status === 'running' && now.owner === s.owner && now.pause_seq === s.pause_seq) {
+    return new KeelError(
+      'conflict',
+      `run ${s.id} is running in process ${s.owner ?? 'unknown'}, which still holds its lease: wait for it, or stop that process, then try again`,
+    );
+  }
+  return new KeelError('conflict', `run ${s.id} was just taken by another process`);
+}
+
+/**
+ * C5: told the session's mode as each save of a run read it from the store, so a switch made in
+ * another process reaches the run from its next save (the sessions of the Keel driving it).
+ */
+export interface SessionWatch {
+  /** Taken before a save: what this process has itself written of sessions' modes so far. */
+  begin(): number;
+  /** The session's mode as the save read it; ignored when this process changed a mode since `token`. */
+  seen(sessionId: string, mode: Mode, token: number): void;
 }
 
 export interface NewRun {
@@ -76,8 +150,15 @@ export class RunWriter {
     private readonly clock: () => Date,
   ) {}
 
+  private watch: SessionWatch | undefined;
+
   get state(): RunView {
     return this.s;
+  }
+
+  /** C5: each save tells `w` the session's mode as stored. */
+  watchSession(w: SessionWatch): void {
+    this.watch = w;
   }
 
   /** A new run, stored at once (so a session can see it and change its mode while it works). */
@@ -178,10 +259,12 @@ export class RunWriter {
       throw new KeelError('not_paused', `run ${s.id} is not waiting for approval ${approval.id} (status ${s.status})`);
     }
     if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
+    const alive = s.status === 'running' && ownerAlive(s.owner, s.updated_at);
     const claimed =
       s.status === 'paused'
         ? await store.claimPause(s.id, pause.seq, processOwner())
-        : s.status === 'running' && !ownerAlive(s.owner, s.updated_at) && (await store.takeOver(s.id, pause.seq, s.owner, processOwner()));
+        : s.status === 'running' && !alive && (await store.takeOver(s.id, pause.seq, s.owner, processOwner(), ownerGone(s.owner)));
+    if (!claimed && s.status === 'running' && !alive) throw await refusedTakeover(store, s);
     if (!claimed) {
       throw new KeelError(
         'conflict',
@@ -215,8 +298,11 @@ export class RunWriter {
     const claimed =
       s.status === 'paused'
         ? await store.claimPause(runId, s.pause_seq, processOwner())
-        : await store.takeOver(runId, s.pause_seq, s.owner, processOwner());
-    if (!claimed) throw new KeelError('conflict', `run ${runId} was just taken by another process`);
+        : await store.takeOver(runId, s.pause_seq, s.owner, processOwner(), ownerGone(s.owner));
+    if (!claimed)
+      throw s.status === 'paused'
+        ? new KeelError('conflict', `run ${runId} was just taken by another process`)
+        : await refusedTakeover(store, s);
     crashPoint('claim');
     s.owner = processOwner();
     return new RunWriter(s, store, clock ?? (() => new Date()));
@@ -238,7 +324,9 @@ export class RunWriter {
 
   async save(): Promise<void> {
     this.s.updated_at = this.clock().toISOString();
-    await this.store?.saveRun(this.s);
+    const token = this.watch?.begin();
+    const mode = await this.store?.saveRun(this.s);
+    if (mode && token !== undefined) this.watch?.seen(this.s.session_id, mode, token);
     crashPoint('save');
   }
 

@@ -16,6 +16,7 @@ import type {
   LedgerRow,
   Memory,
   Message,
+  Mode,
   RequestTrace,
   RunEvent,
   RunQuery,
@@ -279,7 +280,7 @@ export class PostgresStore implements Store {
   /** Runs this store holds (claimed or created running), with the owner that holds them: their leases are renewed. */
   private readonly held = new Map<string, string>();
   /** Runs this store held and lost (their lease ran out and another process took them): never saved from here again. */
-  private readonly lost = new Set<string>();
+  private readonly lost = new Map<string, string | null>();
   private heartbeat: NodeJS.Timeout | undefined;
   private boss: Promise<PgBoss> | undefined;
 
@@ -399,7 +400,7 @@ export class PostgresStore implements Store {
    * process's (when it holds it): the row is locked and checked in the same statement. False when
    * it does not: the caller looks again. The transcript only grows (R19).
    */
-  private async writeRun(c: Queryable, run: RunState, had: Stored, blobsAdded: string[]): Promise<boolean> {
+  private async writeRun(c: Queryable, run: RunState, had: Stored, blobsAdded: string[]): Promise<{ mode: Mode | undefined } | false> {
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
@@ -438,7 +439,8 @@ export class PostgresStore implements Store {
               FROM r, jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord))
       UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
         warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
-        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id`,
+        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id
+      RETURNING (SELECT mode FROM sessions WHERE sessions.id = runs.session_id) AS session_mode`,
       [
         run.id,
         run.status,
@@ -471,7 +473,8 @@ export class PostgresStore implements Store {
     );
     if (r.rowCount !== 1) return false;
     blobsAdded.push(...blobs.map((b) => b[0]));
-    return true;
+    // C5: the session's mode as stored, read by the save's own statement (no round trip of its own).
+    return { mode: (r.rows[0]?.session_mode as Mode | null) ?? undefined };
   }
 
   /** Why a save found the run other than expected: the counts it holds now, or an error. */
@@ -486,7 +489,7 @@ export class PostgresStore implements Store {
     // A run this process held and another took over (its lease ran out) is not written from here.
     const holder = this.held.get(run.id);
     if (holder !== undefined && row.owner !== holder) {
-      this.lost.add(run.id);
+      this.lost.set(run.id, row.owner);
       this.held.delete(run.id);
       throw new KeelError('conflict', `run ${run.id} was taken over by ${row.owner ?? 'the queue'}: this process lost its lease`);
     }
@@ -494,33 +497,39 @@ export class PostgresStore implements Store {
   }
 
   /** A save: one statement when this process knows what the database holds, else it looks first. */
-  private async save(c: Queryable, run: RunState, blobsAdded: string[]): Promise<void> {
+  private async save(c: Queryable, run: RunState, blobsAdded: string[]): Promise<Mode | undefined> {
     if (this.lost.has(run.id)) {
-      throw new KeelError('conflict', `run ${run.id} was taken over by another process: this process lost its lease`);
+      const by = this.lost.get(run.id);
+      throw new KeelError('conflict', `run ${run.id} was taken over by ${by ?? 'the queue'}: this process lost its lease`);
     }
     let had = this.stored.get(run.id) ?? (await this.recheck(c, run));
+    let saved: { mode: Mode | undefined } | false;
     for (let attempt = 0; ; attempt++) {
-      if (await this.writeRun(c, run, had, blobsAdded)) break;
+      saved = await this.writeRun(c, run, had, blobsAdded);
+      if (saved) break;
       if (attempt > 3) throw new Error(`run ${run.id} is being saved by another process at the same time`);
       had = await this.recheck(c, run);
     }
     this.stored.set(run.id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+    return saved.mode;
   }
 
   /** A run write; blobs it wrote are remembered only once it committed; on failure what we believed is forgotten. */
-  private async runWrite(runId: string, f: (c: Queryable, blobsAdded: string[]) => Promise<void>, inTransaction: boolean): Promise<void> {
+  private async runWrite<T>(runId: string, f: (c: Queryable, blobsAdded: string[]) => Promise<T>, inTransaction: boolean): Promise<T> {
     const added: string[] = [];
+    let out: T;
     try {
-      if (inTransaction) await this.transaction((c) => f(c, added));
+      if (inTransaction) out = await this.transaction((c) => f(c, added));
       else {
         await this.ensureReady();
-        await f({ query: ((sql: string, params: unknown[]) => this.q(sql, params)) as Queryable['query'] }, added);
+        out = await f({ query: ((sql: string, params: unknown[]) => this.q(sql, params)) as Queryable['query'] }, added);
       }
     } catch (err) {
       this.stored.delete(runId);
       throw err;
     }
     for (const h of added) this.knownBlobs.add(h);
+    return out;
   }
 
   async createRun(run: RunState): Promise<void> {
@@ -540,10 +549,11 @@ export class PostgresStore implements Store {
     );
   }
 
-  async saveRun(run: RunState): Promise<void> {
+  async saveRun(run: RunState): Promise<Mode | undefined> {
     // One statement: atomic by itself.
-    await this.runWrite(run.id, (c, added) => this.save(c, run, added), false);
+    const mode = await this.runWrite(run.id, (c, added) => this.save(c, run, added), false);
     if (run.status !== 'running') this.held.delete(run.id);
+    return mode;
   }
 
   async loadRun(id: string): Promise<RunState | undefined> {
@@ -632,11 +642,13 @@ export class PostgresStore implements Store {
     return r.rowCount === 1;
   }
 
-  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
+  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone = false): Promise<boolean> {
+    // A valid lease always wins (issue 27.3): its holder is alive somewhere, whatever updated_at says.
     const r = await this.q(
       `UPDATE runs SET owner = $1, updated_at = $2, lease_until = now() + $6 * interval '1 millisecond'
-       WHERE id = $3 AND status = 'running' AND pause_seq = $4 AND owner IS NOT DISTINCT FROM $5`,
-      [owner, new Date().toISOString(), runId, seq, deadOwner, this.leaseMs],
+       WHERE id = $3 AND status = 'running' AND pause_seq = $4 AND owner IS NOT DISTINCT FROM $5
+         AND (lease_until IS NULL OR lease_until < now() OR $7::boolean)`,
+      [owner, new Date().toISOString(), runId, seq, deadOwner, this.leaseMs, ownerGone],
     );
     if (r.rowCount === 1) this.hold(runId, owner);
     return r.rowCount === 1;
@@ -669,10 +681,12 @@ export class PostgresStore implements Store {
     const kept = new Set(r.rows.map((x) => x.id));
     for (const [id, owner] of entries) {
       if (kept.has(id) || this.held.get(id) !== owner) continue;
-      this.held.delete(id);
-      // Gone from 'running' by this process's own save is not a loss; a changed owner is.
+      // Gone from 'running' by this process's own save is not a loss; a changed owner is. The run
+      // stays held until that is known, so a save meanwhile still checks its owner (never unchecked).
       const now = (await this.q<{ owner: string | null; status: string }>('SELECT owner, status FROM runs WHERE id = $1', [id])).rows[0];
-      if (now?.status === 'running' && now.owner !== owner) this.lost.add(id);
+      if (this.held.get(id) !== owner) continue;
+      this.held.delete(id);
+      if (now?.status === 'running' && now.owner !== owner) this.lost.set(id, now.owner);
     }
   }
 

@@ -9,6 +9,7 @@ import type {
   LedgerRow,
   Memory,
   Message,
+  Mode,
   RequestTrace,
   RunEvent,
   RunQuery,
@@ -131,6 +132,7 @@ export class SqliteStore implements Store {
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
         model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at WHERE id=@id`),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
+      sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
       counts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
@@ -269,9 +271,15 @@ export class SqliteStore implements Store {
     });
   }
 
-  async saveRun(run: RunState): Promise<void> {
-    this.write(() => {
-      this.inTransaction(run.id, () => this.writeRun(run));
+  async saveRun(run: RunState): Promise<Mode | undefined> {
+    return this.write(() => {
+      let mode: Mode | undefined;
+      this.inTransaction(run.id, () => {
+        this.writeRun(run);
+        // C5: the session's mode as stored, read in the save's own transaction.
+        mode = (this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode;
+      });
+      return mode;
     });
   }
 
@@ -466,7 +474,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean> {
+  /** SQLite holds no leases: the caller's check of the owner (ownerAlive) is all there is. */
+  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, _ownerGone?: boolean): Promise<boolean> {
     return this.write(() => {
       return this.stmt.takeOver.run(owner, new Date().toISOString(), runId, seq, deadOwner).changes === 1;
     });

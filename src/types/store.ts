@@ -77,9 +77,11 @@ export interface RunStore {
   /**
    * Writes the run's fields and appends the messages, steps and requests the store does not have
    * yet, in one transaction. The transcript only grows: a run with fewer messages, steps or
-   * requests than stored is refused.
+   * requests than stored is refused. Returns the mode of the run's session as stored when the save
+   * committed, read by the save itself (C5: a switch made in another process reaches the run at its
+   * next save, with no query of its own); undefined when the session has no record yet.
    */
-  saveRun(run: RunState): Promise<void>;
+  saveRun(run: RunState): Promise<Mode | undefined>;
   loadRun(id: string): Promise<RunState | undefined>;
   /** Runs newest first, filtered; `before` continues a listing after its last row (keyset paging). */
   listRuns(query?: RunQuery): Promise<RunSummary[]>;
@@ -89,10 +91,13 @@ export interface RunStore {
    */
   claimPause(runId: string, seq: number, owner: string): Promise<boolean>;
   /**
-   * Takes over a run left 'running' at pause `seq` by a process that died (`deadOwner`).
-   * False when another process took it first.
+   * Takes over a run left 'running' at pause `seq` by a process that died (`deadOwner`). False
+   * when another process took it first, or — on a store with leases — while the run's lease is
+   * valid: a valid lease always wins (issue 27.3), unless `ownerGone` says the caller saw the
+   * owner's process gone (on its own host: exited, a zombie, or its PID reused), so that no one
+   * renews the lease any more.
    */
-  takeOver(runId: string, seq: number, deadOwner: string | null, owner: string): Promise<boolean>;
+  takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone?: boolean): Promise<boolean>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   saveSession(s: SessionRecord): Promise<void>;
   /**

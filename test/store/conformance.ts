@@ -503,26 +503,27 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.equal((await store.loadRun('run-1'))?.owner, 'host-c:3');
   });
 
+  // The caller saw each owner gone (ownerGone: on PostgreSQL its lease, still valid here, does not hold).
   test(`${name}: S4/R18 takeOver takes a running run from its dead owner once`, async (t) => {
     const store = await fresh(t);
     await store.createRun(sampleRun('run-1', { status: 'running', reason: null, pause: null, pause_seq: 2, owner: 'host-a:1' }));
     await store.createRun(sampleRun('run-2', { status: 'running', reason: null, pause: null, pause_seq: 0, owner: null }));
     await store.createRun(sampleRun('run-paused', { pause_seq: 1, owner: 'host-a:1' }));
 
-    assert.equal(await store.takeOver('run-1', 2, 'host-z:9', 'host-b:2'), false, 'the wrong dead owner');
-    assert.equal(await store.takeOver('run-1', 1, 'host-a:1', 'host-b:2'), false, 'the wrong seq');
+    assert.equal(await store.takeOver('run-1', 2, 'host-z:9', 'host-b:2', true), false, 'the wrong dead owner');
+    assert.equal(await store.takeOver('run-1', 1, 'host-a:1', 'host-b:2', true), false, 'the wrong seq');
     assert.equal((await store.loadRun('run-1'))?.owner, 'host-a:1', 'refused take-overs change nothing');
 
-    assert.equal(await store.takeOver('run-1', 2, 'host-a:1', 'host-b:2'), true, 'the right owner and seq');
+    assert.equal(await store.takeOver('run-1', 2, 'host-a:1', 'host-b:2', true), true, 'the right owner and seq');
     const taken = await store.loadRun('run-1');
     assert.equal(taken?.owner, 'host-b:2');
     assert.equal(taken?.status, 'running');
-    assert.equal(await store.takeOver('run-1', 2, 'host-a:1', 'host-c:3'), false, 'someone took it first');
+    assert.equal(await store.takeOver('run-1', 2, 'host-a:1', 'host-c:3', true), false, 'someone took it first');
     assert.equal((await store.loadRun('run-1'))?.owner, 'host-b:2');
 
-    assert.equal(await store.takeOver('run-2', 0, null, 'host-b:2'), true, 'a run that never had an owner');
+    assert.equal(await store.takeOver('run-2', 0, null, 'host-b:2', true), true, 'a run that never had an owner');
     assert.equal((await store.loadRun('run-2'))?.owner, 'host-b:2');
-    assert.equal(await store.takeOver('run-paused', 1, 'host-a:1', 'host-b:2'), false, 'a paused run is claimed, not taken over');
+    assert.equal(await store.takeOver('run-paused', 1, 'host-a:1', 'host-b:2', true), false, 'a paused run is claimed, not taken over');
     assert.equal(await store.takeOver('no-such-run', 0, null, 'host-b:2'), false, 'an unknown run');
   });
 
@@ -556,6 +557,20 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     await store.saveSession(s4);
     assert.deepEqual(await store.getSession('sess-1'), s4, 'update back to no contract');
     assert.deepEqual(await store.getSession('sess-2'), s3, 'the other session');
+  });
+
+  test(`${name}: S4/C5 saveRun returns the run's session's mode as stored, as another process switched it (issue 27.1)`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-1', { status: 'running', reason: null, pause: null, session_id: 'sess-m' });
+    await store.createRun(structuredClone(run));
+    assert.equal(await store.saveRun(run), undefined, 'the session has no record yet');
+    const session: SessionRecord = { id: 'sess-m', mode: 'agent', last_run_id: 'run-1', contract: null, updated_at: at(1) };
+    await store.saveSession(session);
+    assert.equal(await store.saveRun(run), 'agent');
+    await store.saveSession({ ...session, mode: 'plan', updated_at: at(2) }); // another process's switch
+    run.notes = [...run.notes, 'a step later'];
+    assert.equal(await store.saveRun(run), 'plan', 'the next save reads the switch');
+    assert.deepEqual((await store.loadRun('run-1'))?.notes, run.notes, 'and the save itself is written');
   });
 
   test(`${name}: S4/A3 approvals: create, get, list by status and run`, async (t) => {

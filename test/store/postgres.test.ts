@@ -165,7 +165,9 @@ test('postgres: S4 leases — a run whose holder stopped renewing is reaped once
   const held = new PostgresStore(url, { leaseMs: 300 });
   t.after(() => held.close());
   await held.createRun(sampleRun('run-2', { status: 'running', reason: null, pause: null, owner: 'host-c:3' }));
-  assert.equal(await other.takeOver('run-2', 1, 'host-c:3', 'host-b:2'), true, 'taken over while its holder lives on');
+  // Issue 27.3: a valid lease always wins — unless the caller saw the holder's process gone (ownerGone).
+  assert.equal(await other.takeOver('run-2', 1, 'host-c:3', 'host-b:2'), false, 'refused while its lease is renewed');
+  assert.equal(await other.takeOver('run-2', 1, 'host-c:3', 'host-b:2', true), true, 'taken over while its holder lives on');
   const stale = (await held.loadRun('run-2')) as RunState;
   stale.owner = 'host-c:3';
   stale.model_calls = 9;

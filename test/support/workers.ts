@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { after, type TestContext } from 'node:test';
+import { ownerOf } from '../../src/loop/run.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { ensureBuilt, KEEL_BIN, ROOT, tempHome } from './helpers.js';
 import { freshSchema, testPgUrl, withSchema } from './pg.js';
@@ -51,7 +51,7 @@ export async function startKeelWorker(env: Record<string, string>, concurrency =
     });
     child.on('exit', (code) => rej(new Error(`keel worker exited (${code}):\n${out}\n${err}`)));
   });
-  return { child, owner: `${hostname()}:${child.pid}`, exited, err: () => err };
+  return { child, owner: ownerOf(child.pid!), exited, err: () => err };
 }
 
 /** Polls `f` every 100 ms until it gives a value. */

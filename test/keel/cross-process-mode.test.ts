@@ -1,0 +1,140 @@
+/**
+ * Issue 27, item 1 (C1, C2, C5): a mode switch made through one Keel reaches a run another Keel
+ * drives over the same store — two Keels stand for two processes (a server and a worker, a CLI
+ * run and the console). The run learns the session's mode as stored from its next save, on both
+ * stores, so a switch to Plan during step 1 denies step 2's write (C2).
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { Keel } from '../../src/keel/keel.js';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import { defineTool } from '../../src/tools/define.js';
+import type { Mode, Store } from '../../src/types/index.js';
+import { script, tempHome } from '../support/helpers.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+
+after(() => dropSchemas());
+
+type Opener = () => Promise<[Store, Store]>;
+
+const STORES: [string, Opener][] = [
+  [
+    'sqlite',
+    async () => {
+      const file = join(tempHome(), 'keel.db');
+      return [new SqliteStore(file), new SqliteStore(file)];
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const url = withSchema(await testPgUrl(), freshSchema());
+      return [new PostgresStore(url), new PostgresStore(url)];
+    },
+  ],
+];
+
+/** Keel A drives the run; `probe` (a read) switches the session's mode through Keel B while step 1 works. */
+function setup(stores: [Store, Store], switchTo: Mode) {
+  const home = tempHome();
+  const stamped: string[] = [];
+  let other: Keel | undefined;
+  const probe = defineTool({
+    name: 'probe',
+    description: 'Look at something',
+    parameters: { type: 'object', properties: {} } as const,
+    effect: 'read',
+    execute: async (_args, ctx) => {
+      const run = await other!.getRun(ctx.run_id);
+      await other!.setMode(run.session_id, switchTo);
+      return 'looked';
+    },
+  });
+  const stamp = defineTool({
+    name: 'stamp',
+    description: 'Stamp a document',
+    parameters: { type: 'object', properties: { doc: { type: 'string' } }, required: ['doc'] } as const,
+    effect: 'write',
+    confirm: 'never',
+    // C3: kept declared (labelled unavailable) in Plan, so a call of it is denied by mode (C2), not unknown.
+    contract_modes: 'declare',
+    execute: ({ doc }) => {
+      stamped.push(doc);
+      return `Stamped ${doc}.`;
+    },
+  });
+  const a = new Keel({ home, store: stores[0], tools: [probe, stamp] });
+  const b = new Keel({ home, store: stores[1], tools: [probe, stamp] });
+  other = b;
+  return { home, a, b, stamped };
+}
+
+for (const [name, open] of STORES) {
+  test(`${name}: C2/C5 a switch to Plan made through another Keel during step 1 denies step 2's write (issue 27.1)`, async (t) => {
+    const stores = await open();
+    const { home, a, b, stamped } = setup(stores, 'plan');
+    t.after(async () => {
+      await a.close();
+      await b.close();
+    });
+    const model = script(home, [
+      { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
+      { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'contract' } }] },
+      { text: 'I could not stamp it in plan mode.' },
+    ]);
+    const r = await a.run('stamp the contract', { model, pluginDirs: [] });
+    assert.equal(r.status, 'done');
+    const step = r.steps.find((s) => s.call_id === 's');
+    assert.equal(step?.outcome, 'denied_by_mode', `step 2's write must be denied by mode, was ${step?.outcome}: ${step?.result}`);
+    assert.match(step.result, /stamp is unavailable in plan mode/);
+    assert.deepEqual(stamped, [], 'the write never ran');
+    assert.equal(r.mode, 'plan');
+    const stored = await b.getRun(r.run_id);
+    assert.ok(
+      stored.notes.some((n) => n === 'mode switched from agent to plan during the run'),
+      `the run records the switch: ${JSON.stringify(stored.notes)}`,
+    );
+    // The request of step 2 already declared the write as unavailable (C3 labels follow the mode).
+    assert.equal(r.requests[1].tools.find((x) => x.name === 'stamp')?.available ?? false, false);
+  });
+
+  test(`${name}: C7 a switch back to Agent made through another Keel lets the next step's write run`, async (t) => {
+    const stores = await open();
+    const { home, a, b, stamped } = setup(stores, 'agent');
+    t.after(async () => {
+      await a.close();
+      await b.close();
+    });
+    const model = script(home, [
+      { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
+      { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'memo' } }] },
+      { text: 'Stamped.' },
+    ]);
+    const r = await a.run('stamp the memo', { model, pluginDirs: [], mode: 'plan' });
+    assert.equal(r.steps.find((s) => s.call_id === 's')?.outcome, 'ran');
+    assert.deepEqual(stamped, ['memo']);
+    assert.equal(r.mode, 'agent');
+  });
+
+  test(`${name}: C1/C2 a run paused in one Keel, switched to Plan through another, continues in Plan: its write is denied`, async (t) => {
+    const stores = await open();
+    const { home, a, b, stamped } = setup(stores, 'plan');
+    t.after(async () => {
+      await a.close();
+      await b.close();
+    });
+    const model = script(home, [
+      { tool_calls: [{ id: 'q', name: 'ask_user', args: { question: 'Which document?' } }] },
+      { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'lease' } }] },
+      { text: 'Not in plan mode.' },
+    ]);
+    const p = await a.run('stamp a document', { model, pluginDirs: [] });
+    assert.equal(p.status, 'paused');
+    await b.setMode((await b.getRun(p.run_id)).session_id, 'plan');
+    const r = await a.answer(p.run_id, 'the lease');
+    assert.equal(r.steps.find((s) => s.call_id === 's')?.outcome, 'denied_by_mode');
+    assert.deepEqual(stamped, []);
+  });
+}
