@@ -10,7 +10,8 @@ import { main } from '../dist/cli/main.js';
  */
 function exitWhenFlushed(code) {
   process.exitCode = code;
-  const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0);
+  // A stream whose reader closed it (`keel … | head -1`) never drains: nothing more can reach it.
+  const pending = [process.stdout, process.stderr].filter((s) => s.writableLength > 0 && !s.destroyed);
   if (pending.length === 0) return process.exit();
   let left = pending.length;
   for (const s of pending)

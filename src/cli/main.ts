@@ -694,6 +694,26 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // S1: `keel … | head -1` — a reader that stopped early closes the pipe. What is left to print goes
+  // nowhere and the command ends quietly, exit 0, with no EPIPE stack: a run working stops at its
+  // next safe point as on Ctrl-C (resumable), a server stops as on SIGTERM, anything else ends now.
+  // Kept after main() returns: the last write's error may come while bin/keel.js flushes.
+  let pipeClosed = false;
+  const onClosedPipe = (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE' && !(pipeClosed && err.code === 'ERR_STREAM_DESTROYED')) throw err;
+    if (pipeClosed) return;
+    pipeClosed = true;
+    process.exitCode = 0;
+    if (stopServer) {
+      if (!serverStopping) {
+        serverStopping = true;
+        stopServer();
+      }
+      return;
+    }
+    if (!keel?.interrupt('the output was closed')) process.exit(0);
+  };
+  if (raw === defaultIo) for (const s of [process.stdout, process.stderr]) s.on('error', onClosedPipe);
   try {
     // A usage error points to that command's own help; each help ends with examples.
     const finishHelp = (c: Command, path: string) => {
@@ -716,6 +736,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     await keel?.close();
     process.umask(umask);
   }
+  if (pipeClosed) return EXIT.ok;
   return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
 }
 
