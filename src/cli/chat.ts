@@ -184,7 +184,9 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     spin.stop();
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);
     if (!result) {
-      o.out('The MCP client waiting on it gets the outcome.\n');
+      o.out(
+        'The MCP session carries it out: its client gets the outcome on the waiting call, or by calling again with the same arguments.\n',
+      );
       return;
     }
     const r = await carryOn(result);

@@ -484,7 +484,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         io.out(
           o.json
             ? `${JSON.stringify({ approval })}\n`
-            : `Approval ${approval.id}: ${approval.status}. The MCP client waiting on it gets the outcome.\n`,
+            : `Approval ${approval.id}: ${approval.status}. The MCP session carries it out: its client gets the outcome on the waiting call, or by calling again with the same arguments.\n`,
         );
         return;
       }
@@ -582,14 +582,31 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     )
     .option(
       '--wait <seconds>',
-      'how long a call waits for its approval card before it returns, naming the card',
+      'how long a call waits for its approval card before it returns, naming the card (default 5, at most 50: clients give up after 60)',
       (v) => positiveNumber(v, '--wait'),
-      120,
     )
-    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait: number }) => {
-      const { serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
+    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number }) => {
+      const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
+      const wait = o.wait ?? DEFAULT_WAIT_SECONDS;
+      if (wait > MAX_WAIT_SECONDS) {
+        throw new KeelError(
+          'bad_input',
+          `--wait ${wait} is too long: at most ${MAX_WAIT_SECONDS} seconds, since MCP clients give up on a call after 60 seconds by default (a call returns naming its card, and calling again gets the outcome)`,
+        );
+      }
       const k = await getKeel();
-      const opts = { keel: k, pluginDirs: k.pluginDirs(o.plugins), mode: o.mode, waitMs: o.wait * 1000, version: VERSION };
+      const { limitsFromEnv } = await import('../keel/keel.js');
+      const server = io.env.KEEL_SERVER?.replace(/\/+$/, '');
+      const ttl = limitsFromEnv(io.env).approvalTtlMs;
+      const opts = {
+        keel: k,
+        pluginDirs: k.pluginDirs(o.plugins),
+        mode: o.mode,
+        waitMs: wait * 1000,
+        version: VERSION,
+        ...(server ? { consoleUrl: `${server}/` } : {}),
+        ...(ttl ? { approvalTtlMs: ttl } : {}),
+      };
       await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
       let srv: { close(): Promise<void> };
       if (o.http !== undefined) {

@@ -22,15 +22,24 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { buildCard, renderCard } from '../approvals/card.js';
+import { buildCard, renderCard, undoSentence } from '../approvals/card.js';
 import { expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
-import { type Keel, MCP_MODEL_PREFIX } from '../keel/keel.js';
-import { admitReply, type ExecuteContext, executeCall, prepareApproval, prepareCall, whenAborted } from '../loop/pipeline.js';
+import { type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
+import { DEFAULT_LIMITS } from '../loop/deps.js';
+import {
+  admitReply,
+  type ExecuteContext,
+  executeCall,
+  type Prepared,
+  prepareApproval,
+  prepareCall,
+  whenAborted,
+} from '../loop/pipeline.js';
 import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
 import { deriveGateState, type GateState } from '../policy/gate.js';
-import type { ApprovalRecord, CallRecord, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
+import type { ApprovalCard, ApprovalRecord, CallRecord, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { callKey } from '../util/json.js';
 import { allows, type Tokens } from './tokens.js';
@@ -39,12 +48,27 @@ export interface McpServeOptions {
   keel: Keel;
   pluginDirs: string[];
   mode: Mode;
-  /** How long a call waits for its card to be answered before it returns, naming the card. */
+  /**
+   * How long a call waits for its card to be answered before it returns, naming the card: at most
+   * MAX_WAIT_MS, inside the 60 s an MCP client waits for a result by default.
+   */
   waitMs: number;
-  /** How often a waiting call looks at its card (and sends a progress notification). */
+  /** How often a waiting call looks at its card in the store. */
   pollMs?: number;
+  /** How often a waiting call sends a progress notification (when the client gave a progress token). */
+  progressMs?: number;
+  /** A card's expiry; default KEEL_APPROVAL_TTL_MINUTES, else 60 minutes. */
+  approvalTtlMs?: number;
+  /** The web console where cards are answered (a configured `keel serve`), named in a waiting call's result. */
+  consoleUrl?: string;
   version: string;
 }
+
+/** The longest a call waits for its card: an MCP client times a request out after 60 s by default. */
+export const MAX_WAIT_SECONDS = 50;
+/** How long a call waits for its card by default before it returns naming it. */
+export const DEFAULT_WAIT_SECONDS = 5;
+const PROGRESS_MS = 5_000;
 
 const text = (t: string, isError = false): CallToolResult => ({
   content: [{ type: 'text', text: t }],
@@ -134,14 +158,52 @@ const names = (reg: Registry) =>
     .sort()
     .join(',');
 
+/** A call that needed a card: identical calls of the session share it, its card and its one execution. */
+interface Flight {
+  /** The card it waits on: its own (approval per call), or its tool's consent card (confirm-once without elicitation). */
+  card: string;
+  kind: 'approval' | 'consent';
+  tool: ToolSpec;
+  call: ToolCall;
+  key: string;
+  /** The card's answer carried out — run once, or said why not — shared by every call waiting on it. */
+  work?: Promise<CallToolResult>;
+  /** Approved and run: the same call made again in the session returns this outcome, never a second run. */
+  outcome?: CallToolResult;
+}
+
+/** What a call does once the session has decided (one call at a time): see `decide`. */
+type Step =
+  | { kind: 'result'; result: CallToolResult }
+  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; mode: Mode }
+  | { kind: 'ask'; tool: ToolSpec }
+  | { kind: 'wait'; flight: Flight; fresh: boolean };
+
+type Progress = (progress: number, total: number, message: string) => Promise<void>;
+
+/** Who is at the other end: the actor of every answer and audit row, and the client's own name (a label only). */
+export interface McpIdentity {
+  /** Over HTTP the bearer token's name; over stdio `mcp:CLIENT`. */
+  actor: string;
+  client: string;
+}
+
+/** The reason a card is closed with when its session's client is gone. */
+export const CLIENT_GONE = 'client_gone';
+
 /** One MCP connection: a Keel session with its own run, gate state and cards. */
 class McpSession {
   private readonly gate: GateState;
   private seq = 0;
-  /** Cards of this session by call (tool + arguments): a call made again gets its card's outcome. */
-  private readonly cards = new Map<string, string>();
-  /** Approved calls being carried out: a second call for the same card waits for the first. */
-  private readonly running = new Map<string, Promise<CallToolResult>>();
+  /** Calls that waited on a card, by session-local call key (tool + canonical arguments). */
+  private readonly flights = new Map<string, Flight>();
+  /** Confirm-once without elicitation: the one consent card of each tool, while it is pending. */
+  private readonly consentCards = new Map<string, string>();
+  /** Confirm-once by elicitation: the question being asked, per tool (concurrent calls share it). */
+  private readonly asking = new Map<string, Promise<boolean>>();
+  /** Decisions (which card a call waits on, found or made) are taken one at a time, so two identical calls share one card. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private closing = false;
 
   private constructor(
     private readonly o: McpServeOptions,
@@ -149,22 +211,23 @@ class McpSession {
     private readonly pool: PoolWatch,
     private readonly run: RunWriter,
     private readonly server: Server,
-    private readonly client: string,
+    private readonly who: McpIdentity,
   ) {
     this.gate = deriveGateState([], true);
   }
 
-  static async open(o: McpServeOptions, pool: PoolWatch, server: Server, client: string): Promise<McpSession> {
+  static async open(o: McpServeOptions, pool: PoolWatch, server: Server, who: McpIdentity): Promise<McpSession> {
     const store = o.keel.store;
     if (!store) throw new KeelError('config', 'keel mcp serve needs a store: cards and sessions are kept there');
+    const label = who.actor === `${MCP_MODEL_PREFIX}${who.client}` ? who.client : `${who.client}, token ${who.actor}`;
     const run = await RunWriter.start(
-      { request: `MCP session (${client})`, mode: o.mode, model: `${MCP_MODEL_PREFIX}${client}`, plugin_dirs: o.pluginDirs },
+      { request: `MCP session (${label})`, mode: o.mode, model: `${MCP_MODEL_PREFIX}${who.client}`, plugin_dirs: o.pluginDirs },
       store,
     );
     const s = run.state;
     await store.saveSession({ id: s.session_id, mode: o.mode, last_run_id: s.id, contract: null, updated_at: s.created_at });
     await run.record({ type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed: false });
-    return new McpSession(o, store, pool, run, server, client);
+    return new McpSession(o, store, pool, run, server, who);
   }
 
   get runId(): string {
@@ -188,12 +251,25 @@ class McpSession {
     return Boolean(this.server.getClientCapabilities()?.elicitation);
   }
 
-  async call(
-    name: string,
-    args: unknown,
-    signal: AbortSignal,
-    progress: (p: number, message: string) => Promise<void>,
-  ): Promise<CallToolResult> {
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(fn, fn);
+    this.queue = next.catch(() => {});
+    return next;
+  }
+
+  private prepare(call: ToolCall, mode: Mode): Prepared {
+    const visible = new Set(listed(this.registry).map((t) => t.name));
+    return prepareCall({
+      call,
+      pool: this.registry.byName,
+      menu: { admissible: (n) => visible.has(n) },
+      mode,
+      gate: this.gate,
+      pending: { question: false, approvals: false },
+    });
+  }
+
+  async call(name: string, args: unknown, signal: AbortSignal, progress: Progress): Promise<CallToolResult> {
     const callId = `mcp_${++this.seq}`;
     const raw: ToolCall =
       args && typeof args === 'object' && !Array.isArray(args)
@@ -201,58 +277,109 @@ class McpSession {
         : { id: callId, name, raw_args: JSON.stringify(args ?? null) };
     const admitted = admitReply([raw]);
     const call = 'calls' in admitted ? admitted.calls[0] : raw;
-    const tool = this.registry.byName.get(name);
-    const visible = new Set(listed(this.registry).map((t) => t.name));
-    const mode = await this.mode();
-    const key = call.args ? callKey(name, call.args) : '';
-
-    // A call made again after its card timed out: the card's outcome, never a second card or run.
-    const earlierCard = key ? this.cards.get(key) : undefined;
-    if (earlierCard && tool) return this.await(earlierCard, tool, call, signal, progress);
-
-    const prepare = () =>
-      prepareCall({
-        call,
-        pool: this.registry.byName,
-        menu: { admissible: (n) => visible.has(n) },
-        mode,
-        gate: this.gate,
-        pending: { question: false, approvals: false },
-      });
-    let prepared = prepare();
-    if (prepared.kind === 'answered' && prepared.outcome === 'held_for_confirmation' && tool) {
-      if (!this.canElicit()) {
-        // Nothing to ask the user with: the owner confirms the write on a card instead.
-        return this.card(tool, call, signal, progress);
-      }
-      const answer = await this.server.elicitInput({
-        message: `Allow ${name} to make changes (${tool.declaration.effect}) for the rest of this session? First call: ${name}(${JSON.stringify(call.args ?? {})})`,
-        requestedSchema: { type: 'object', properties: {} },
-      });
-      await this.audit(answer.action === 'accept' ? 'confirm_once_yes' : 'confirm_once_no', name);
-      if (answer.action !== 'accept') {
-        this.gate.declined.add(name);
-        return this.finish(call, tool, 'held_for_confirmation', SAY.declinedByUser(name), true, true);
-      }
-      this.gate.consented.add(name);
-      this.gate.declined.delete(name);
-      prepared = prepare();
+    const step = await this.serial(() => this.decide(call));
+    switch (step.kind) {
+      case 'result':
+        return step.result;
+      case 'execute':
+        return this.execute(call, step.tool, step.args, step.mode, signal);
+      case 'ask':
+        if (!(await this.askOnce(step.tool, call))) {
+          return this.finish(call, step.tool, 'held_for_confirmation', SAY.declinedByUser(name), true, true);
+        }
+        // Consented: the call goes through the gate again (the session's mode may have changed meanwhile).
+        return this.call(name, args, signal, progress);
+      case 'wait':
+        return this.await(step.flight, step.fresh, signal, progress);
     }
+  }
+
+  /**
+   * What a call does, decided one call at a time: an identical call that waited on a card shares that
+   * card (and its outcome); otherwise the gate decides, and a card is made here, before the next call
+   * is looked at — found or created atomically, per session, tool and canonical arguments.
+   */
+  private async decide(call: ToolCall): Promise<Step> {
+    const key = call.args ? callKey(call.name, call.args) : '';
+    const existing = key ? this.flights.get(key) : undefined;
+    if (existing) return { kind: 'wait', flight: existing, fresh: false };
+    const tool = this.registry.byName.get(call.name);
+    await this.consentFromCard(call.name);
+    const mode = await this.mode();
+    const prepared = this.prepare(call, mode);
     switch (prepared.kind) {
       case 'answered':
-        return this.finish(call, tool, prepared.outcome, prepared.result, true, true);
+        if (prepared.outcome === 'held_for_confirmation' && tool) {
+          if (this.canElicit()) return { kind: 'ask', tool };
+          // Nothing to ask the user with: one card per session and tool, whose approval consents the tool.
+          return this.flight(call, key, tool, 'consent');
+        }
+        return { kind: 'result', result: await this.finish(call, tool, prepared.outcome, prepared.result, true, true) };
       case 'repeat':
       case 'repeat_of_card':
       case 'ask_user':
         // Not reachable: the session keeps no repeat ledger and ask_user is not listed.
-        return this.finish(call, tool, 'unknown_tool', SAY.notOffered(name), true, true);
+        return { kind: 'result', result: await this.finish(call, tool, 'unknown_tool', SAY.notOffered(call.name), true, true) };
       case 'needs_card':
-        return this.card(prepared.tool, call, signal, progress);
-      case 'execute': {
-        const ex = await executeCall(this.context(signal, mode), prepared.tool, call.id, prepared.args);
-        return this.finish(call, prepared.tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
-      }
+        return this.flight(call, key, prepared.tool, 'approval');
+      case 'execute':
+        return { kind: 'execute', tool: prepared.tool, args: prepared.args, mode };
     }
+  }
+
+  /** A tool's consent card answered (by whoever, wherever): approved, the tool is consented for the session; else it is gone. */
+  private async consentFromCard(name: string): Promise<void> {
+    const id = this.consentCards.get(name);
+    if (!id) return;
+    const a = await this.store.getApproval(id);
+    if (a?.status === 'pending') return;
+    this.consentCards.delete(name);
+    if (a?.status === 'approved') {
+      this.gate.consented.add(name);
+      this.gate.declined.delete(name);
+    }
+  }
+
+  /** The call waits on a card: its own (approval), or its tool's consent card, made now if the tool has none pending. */
+  private async flight(call: ToolCall, key: string, tool: ToolSpec, kind: Flight['kind']): Promise<Step> {
+    const pending = kind === 'consent' ? this.consentCards.get(tool.name) : undefined;
+    let card = pending;
+    if (!card) {
+      const made = await this.makeCard(call, tool, kind);
+      if (typeof made !== 'string') return { kind: 'result', result: made };
+      card = made;
+      if (kind === 'consent') this.consentCards.set(tool.name, card);
+    }
+    const flight: Flight = { card, kind, tool, call, key };
+    if (key) this.flights.set(key, flight);
+    return { kind: 'wait', flight, fresh: !pending };
+  }
+
+  private async execute(call: ToolCall, tool: ToolSpec, args: Record<string, unknown>, mode: Mode, signal: AbortSignal, approval?: string) {
+    const ex = await executeCall(this.context(signal, mode, approval), tool, call.id, args);
+    return this.finish({ ...call, args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+  }
+
+  /** Confirm-once by elicitation: asked once per session and tool, however many calls come at once. */
+  private askOnce(tool: ToolSpec, call: ToolCall): Promise<boolean> {
+    let asked = this.asking.get(tool.name);
+    if (!asked) {
+      asked = (async () => {
+        const answer = await this.server.elicitInput({
+          message: `Allow ${tool.name} to make changes (${tool.declaration.effect}) for the rest of this session? First call: ${tool.name}(${JSON.stringify(call.args ?? {})})`,
+          requestedSchema: { type: 'object', properties: {} },
+        });
+        const yes = answer.action === 'accept';
+        await this.audit(yes ? 'confirm_once_yes' : 'confirm_once_no', tool.name);
+        if (yes) {
+          this.gate.consented.add(tool.name);
+          this.gate.declined.delete(tool.name);
+        } else this.gate.declined.add(tool.name);
+        return yes;
+      })().finally(() => this.asking.delete(tool.name));
+      this.asking.set(tool.name, asked);
+    }
+    return asked;
   }
 
   private context(signal: AbortSignal, mode: Mode, approval_id?: string): ExecuteContext {
@@ -269,19 +396,19 @@ class McpSession {
     };
   }
 
-  /** A1: the call needs the owner's card: made, shown by elicitation where the client can, then awaited. */
-  private async card(
-    tool: ToolSpec,
-    call: ToolCall,
-    signal: AbortSignal,
-    progress: (p: number, m: string) => Promise<void>,
-  ): Promise<CallToolResult> {
+  /**
+   * A1: the card for a call — the exact call (approval), or the tool for the rest of the session
+   * (consent) — stored with the manifest's undo and KEEL_APPROVAL_TTL_MINUTES' expiry. An invalid
+   * call gets its result instead.
+   */
+  private async makeCard(call: ToolCall, tool: ToolSpec, kind: Flight['kind']): Promise<string | CallToolResult> {
     const ready = await prepareApproval(call.id, tool, call.args ?? {});
     if (ready.kind !== 'approval')
       return this.finish(call, tool, 'invalid_arguments', ready.kind === 'answered' ? ready.result : '', true, true);
     const now = new Date();
     const id = `apr_${randomUUID().slice(0, 8)}`;
-    const card = buildCard([ready.item], this.registry.byName, this.run.state.request);
+    const built = buildCard([ready.item], this.registry.byName, this.run.state.request);
+    const card: ApprovalCard = kind === 'approval' ? built : consentCard(built, tool);
     await this.store.createApproval({
       id,
       run_id: this.run.state.id,
@@ -290,7 +417,7 @@ class McpSession {
       card,
       status: 'pending',
       requested_at: now.toISOString(),
-      expires_at: new Date(now.getTime() + 60 * 60_000).toISOString(),
+      expires_at: new Date(now.getTime() + approvalTtlMs(this.o)).toISOString(),
       answered_at: null,
       answered_by: null,
       reason: null,
@@ -300,74 +427,103 @@ class McpSession {
       type: 'paused',
       pause: { kind: 'approval', seq: 0, approval_id: id, card, step: this.seq, items: [ready.item], results: [], calls: [] },
     });
-    this.cards.set(callKey(call.name, call.args ?? {}), id);
-    if (this.canElicit()) {
+    return id;
+  }
+
+  /** With elicitation the card itself is shown to the client's user; the answer is recorded as the session's actor's. */
+  private async elicitCard(id: string, card: ApprovalCard): Promise<void> {
+    try {
       const answer = await this.server.elicitInput({
         message: `${renderCard(card, id)}\n\nApprove this call?`,
         requestedSchema: { type: 'object', properties: { reason: { type: 'string', title: 'Reason (optional)' } } },
       });
       const reason = typeof answer.content?.reason === 'string' ? answer.content.reason : null;
-      try {
-        await recordApprovalAnswer(
-          this.store,
-          id,
-          answer.action === 'accept' ? 'approve' : 'reject',
-          `${MCP_MODEL_PREFIX}${this.client}`,
-          reason,
-        );
-      } catch (err) {
-        if (!(err instanceof KeelError)) throw err; // answered elsewhere first: that answer stands
-      }
+      await recordApprovalAnswer(this.store, id, answer.action === 'accept' ? 'approve' : 'reject', this.who.actor, reason);
+    } catch {
+      // Answered elsewhere first (that answer stands), or the client could not be asked: the card waits.
     }
-    return this.await(id, tool, call, signal, progress);
   }
 
-  /** Waits for a card's answer (bounded), then carries the call out once, or says why not. */
-  private async await(
-    id: string,
-    tool: ToolSpec,
-    call: ToolCall,
-    signal: AbortSignal,
-    progress: (p: number, m: string) => Promise<void>,
-  ): Promise<CallToolResult> {
+  /**
+   * Waits for a flight's card — shown by elicitation first where the client can — at most `waitMs`
+   * (well inside a client's 60 s time-out), then carries out its answer once, or returns naming the
+   * card: what it asks, where it is answered, and that the same call made again gets the outcome.
+   */
+  private async await(flight: Flight, fresh: boolean, signal: AbortSignal, progress: Progress): Promise<CallToolResult> {
+    if (flight.outcome) return flight.outcome;
+    if (flight.work) return flight.work;
+    if (fresh && flight.kind === 'approval' && this.canElicit()) {
+      const a = await this.store.getApproval(flight.card);
+      if (a) await this.elicitCard(a.id, a.card);
+    }
     const started = Date.now();
     const poll = this.o.pollMs ?? 250;
-    let a: ApprovalRecord | undefined;
+    const every = this.o.progressMs ?? PROGRESS_MS;
+    let nextProgress = 0;
     while (true) {
+      if (flight.work) return flight.work;
       await expireApprovals(this.store);
-      a = await this.store.getApproval(id);
-      if (!a || a.status !== 'pending') break;
+      const a = await this.store.getApproval(flight.card);
+      if (a?.status !== 'pending') return this.settle(flight, a);
       const waited = Date.now() - started;
-      if (waited >= this.o.waitMs || signal.aborted) {
-        return text(SAY.waitingForApproval(id, a.card.title, call.name), true);
+      if (waited >= this.o.waitMs || signal.aborted || this.closing) {
+        const asks = a.card.items.map((i) => [i.title, ...i.lines, i.undo].join(', '));
+        return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks, this.o.consoleUrl), true);
       }
-      await progress(waited, `waiting for approval ${id}`);
-      await new Promise((r) => setTimeout(r, poll));
+      if (waited >= nextProgress) {
+        nextProgress = waited + every;
+        await progress(waited, this.o.waitMs, `waiting for approval ${a.id} (${a.card.title}): keel approvals approve ${a.id}`).catch(
+          () => {},
+        );
+      }
+      await new Promise((r) => setTimeout(r, Math.min(poll, this.o.waitMs - waited)));
     }
-    if (!a) return text(SAY.approvalGone(id), true);
-    const key = callKey(call.name, call.args ?? {});
-    if (a.status !== 'approved') {
-      this.cards.delete(key); // a new call after a rejection makes a new card
+  }
+
+  /** The card is answered: its outcome is made once, whoever of the waiting calls gets here first. */
+  private settle(flight: Flight, a: ApprovalRecord | undefined): Promise<CallToolResult> {
+    flight.work ??= this.carryOut(flight, a);
+    return flight.work;
+  }
+
+  private async carryOut(flight: Flight, a: ApprovalRecord | undefined): Promise<CallToolResult> {
+    const { tool, call } = flight;
+    if (a?.status !== 'approved') {
+      // Not granted: these calls get the answer; the same call made later is a new request, with a new card.
+      if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
+      if (this.consentCards.get(tool.name) === flight.card) this.consentCards.delete(tool.name);
+      if (!a) return text(SAY.approvalGone(flight.card), true);
       const why =
         a.status === 'expired'
           ? `expired at ${a.expires_at}`
           : `was rejected${a.answered_by ? ` by ${a.answered_by}` : ''}${a.reason ? `: ${a.reason}` : ''}`;
-      return this.finish(call, tool, 'error', SAY.approvalNotGranted(id, why), true, true);
+      // R27: a rejected card's call has its own outcome; an expired one is the core's error.
+      return this.finish(call, tool, a.status === 'rejected' ? 'rejected' : 'error', SAY.approvalNotGranted(a.id, why), true, true);
     }
-    const item = a.items[0];
-    let work = this.running.get(id);
-    if (!work) {
-      work = (async () => {
-        // Exactly the approved call, with its pinned arguments; the ledger runs it at most once.
-        // The session's mode at the time it runs: a session switched to Plan since refuses it.
-        const ex = await executeCall(this.context(new AbortController().signal, await this.mode(), id), tool, item.call_id, item.args);
-        return this.finish({ ...call, id: item.call_id, args: item.args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
-      })();
-      this.running.set(id, work);
-      // Once carried out, the card is done: the same call made later is a new request, with a new card.
-      void work.finally(() => this.cards.delete(key));
+    // Once carried out, the same call made again returns this outcome: never a second execution.
+    const neverAborted = new AbortController().signal;
+    let result: CallToolResult;
+    if (flight.kind === 'consent') {
+      // The tool is consented for the session (as a yes would be); this call goes through the gate again.
+      await this.consentFromCard(tool.name);
+      this.gate.consented.add(tool.name);
+      this.gate.declined.delete(tool.name);
+      const mode = await this.mode();
+      const p = this.prepare(call, mode);
+      result =
+        p.kind === 'execute'
+          ? await this.execute(call, p.tool, p.args, mode, neverAborted)
+          : p.kind === 'answered'
+            ? await this.finish(call, tool, p.outcome, p.result, true, true)
+            : await this.finish(call, tool, 'unknown_tool', SAY.notOffered(call.name), true, true);
+    } else {
+      // Exactly the approved call, with its pinned arguments; the ledger runs it at most once.
+      // The session's mode at the time it runs: a session switched to Plan since refuses it.
+      const item = a.items[0];
+      result = await this.execute({ ...call, id: item.call_id }, tool, item.args, await this.mode(), neverAborted, a.id);
     }
-    return work;
+    flight.outcome = result;
+    return result;
   }
 
   /** The call joins the session's trace (a step, its journal event) and becomes the MCP result. */
@@ -390,7 +546,7 @@ class McpSession {
       effect: tool?.declaration.effect,
       by_core: byCore,
     };
-    if (!this.run.state.steps.some((r) => r.call_id === call.id)) {
+    if (!this.run.state.steps.some((r) => r.call_id === call.id) && this.run.state.status === 'running') {
       this.run.addAssistant('', [{ id: call.id, name: call.name, args: call.args }]);
       this.run.completeStep([record], [{ call_id: call.id, name: call.name, content: result, is_error: isError }]);
       await this.run.save();
@@ -402,30 +558,70 @@ class McpSession {
   private async audit(action: string, subject: string): Promise<void> {
     await this.store.audit({
       at: new Date().toISOString(),
-      actor: `${MCP_MODEL_PREFIX}${this.client}`,
+      actor: this.who.actor,
       action,
       subject,
-      detail: this.run.state.id,
+      detail: JSON.stringify({ run_id: this.run.state.id, client: this.who.client }),
     });
   }
 
-  /** The connection closed: the session's run ends (its trace stays). */
+  /**
+   * The connection closed — the client is gone: the session's pending cards are closed (rejected as
+   * client_gone, audited), so no inbox offers an approval whose call nobody would carry out; a card
+   * approved but not carried out yet is carried out now (an approval never stands with nothing run);
+   * then the session's run ends (its trace stays).
+   */
   async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    await this.queue;
+    for (const a of await this.store.listApprovals({ status: 'pending', run_id: this.run.state.id })) {
+      try {
+        await recordApprovalAnswer(this.store, a.id, 'reject', 'system', CLIENT_GONE);
+      } catch (err) {
+        if (!(err instanceof KeelError)) throw err; // answered just now: handled below
+      }
+    }
+    for (const f of new Set(this.flights.values())) {
+      if (f.work) continue;
+      const a = await this.store.getApproval(f.card);
+      if (a?.status === 'approved') await this.settle(f, a).catch(() => {});
+    }
+    await Promise.allSettled([...this.flights.values()].map((f) => f.work));
     if (this.run.state.status !== 'running') return;
     await this.run.end('done', 'final_answer', `MCP session closed after ${this.run.state.steps.length} call(s)`);
   }
 }
+
+/** A confirm-once tool's card, for a client that cannot be asked: approving it consents the tool for the session. */
+function consentCard(card: ApprovalCard, tool: ToolSpec): ApprovalCard {
+  return {
+    ...card,
+    title: `Let ${tool.name} make changes for the rest of this MCP session`,
+    items: card.items.map((i) => ({
+      ...i,
+      title: `First call: ${i.title}`,
+      lines: [...i.lines, `Approving lets every ${tool.name} call of this session run without asking, as a yes would.`],
+      undo: tool.declaration.undo ? undoSentence(tool) : `the manifest declares no undo for ${tool.name}`,
+    })),
+  };
+}
+
+const approvalTtlMs = (o: McpServeOptions) => o.approvalTtlMs ?? limitsFromEnv(process.env).approvalTtlMs ?? DEFAULT_LIMITS.approvalTtlMs;
 
 /** An MCP server over one transport (one connection): tools listed, calls through the session. */
 export async function connectMcp(
   o: McpServeOptions,
   pool: PoolWatch,
   transport: Transport,
+  actor?: string,
 ): Promise<{ server: Server; close(): Promise<void> }> {
   const server = new Server({ name: 'keel', version: o.version }, { capabilities: { tools: { listChanged: true } } });
-  let session: McpSession | undefined;
-  const open = async () => {
-    session ??= await McpSession.open(o, pool, server, server.getClientVersion()?.name ?? 'client');
+  let session: Promise<McpSession> | undefined;
+  // One session per connection, however many requests arrive before it is open.
+  const open = () => {
+    const client = server.getClientVersion()?.name ?? 'client';
+    session ??= McpSession.open(o, pool, server, { actor: actor ?? `${MCP_MODEL_PREFIX}${client}`, client });
     return session;
   };
   const off = pool.on(() => void server.sendToolListChanged().catch(() => {}));
@@ -433,20 +629,24 @@ export async function connectMcp(
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const s = await open();
     const token = req.params._meta?.progressToken;
-    const progress = async (p: number, message: string) => {
+    const progress = async (p: number, total: number, message: string) => {
       if (token === undefined) return;
-      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, message } });
+      await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: p, total, message } });
     };
     return s.call(req.params.name, req.params.arguments ?? {}, extra.signal, progress);
   });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    off();
-    await session?.close();
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= (async () => {
+      off();
+      await (await session?.catch(() => undefined))?.close();
+    })();
+    return closed;
   };
-  server.onclose = () => void close();
+  server.onclose = () =>
+    void close().catch((err) =>
+      process.stderr.write(`keel mcp serve: closing a session failed: ${err instanceof Error ? err.message : String(err)}\n`),
+    );
   await server.connect(transport);
   return { server, close };
 }
@@ -497,7 +697,8 @@ export async function serveMcpHttp(
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
-    const c = await connectMcp(o, pool, transport);
+    // The token's name is the actor of every answer and audit row; the client's own name is a label.
+    const c = await connectMcp(o, pool, transport, who.name);
     await transport.handleRequest(req, res);
   };
   const http: HttpServer = createServer((req, res) => {

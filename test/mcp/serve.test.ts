@@ -25,7 +25,12 @@ function env(home: string): Record<string, string> {
 }
 
 /** A client over stdio; `elicit` answers the server's questions (absent: the client cannot be asked). */
-async function stdioClient(home: string, args: string[], elicit?: (message: string) => 'accept' | 'decline') {
+async function stdioClient(
+  home: string,
+  args: string[],
+  elicit?: (message: string) => 'accept' | 'decline',
+  extraEnv: Record<string, string> = {},
+) {
   ensureBuilt();
   const asked: string[] = [];
   const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities: elicit ? { elicitation: {} } : {} });
@@ -39,7 +44,7 @@ async function stdioClient(home: string, args: string[], elicit?: (message: stri
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [KEEL_BIN, 'mcp', 'serve', ...args],
-    env: env(home),
+    env: { ...env(home), ...extraEnv },
     cwd: ROOT,
     stderr: 'pipe',
   });
@@ -51,6 +56,18 @@ const textOf = (r: unknown) => ((r as CallToolResult).content[0] as { text: stri
 const reminders = (home: string) =>
   existsSync(join(home, 'reminders.jsonl')) ? readFileSync(join(home, 'reminders.jsonl'), 'utf8').trim().split('\n') : [];
 const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
+
+interface Card {
+  id: string;
+  status: string;
+  reason: string | null;
+  answered_by: string | null;
+  requested_at: string;
+  expires_at: string;
+  card: { title: string; items: { undo: string; lines: string[] }[] };
+}
+const cards = async (home: string, status?: string) =>
+  json<Card[]>(await keel(['approvals', 'list', ...(status ? ['--status', status] : []), '--json'], { KEEL_HOME: home }));
 
 async function pendingApproval(home: string): Promise<string> {
   for (let i = 0; i < 200; i++) {
@@ -100,7 +117,7 @@ test('mcp serve (stdio): a declined confirm-once write does not run, and the res
 
 test('mcp serve (stdio): a destructive call waits for its card, approved with keel approvals approve — runs once', async (t) => {
   const home = tempHome('keel-mcp-');
-  const c = await stdioClient(home, ['--plugins', FIXTURES]);
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '40']);
   t.after(() => c.close());
   const progress: string[] = [];
   const call = c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1'] } }, undefined, {
@@ -111,7 +128,7 @@ test('mcp serve (stdio): a destructive call waits for its card, approved with ke
   assert.equal(trashed(home).length, 0, 'nothing runs before the answer');
   const ok = await keel(['approvals', 'approve', id], { KEEL_HOME: home });
   assert.equal(ok.code, 0, ok.stderr);
-  assert.match(ok.stdout, /MCP client waiting on it/);
+  assert.match(ok.stdout, /MCP session carries it out/);
   const r = await call;
   assert.match(textOf(r), /Moved 1 email/);
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}']);
@@ -121,7 +138,7 @@ test('mcp serve (stdio): a destructive call waits for its card, approved with ke
   );
 });
 
-test('mcp serve (stdio): a call that times out names its card; approved, a second call gets the outcome — the call ran once', async (t) => {
+test('mcp serve (stdio): a call that times out names its card; approved, a second call gets the outcome, and a third the recorded one — the call ran once (A2)', async (t) => {
   const home = tempHome('keel-mcp-');
   const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '0.3']);
   t.after(() => c.close());
@@ -136,11 +153,12 @@ test('mcp serve (stdio): a call that times out names its card; approved, a secon
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}'], 'once');
   const pending = json<unknown[]>(await keel(['approvals', 'list', '--status', 'pending', '--json'], { KEEL_HOME: home }));
   assert.equal(pending.length, 0, 'no second card for the call made again');
-  // Once its outcome is delivered the card is done: the same call later is a new request, with a new card.
+  // A1/A2: once run, the same call made again returns its recorded outcome — never a second card or run.
   const later = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m2'] } });
-  assert.match(textOf(later), /Waiting for approval apr_/);
-  assert.notEqual(/approval (apr_\w+)/.exec(textOf(later))?.[1], id);
+  assert.match(textOf(later), /Moved 1 email/);
   assert.equal(trashed(home).length, 1, 'still once');
+  const all = json<unknown[]>(await keel(['approvals', 'list', '--json'], { KEEL_HOME: home }));
+  assert.equal(all.length, 1, 'one card in all');
 });
 
 test('mcp serve --mode plan: a write stays listed and is refused with the mode’s denial; nothing runs', async (t) => {
@@ -211,7 +229,7 @@ test('mcp serve --http: Streamable HTTP on loopback with a bearer token; no toke
   assert.match(textOf(d), /Moved 1 email/);
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m3"]}']);
   const audit = json<unknown>(await keel(['approvals', 'list', '--json'], { KEEL_HOME: home })) as { answered_by: string }[];
-  assert.equal(audit[0].answered_by, 'mcp:http-client');
+  assert.equal(audit[0].answered_by, 'ide', 'the token’s name, not the client’s self-chosen one');
 });
 
 test('mcp serve: a plugin added while clients are connected: notifications/tools/list_changed, and the new tool is listed', async (t) => {
@@ -240,4 +258,101 @@ test('mcp serve: a plugin added while clients are connected: notifications/tools
   assert.equal(tool?.annotations?.readOnlyHint, true);
   assert.equal(tool?.annotations?.idempotentHint, true, 'idempotentHint where the manifest says so');
   assert.equal(textOf(await c.client.callTool({ name: 'weather_now', arguments: {} })), 'Sunny.');
+});
+
+test('A1/A2: three identical destructive calls at once share one card; approved, the tool runs once and all three get its result', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '40']);
+  t.after(() => c.close());
+  const three = [1, 2, 3].map(() => c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1', 'm2'] } }));
+  const id = await pendingApproval(home);
+  await new Promise((r) => setTimeout(r, 300)); // the other two calls have arrived
+  assert.equal((await cards(home)).length, 1, 'one card for three identical calls');
+  assert.equal((await keel(['approvals', 'approve', id], { KEEL_HOME: home })).code, 0);
+  for (const r of await Promise.all(three)) assert.match(textOf(r), /Moved 2 email/);
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m1","m2"]}'], 'one execution');
+  // The arguments in another key order are the same call (canonical JSON): the recorded outcome again.
+  const again = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1', 'm2'] } });
+  assert.match(textOf(again), /Moved 2 email/);
+  assert.equal(trashed(home).length, 1);
+  assert.equal((await cards(home)).length, 1);
+});
+
+test('A1: a waiting call returns before the client’s time-out naming its card, what it asks (with the manifest’s undo), where to answer it, and that calling again gets the outcome; cards expire after KEEL_APPROVAL_TTL_MINUTES', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '0.5'], undefined, {
+    KEEL_APPROVAL_TTL_MINUTES: '7',
+    KEEL_SERVER: 'http://127.0.0.1:7373',
+  });
+  t.after(() => c.close());
+  // The SDK client's own default request time-out (60 s), no options: the call comes back.
+  const r = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m3'] } });
+  const said = textOf(r);
+  const id = /approval (apr_\w+)/.exec(said)?.[1];
+  assert.ok(id, said);
+  assert.match(said, /nothing has run/);
+  assert.match(said, /reversible with restore_email/, 'the manifest’s undo');
+  assert.match(said, new RegExp(`keel approvals approve ${id}`));
+  assert.match(said, /console at http:\/\/127\.0\.0\.1:7373\//);
+  assert.match(said, /again with the same arguments/);
+  const [card] = await cards(home);
+  assert.equal(Date.parse(card.expires_at) - Date.parse(card.requested_at), 7 * 60_000, 'KEEL_APPROVAL_TTL_MINUTES');
+  assert.equal(card.card.items[0].undo, 'reversible with restore_email');
+});
+
+test('--wait above 50 seconds is refused, naming the flag and the clients’ 60 s time-out', async () => {
+  const home = tempHome('keel-mcp-');
+  const r = await keel(['mcp', 'serve', '--plugins', FIXTURES, '--wait', '90'], { KEEL_HOME: home });
+  assert.equal(r.code, 2);
+  assert.match(r.stderr, /--wait 90 is too long: at most 50 seconds/);
+  assert.match(r.stderr, /60 seconds/);
+});
+
+test('R15/R16: three confirm-once calls without elicitation in one session: one card, for the tool; approved, they run, and later calls run unasked', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '40']);
+  t.after(() => c.close());
+  const titles = ['pay rent', 'call mum', 'water plants'];
+  const three = titles.map((title) => c.client.callTool({ name: 'create_reminder', arguments: { title } }));
+  const id = await pendingApproval(home);
+  await new Promise((r) => setTimeout(r, 300));
+  const [card] = await cards(home);
+  assert.equal((await cards(home)).length, 1, 'one card per session and tool');
+  assert.match(card.card.title, /create_reminder .*rest of this MCP session/);
+  assert.equal(card.card.items[0].undo, 'the manifest declares no undo for create_reminder', 'not "cannot be undone"');
+  assert.deepEqual(reminders(home), [], 'nothing before the answer');
+  assert.equal((await keel(['approvals', 'approve', id], { KEEL_HOME: home })).code, 0);
+  const results = await Promise.all(three);
+  for (const [i, title] of titles.entries()) assert.match(textOf(results[i]), new RegExp(`Reminder "${title}" created`));
+  const fourth = await c.client.callTool({ name: 'create_reminder', arguments: { title: 'feed cat' } });
+  assert.match(textOf(fourth), /Reminder "feed cat" created/, 'consented for the session');
+  assert.equal(reminders(home).length, 4);
+  assert.equal((await cards(home)).length, 1, 'no second card');
+});
+
+test('S3: a client that disconnects with a pending card: the card is closed (rejected as client_gone, audited); approving it answers 409 and nothing runs', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '0.3']);
+  t.after(() => c.close());
+  const r = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1'] } });
+  const id = /approval (apr_\w+)/.exec(textOf(r))?.[1] as string;
+  assert.ok(id, textOf(r));
+  await c.close();
+  let card: Card | undefined;
+  for (let i = 0; i < 100; i++) {
+    card = (await cards(home)).find((x) => x.id === id);
+    if (card?.status !== 'pending') break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  assert.equal(card?.status, 'rejected');
+  assert.equal(card?.reason, 'client_gone');
+  const { testServer } = await import('../support/server.js');
+  const srv = await testServer({}, home);
+  t.after(() => srv.close());
+  const approve = await srv.api('POST', `/v1/approvals/${id}`, { token: srv.approver, body: { decision: 'approve' } });
+  assert.equal(approve.status, 409, JSON.stringify(approve.body));
+  assert.match(JSON.stringify(approve.body), /already rejected/);
+  const cli = await keel(['approvals', 'approve', id], { KEEL_HOME: home });
+  assert.notEqual(cli.code, 0);
+  assert.deepEqual(trashed(home), [], 'nothing ran');
 });
