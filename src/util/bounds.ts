@@ -2,6 +2,7 @@
  * Bounds for what a model, a tool or a plugin hands the core: untrusted input is measured without
  * recursion (so a hostile value cannot overflow the stack) and kept within limits.
  */
+import { cutText } from './text.js';
 
 /** How deep tool arguments may nest. */
 export const MAX_ARGS_DEPTH = 64;
@@ -59,8 +60,13 @@ export function outputText(value: unknown): string {
   }
 }
 
-/** `text` cut to `max` characters, saying how much was cut (the model and the user see the note). */
+/**
+ * `text` cut to `max` characters, saying how much was cut (the model and the user see the note).
+ * The cut falls between characters, never inside a surrogate pair: an emoji at the limit is left
+ * out whole rather than halved into a lone surrogate that PostgreSQL's JSONB refuses (issue 27).
+ */
 export function capText(text: string, max: number): string {
   if (text.length <= max) return text;
-  return `${text.slice(0, max)}\n[… cut by Keel: ${text.length - max} more characters not shown (limit ${max}, KEEL_MAX_RESULT_CHARS)]`;
+  const kept = cutText(text, max);
+  return `${kept}\n[… cut by Keel: ${text.length - kept.length} more characters not shown (limit ${max}, KEEL_MAX_RESULT_CHARS)]`;
 }
