@@ -6,6 +6,7 @@
  */
 import { mapEvents } from '../loop/journal.js';
 import { type RunView, RunWriter, type SessionWatch } from '../loop/run.js';
+import { repliedCalls } from '../loop/seq.js';
 import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
@@ -77,7 +78,7 @@ export class Sessions implements SessionWatch {
     if (last?.status === 'paused' || last?.status === 'running') {
       throw new KeelError('conflict', `session ${sessionId} has a run that is ${last.status} (${last.id}): answer or finish it first`);
     }
-    const seq_base = last && last.model === modelSpec ? last.seq_base + last.model_calls : 0;
+    const seq_base = last && last.model === modelSpec ? last.seq_base + repliedCalls(last) : 0;
     return { id: rec.id, history: last?.messages ?? [], contract: rec.contract, seq_base, mode: rec.mode };
   }
 

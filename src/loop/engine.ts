@@ -55,6 +55,7 @@ import { answerOpenCalls } from './recovery.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
 import { SAY } from './sentences.js';
+import { repliedCalls } from './seq.js';
 
 export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
@@ -415,7 +416,7 @@ export class RunLeg {
           system,
           messages: s.messages,
           tools: menu.declared,
-          seq: s.seq_base + s.model_calls,
+          seq: s.seq_base + repliedCalls(s),
           signal: this.modelAbort.signal,
         })) {
           if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
@@ -430,6 +431,8 @@ export class RunLeg {
         endChatSpan(chat, failed ? undefined : reply?.usage);
       }
       if (failed || !reply) {
+        // P2/R18: a call the interruption cut short gave no reply: resuming asks again (replayed).
+        if (this.interrupted) trace.unanswered = true;
         this.run.countModelCall(trace, await tokens, undefined);
         if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);

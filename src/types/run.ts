@@ -94,6 +94,11 @@ export interface RequestTrace {
   found?: string[];
   input_tokens?: number;
   usage?: { input: number; output: number; cost?: number };
+  /**
+   * The call was cut short by an interruption (Ctrl-C, SIGTERM, an abort signal) and gave no reply:
+   * counted (R30), but resuming asks again — a scripted model replays the entry, as after kill -9.
+   */
+  unanswered?: true;
 }
 
 export interface PendingResult {

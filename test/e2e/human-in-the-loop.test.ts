@@ -188,7 +188,6 @@ test('no run is wedged: Ctrl-C during a model call leaves a resumable run; keel 
   const model = script(home, [
     { tool_calls: [{ id: 'c1', name: 'upcoming_dues', args: { within_days: 15 } }] },
     { delay_ms: 20_000, text: 'too slow' },
-    { text: 'Two bills are due.' },
   ] as never);
   const { child, done } = start(['run', '--json', '--model', model, '--plugins', FIXTURES, 'what is due?'], env);
   await waitForFirstStep(home);
@@ -198,11 +197,18 @@ test('no run is wedged: Ctrl-C during a model call leaves a resumable run; keel 
   const out = JSON.parse(ended.stdout) as Out;
   assert.equal(out.status, 'paused');
   assert.equal(out.reason, 'interrupted');
+  // R18/P2: the call Ctrl-C cut short gave no reply, so resuming asks again — the scripted model
+  // replays its entry (as after kill -9), here made quick as a model answering this time would be.
+  script(home, [
+    { tool_calls: [{ id: 'c1', name: 'upcoming_dues', args: { within_days: 15 } }] },
+    { text: 'Two bills are due.' },
+    { text: 'the entry after: skipped' },
+  ] as never);
   const resumed = await keel(['resume', out.run_id, '--json'], env);
   assert.equal(resumed.code, 0, resumed.stderr);
   const r2 = json<Out>(resumed);
   assert.equal(r2.status, 'done');
-  assert.equal(r2.answer, 'Two bills are due.');
+  assert.equal(r2.answer, 'Two bills are due.', 'the interrupted entry is replayed, not skipped');
 });
 
 test('no run is wedged: kill -9 while waiting on the model — keel resume takes the run over and finishes it', async () => {
