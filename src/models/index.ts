@@ -1,6 +1,9 @@
+import { constants } from 'node:fs';
+import { open, realpath } from 'node:fs/promises';
+import { resolve, sep } from 'node:path';
 import { KeelError } from '../util/errors.js';
 import { fileCache } from '../util/file-cache.js';
-import { ScriptModel } from './script.js';
+import { SCRIPT_MAX_BYTES, ScriptModel } from './script.js';
 import type { ModelClient } from './types.js';
 
 export const MODEL_SPEC_HELP =
@@ -17,10 +20,51 @@ export async function createModel(spec: string | undefined, env: NodeJS.ProcessE
   const kind = colon < 0 ? s : s.slice(0, colon);
   const rest = colon < 0 ? '' : s.slice(colon + 1);
   if (!rest) throw new KeelError('config', `model spec "${s}" names no model (${MODEL_SPEC_HELP})`);
-  if (kind === 'script') return new ScriptModel(rest, undefined, cacheDir === undefined ? undefined : fileCache(cacheDir));
+  if (kind === 'script') return ScriptModel.open(rest, cacheDir === undefined ? undefined : fileCache(cacheDir));
   if (['openai', 'ollama', 'anthropic', 'google', 'openai-compatible'].includes(kind)) {
     const { createProviderModel } = await import('./provider.js');
     return createProviderModel(kind, rest, s, env);
   }
   throw new KeelError('config', `unknown model provider "${kind}" in "${s}" (${MODEL_SPEC_HELP})`);
+}
+
+/**
+ * Whether a model spec a request chose is one of `prefixes` (`keel serve --allow-model`). A provider
+ * prefix (`openai:`) matches as text. A `script:DIR/` prefix confines: the file, resolved with every
+ * symbolic link and `..` followed, must lie inside DIR (whole path segments: `script:/srv/a` does not
+ * allow `/srv/ab/x.yaml`); a bare `script:` allows any file. Either way it must be a regular file of at
+ * most SCRIPT_MAX_BYTES, checked off the event loop without blocking on a FIFO. The answer is only
+ * yes or no: a refusal never tells a path that is missing from one that exists outside.
+ */
+export async function allowedModel(spec: string, prefixes: readonly string[]): Promise<boolean> {
+  const s = spec.trim();
+  if (prefixes.some((p) => !p.startsWith('script:') && s.startsWith(p))) return true;
+  const scriptDirs = prefixes.filter((p) => p.startsWith('script:')).map((p) => p.slice('script:'.length));
+  if (!scriptDirs.length || !s.startsWith('script:') || s.length === 'script:'.length) return false;
+  let file: string;
+  try {
+    file = await realpath(resolve(s.slice('script:'.length)));
+  } catch {
+    return false;
+  }
+  let inside = false;
+  for (const dir of scriptDirs) {
+    if (!dir) inside = true;
+    else {
+      const real = await realpath(resolve(dir)).catch(() => undefined);
+      if (real && (file === real || file.startsWith(real.endsWith(sep) ? real : real + sep))) inside = true;
+    }
+    if (inside) break;
+  }
+  if (!inside) return false;
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
+  if (!handle) return false;
+  try {
+    const st = await handle.stat();
+    return st.isFile() && st.size <= SCRIPT_MAX_BYTES;
+  } catch {
+    return false;
+  } finally {
+    await handle.close().catch(() => {});
+  }
 }

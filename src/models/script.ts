@@ -1,4 +1,5 @@
-import { readFileSync, statSync } from 'node:fs';
+import { constants, readFileSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { ToolCall } from '../types/index.js';
 import type { FileCache } from '../util/file-cache.js';
@@ -14,7 +15,12 @@ import { type AssistantReply, type ModelClient, ModelError, type ModelEvent, typ
  */
 export interface ScriptEntry {
   text?: string;
-  tool_calls?: { id?: string; name: string; args?: Record<string, unknown>; arguments?: string }[];
+  /**
+   * `undeclared: true` marks a call of a tool the request does not declare, made on purpose (R24's
+   * admission by name, R21's unknown tool): any other such call is refused, as a grammar-constrained
+   * server (llama.cpp) would never produce it.
+   */
+  tool_calls?: { id?: string; name: string; args?: Record<string, unknown>; arguments?: string; undeclared?: boolean }[];
   error?: string;
   /** Wait this long before replying (a slow model, for timing tests); aborted by the request's signal. */
   delay_ms?: number;
@@ -65,26 +71,81 @@ function toReply(entry: ScriptEntry, seq: number): AssistantReply {
   return { text: entry.text ?? '', tool_calls, usage: { input: 0, output: 0 } };
 }
 
-/** `script:FILE`: replies from a YAML list, one per model call, offline and deterministic. */
+/** A script is a regular file of at most this many bytes (P2): never a FIFO, a device or a folder. */
+export const SCRIPT_MAX_BYTES = 16 * 1024 * 1024;
+
 /** Scripts read so far, by path, kept while the file is unchanged (a server starts many runs on one). */
 const parsed = new Map<string, { mtimeMs: number; size: number; entries: ScriptEntry[] }>();
 
-function readScript(path: string, shown: string, cache: FileCache | undefined): ScriptEntry[] {
-  let text: string;
-  let st: { mtimeMs: number; size: number };
-  try {
-    st = statSync(path);
-    const hit = parsed.get(path);
-    if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.entries;
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ModelError(`cannot read script ${shown}: ${(err as NodeJS.ErrnoException).code ?? err}`);
-  }
+function unreadable(shown: string, why: string): ModelError {
+  return new ModelError(`cannot read script ${shown}: ${why}`);
+}
+
+/** Why a file cannot be a script (not a regular file, too large), or undefined. */
+function notAScript(st: { isFile(): boolean; size: number }): string | undefined {
+  if (!st.isFile()) return 'not a regular file';
+  if (st.size > SCRIPT_MAX_BYTES) return `larger than ${SCRIPT_MAX_BYTES} bytes`;
+  return undefined;
+}
+
+function remember(path: string, st: { mtimeMs: number; size: number }, text: string, shown: string, cache?: FileCache): ScriptEntry[] {
   const entries = parseScript(text, shown, cache);
   if (parsed.size > 256) parsed.clear();
   parsed.set(path, { mtimeMs: st.mtimeMs, size: st.size, entries });
   return entries;
 }
+
+function readScript(path: string, shown: string, cache: FileCache | undefined): ScriptEntry[] {
+  let text: string;
+  let st: ReturnType<typeof statSync>;
+  try {
+    st = statSync(path);
+    const hit = parsed.get(path);
+    if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.entries;
+    const why = notAScript(st);
+    if (why) throw unreadable(shown, why);
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if (err instanceof ModelError) throw err;
+    throw unreadable(shown, String((err as NodeJS.ErrnoException).code ?? err));
+  }
+  return remember(path, st, text, shown, cache);
+}
+
+/**
+ * Reads a script off the event loop (a server reads them while it serves): opened without blocking
+ * (a FIFO cannot hold the open), then a regular file of at most SCRIPT_MAX_BYTES, checked on the
+ * open file itself, and read only that far.
+ */
+export async function readScriptAsync(path: string, shown: string, cache?: FileCache): Promise<ScriptEntry[]> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+    const st = await handle.stat();
+    const hit = parsed.get(path);
+    if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size && st.isFile()) return hit.entries;
+    const why = notAScript(st);
+    if (why) throw unreadable(shown, why);
+    const buf = Buffer.alloc(st.size + 1);
+    let got = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, got, buf.length - got, got);
+      if (bytesRead === 0) break;
+      got += bytesRead;
+      if (got > SCRIPT_MAX_BYTES) throw unreadable(shown, `larger than ${SCRIPT_MAX_BYTES} bytes`);
+      if (got === buf.length) break;
+    }
+    if (got > st.size) throw unreadable(shown, 'it changed while it was read');
+    return remember(path, st, buf.subarray(0, got).toString('utf8'), shown, cache);
+  } catch (err) {
+    if (err instanceof ModelError) throw err;
+    throw unreadable(shown, String((err as NodeJS.ErrnoException).code ?? err));
+  } finally {
+    await handle?.close().catch(() => {});
+  }
+}
+
+/** `script:FILE`: replies from a YAML list, one per model call, offline and deterministic. */
 
 export class ScriptModel implements ModelClient {
   readonly spec: string;
@@ -99,6 +160,12 @@ export class ScriptModel implements ModelClient {
     this.entries = entries ?? readScript(this.file, file, cache);
   }
 
+  /** The same, read off the event loop (readScriptAsync): how `createModel` opens `script:FILE`. */
+  static async open(file: string, cache?: FileCache): Promise<ScriptModel> {
+    const path = resolve(file);
+    return new ScriptModel(path, await readScriptAsync(path, file, cache));
+  }
+
   async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
     const entry = this.entries[req.seq];
     if (!entry) {
@@ -108,6 +175,13 @@ export class ScriptModel implements ModelClient {
     }
     if (entry.delay_ms) await sleep(entry.delay_ms, req.signal);
     if (entry.error !== undefined) throw new ModelError(entry.error);
+    // P2: a scripted call names a tool this request declares, unless marked `undeclared: true`.
+    const missing = (entry.tool_calls ?? []).filter((c) => !c.undeclared && !req.tools.some((t) => t.name === c.name));
+    if (missing.length) {
+      throw new ModelError(
+        `script ${this.file}: entry ${req.seq + 1} calls ${missing.map((c) => c.name).join(', ')}, which model call ${req.seq + 1} does not declare (a real server would not let the model call it; declared: ${req.tools.map((t) => t.name).join(', ') || 'none'}); mark the call undeclared: true if that is the point`,
+      );
+    }
     const reply = toReply(entry, req.seq);
     if (reply.text) yield { type: 'text_delta', text: reply.text };
     for (const call of reply.tool_calls) yield { type: 'tool_call', call };

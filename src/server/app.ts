@@ -16,6 +16,8 @@ import { expireApprovals } from '../approvals/respond.js';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { toResult } from '../loop/result.js';
+import { allowedModel } from '../models/index.js';
+import { SCRIPT_MAX_BYTES } from '../models/script.js';
 import { ModelError } from '../models/types.js';
 import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -329,9 +331,14 @@ export function createApp(d: ServerDeps): Hono {
     async (c, { body, who }) => {
       if (d.state() !== 'ok') throw new HttpProblem(503, 'the server is stopping: it takes no new runs');
       const model = body.model ?? d.model;
-      if (body.model && body.model !== d.model && !d.allowedModels.some((p) => body.model?.startsWith(p))) {
+      // One refusal whatever the reason (outside the allowed folder, missing, not a regular file, too
+      // large): it never tells an approver which paths exist.
+      if (body.model && body.model !== d.model && !(await allowedModel(body.model, d.allowedModels))) {
         throw new HttpProblem(403, `this server does not let a run choose the model ${body.model}`, [
-          { field: 'body.model', message: 'not allowed here (keel serve --allow-model PREFIX allows it)' },
+          {
+            field: 'body.model',
+            message: `not allowed here (keel serve --allow-model PREFIX allows a provider, and --allow-model script:DIR/ the regular files of at most ${SCRIPT_MAX_BYTES} bytes inside DIR)`,
+          },
         ]);
       }
       let dirs = d.pluginDirs;
