@@ -1,5 +1,6 @@
 import type { ApprovalRecord, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { storableText } from '../util/text.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 
@@ -31,6 +32,9 @@ export async function recordApprovalAnswer(
   now: Date = new Date(),
   options: { consentWrites?: boolean } = {},
 ): Promise<ApprovalRecord> {
+  // Issue 27: who answered and why are made storable here, the same way in every store.
+  actor = storableText(actor).text;
+  if (reason !== null) reason = storableText(reason).text;
   const a = await store.getApproval(id);
   if (!a) throw new KeelError('not_found', `no approval ${id}`, 'keel approvals list shows them');
   const consentWrites = Boolean(options.consentWrites);

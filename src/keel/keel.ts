@@ -430,11 +430,65 @@ export class Keel {
     return this.requireStore().listRuns(query);
   }
 
-  /** Approval cards (filtered by status or run); pending ones past their expiry are marked expired first. */
+  /** Approval cards (filtered by status or run); pending ones past their expiry are expired first, their runs ended (A4). */
   async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
     const store = this.requireStore();
-    await expireApprovals(store);
+    await this.expireApprovals();
     return store.listApprovals(filter);
+  }
+
+  /**
+   * A4: marks every pending card past its expiry as expired and, in the same step, ends the run that
+   * waited on it (nothing runs; the run fails with `approval_expired`) — whoever notices first: a
+   * list, the inbox, an MCP poll, the server's sweep. Each run's ending leg is driven here, calling no
+   * model, unless `drive` takes it (a server's runner or queue). `stranded` also ends runs still
+   * paused on a card that expired earlier (a process that stopped between the two); `except` leaves
+   * one run to its caller, which continues it itself. Returns the cards expired now.
+   */
+  async expireApprovals(
+    o: { drive?: (leg: Leg) => void; onEvent?: (runId: string, e: LoopEvent) => void; stranded?: boolean; except?: string } = {},
+  ): Promise<ApprovalRecord[]> {
+    const store = this.requireStore();
+    const expired = await expireApprovals(store);
+    const ending = [...expired];
+    if (o.stranded) {
+      for (const r of await store.listRuns({ status: 'paused', limit: 500 })) {
+        if (r.reason !== 'awaiting_approval') continue;
+        const run = await store.loadRun(r.id);
+        const card = run?.pause?.kind === 'approval' ? await store.getApproval(run.pause.approval_id) : undefined;
+        if (card?.status === 'expired' && !ending.some((a) => a.id === card.id)) ending.push(card);
+      }
+    }
+    for (const a of ending) {
+      if (a.run_id === o.except) continue;
+      const leg = await this.expiryLeg(a);
+      if (!leg) continue;
+      if (o.drive) o.drive(leg);
+      else await collect(leg.drive(), o.onEvent && ((e) => o.onEvent?.(a.run_id, e)));
+    }
+    return expired;
+  }
+
+  /** The leg that ends a run whose card expired; undefined when nothing waits on it any more (ended or taken elsewhere). */
+  private async expiryLeg(a: ApprovalRecord): Promise<Leg | undefined> {
+    const run = await this.requireStore().loadRun(a.run_id);
+    if (!run || run.status !== 'paused' || run.pause?.kind !== 'approval' || run.pause.approval_id !== a.id) return undefined;
+    // An MCP session's card: the server holding its call answers the call (no leg of the run waits on it).
+    if (isMcpSession(run)) return undefined;
+    // No model is called to end a run: one whose model can no longer be built still ends.
+    const model: ModelClient = {
+      spec: run.model,
+      stream: () => {
+        throw new ModelError('a run ended by its expired card calls no model');
+      },
+    };
+    try {
+      return this.tracked(await approvalLeg(await this.deps({ model }, run), a));
+    } catch (err) {
+      // Another reader or process claimed it first: it ends there.
+      if (err instanceof KeelError && (err.code === 'conflict' || err.code === 'not_paused')) return undefined;
+      throw err;
+    }
   }
 
   /**
@@ -599,7 +653,8 @@ export class Keel {
     }
     if (pause?.kind === 'approval') {
       const store = this.requireStore();
-      await expireApprovals(store);
+      // A4: cards past their expiry end their runs; this run's, if expired, is ended by the leg below.
+      await this.expireApprovals({ except: runId });
       const approval = await store.getApproval(pause.approval_id);
       if (!approval) throw new KeelError('not_found', `run ${runId} waits for approval ${pause.approval_id}, which is not in the store`);
       if (approval.status === 'pending') {

@@ -47,6 +47,7 @@ import {
   type Executed,
   executeCall,
   prepareApproval,
+  type Prepared,
   prepareCall,
   type Ready,
   whenAborted,
@@ -56,6 +57,7 @@ import { expiredAnswer, interruption, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
 import { SAY } from './sentences.js';
 import { repliedCalls } from './seq.js';
+import { storableReply, unstorableNote } from './storable.js';
 
 export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
@@ -65,6 +67,8 @@ type EndOn = { reason: EndReason; answer: string };
 const MOST_USED = 50;
 /** The note that marks the one retry an answer off its output schema gets. */
 const OUTPUT_RETRY = 'output retry: ';
+/** The note that marks the one retry an empty reply gets (issue 26). */
+const EMPTY_RETRY = 'empty reply: asked the model again';
 
 /**
  * One leg of a run: from its start, an answer or an approval to its next end or pause. The only
@@ -233,7 +237,8 @@ export class RunLeg {
         let ex: Executed;
         try {
           if (approval.status === 'expired') ex = coreResult(SAY.approvalExpired(item.tool, approval.id));
-          else if (approval.status !== 'approved') ex = coreResult(SAY.rejected(item.tool, approval.reason));
+          // R27: a rejection is the owner's decision, not an error: the call's own outcome, with the reason.
+          else if (approval.status !== 'approved') ex = { outcome: 'rejected', content: SAY.rejected(item.tool, approval.reason), is_error: true };
           else ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
         } catch (err) {
           recordError(span, err);
@@ -449,12 +454,26 @@ export class RunLeg {
         this.run.note(`model reply refused: ${admitted.problem}`);
         return yield* this.end('failed', 'model_error', admitted.problem);
       }
-      const calls = admitted.calls;
+      // Issue 27: what the model wrote is made storable here, once, before anything keeps or shows it.
+      const clean = storableReply(reply.text, admitted.calls);
+      if (clean.replaced) {
+        this.run.note(unstorableNote('model reply', clean.replaced));
+        reply = { ...reply, text: clean.text };
+      }
+      const calls = clean.calls;
+      if (calls.length === 0 && !reply.text.trim() && !reply.truncated) {
+        // Issue 26: an empty reply (no text, no call) is asked again once; it never joins the transcript.
+        if (s.notes.includes(EMPTY_RETRY)) return yield* this.end('failed', 'model_error', SAY.emptyReply(this.deps.model.spec));
+        this.run.note(EMPTY_RETRY);
+        await this.run.save();
+        continue;
+      }
       this.run.addAssistant(reply.text, calls);
       for (const c of calls) this.called.add(c.name);
       yield { type: 'assistant', step, text: reply.text, tool_calls: calls };
       if (calls.length === 0) {
-        if (!reply.text.trim()) return yield* this.end('failed', 'model_error', 'the model returned an empty reply');
+        // Issue 26: a text cut off at the output token limit is never the answer.
+        if (reply.truncated) return yield* this.end('failed', 'truncated', SAY.outputLimit(reply.truncated));
         // C1: a goal runs until every criterion is reported verified (or a boundary stops it).
         const goal = goalProgress(s);
         if (goal?.missing.length) {
@@ -479,7 +498,9 @@ export class RunLeg {
         }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
       }
-      const outcome = yield* this.runCalls(step, calls, menu);
+      // Issue 26: in a reply cut off at the output token limit, the last call is the one cut short.
+      const cutOff = reply.truncated ? { call_id: calls[calls.length - 1].id, limit: SAY.outputLimit(reply.truncated) } : undefined;
+      const outcome = yield* this.runCalls(step, calls, menu, cutOff);
       if (outcome) return outcome;
     }
   }
@@ -500,7 +521,12 @@ export class RunLeg {
   }
 
   /** Each call of one reply through the pipeline, in order (R22); returns a result when the run stops here. */
-  private async *runCalls(step: number, calls: readonly ToolCall[], menu: Menu): AsyncGenerator<LoopEvent, RunResult | undefined> {
+  private async *runCalls(
+    step: number,
+    calls: readonly ToolCall[],
+    menu: Menu,
+    cutOff?: { call_id: string; limit: string },
+  ): AsyncGenerator<LoopEvent, RunResult | undefined> {
     const s = this.run.state;
     const pool = this.deps.registry.byName;
     const records: CallRecord[] = [];
@@ -518,14 +544,17 @@ export class RunLeg {
       let record: CallRecord;
       let pending = false;
       try {
-        const first = prepareCall({
-          call,
-          pool,
-          menu,
-          mode: s.mode,
-          gate: this.gate,
-          pending: { question: question !== undefined, approvals: approvals.length > 0 },
-        });
+        const first: Prepared =
+          call.id === cutOff?.call_id
+            ? { kind: 'answered', outcome: 'invalid_arguments', result: SAY.toolCallCutOff(call.name, cutOff.limit) }
+            : prepareCall({
+                call,
+                pool,
+                menu,
+                mode: s.mode,
+                gate: this.gate,
+                pending: { question: question !== undefined, approvals: approvals.length > 0 },
+              });
         const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args) : first;
         const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
           step,

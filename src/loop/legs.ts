@@ -6,9 +6,11 @@
  */
 import type { Answer, ApprovalRecord, LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { storableText } from '../util/text.js';
 import { type EngineDeps, RunLeg } from './engine.js';
 import { journaled } from './journal.js';
 import { type NewRun, RunWriter } from './run.js';
+import { unstorableNote } from './storable.js';
 
 export interface StartInput {
   message: string;
@@ -59,14 +61,16 @@ function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, Ru
 
 /** A new run, stored at once. */
 export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg> {
+  // Issue 27: the user's request is made storable where it enters, and the run notes it.
+  const request = storableText(input.message);
   const run = await RunWriter.start(
     {
-      request: input.message,
+      request: request.text,
       mode: input.mode ?? 'agent',
       model: deps.model.spec,
       plugin_dirs: input.pluginDirs ?? [],
       session: input.session,
-      notes: input.notes,
+      notes: request.replaced ? [...(input.notes ?? []), unstorableNote('request', request.replaced)] : input.notes,
     },
     deps.store,
     deps.now,
@@ -94,8 +98,12 @@ function storeOf(deps: EngineDeps): NonNullable<EngineDeps['store']> {
 }
 
 /** The answer becomes the ask_user call's result (same call id); the run continues. */
-export async function answerLeg(deps: EngineDeps, runId: string, answer: Answer): Promise<Leg> {
+export async function answerLeg(deps: EngineDeps, runId: string, given: Answer): Promise<Leg> {
+  // Issue 27: the answer is made storable before it is kept anywhere (the run, the journal, a queued leg).
+  const text = storableText(given.text);
+  const answer = text.replaced ? { ...given, text: text.text } : given;
   const { run, pause } = await RunWriter.claimForAnswer(storeOf(deps), runId, answer, deps.now);
+  if (text.replaced) run.note(unstorableNote('answer', text.replaced));
   return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps, { kind: 'answer', seq: pause.seq, answer });
 }
 

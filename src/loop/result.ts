@@ -9,6 +9,8 @@ const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }
   model_error: () => 'the model failed',
   cancelled: () => 'it was cancelled',
   invalid_output: () => 'the answer did not match the required output schema, also when asked again',
+  store_error: () => 'the store refused to save it',
+  truncated: () => "the model's reply was cut off at its output token limit, so it is not an answer",
 };
 
 const HOW: Partial<Record<EndReason, string>> = {
@@ -19,6 +21,8 @@ const HOW: Partial<Record<EndReason, string>> = {
   model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
   cancelled: 'Ask again if you still want it done.',
   invalid_output: 'Ask again, or loosen the output schema.',
+  store_error: 'The run notes what the store refused; ask again, and report it if it happens again.',
+  truncated: "Ask for a shorter answer, or raise the model server's output token limit (llama.cpp: --n-predict; the request's max_tokens).",
 };
 
 /**

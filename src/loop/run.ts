@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { permanentStoreError } from '../store/errors.js';
 import type {
   Answer,
   ApprovalRecord,
@@ -27,6 +28,7 @@ import type {
 import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
+import { storableValue } from '../util/text.js';
 import { toRunEvent } from './journal.js';
 
 /** A run as everyone but its writer sees it: read-only. */
@@ -325,7 +327,12 @@ export class RunWriter {
   async save(): Promise<void> {
     this.s.updated_at = this.clock().toISOString();
     const token = this.watch?.begin();
-    const mode = await this.store?.saveRun(this.s);
+    let mode: Awaited<ReturnType<RunStore['saveRun']>> | undefined;
+    try {
+      mode = await this.store?.saveRun(this.s);
+    } catch (err) {
+      throw await this.unstorable(err);
+    }
     if (mode && token !== undefined) this.watch?.seen(this.s.session_id, mode, token);
     crashPoint('save');
   }
@@ -333,7 +340,35 @@ export class RunWriter {
   /** Keeps an event in the run's journal (before anyone is shown it); returns its id, none without a store. */
   async record(e: LoopEvent): Promise<number | undefined> {
     const ev = this.store ? toRunEvent(e) : undefined;
-    return ev && this.store ? this.store.appendEvent(this.s.id, ev, this.clock().toISOString()) : undefined;
+    if (!ev || !this.store) return undefined;
+    try {
+      return await this.store.appendEvent(this.s.id, ev, this.clock().toISOString());
+    } catch (err) {
+      throw await this.unstorable(err);
+    }
+  }
+
+  /**
+   * Issue 27: a save the store refused for a reason that will not go away (text it cannot hold that
+   * got past storableText, a value too large) ends the run `failed` with the reason, stored with
+   * every text made storable, instead of leaving it running for a takeover that would ask the model
+   * again and fail the same way. Returns the error the leg stops with (the original one when trying
+   * again may work: an outage, a lost lease).
+   */
+  private async unstorable(err: unknown): Promise<unknown> {
+    const why = permanentStoreError(err);
+    if (!why || !this.store || this.s.reason === 'store_error') return err;
+    // Every text made storable, and the state made plain JSON (what JSON cannot hold, a bigint, as text).
+    const clean = JSON.parse(JSON.stringify(storableValue({ ...this.s }).value, (_k, v) => (typeof v === 'bigint' ? String(v) : v)));
+    Object.assign(this.s, clean, { status: 'failed', reason: 'store_error', pause: null, answer: `The run stopped: ${why}.` });
+    this.s.notes.push(`store error: ${why}`);
+    this.s.updated_at = this.clock().toISOString();
+    try {
+      await this.store.saveRun(this.s);
+    } catch {
+      return err;
+    }
+    return new KeelError('bad_input', `run ${this.s.id} failed: the store refused to save it (${why})`);
   }
 
   /**

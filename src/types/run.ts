@@ -25,6 +25,8 @@ export type Outcome =
   | 'repeat'
   | 'unknown_tool'
   | 'invalid_arguments'
+  /** R27: the owner rejected the call's card: it did not run (the result gives the reason). Not an error. */
+  | 'rejected'
   | 'error';
 
 /** Why a run ended or paused. */
@@ -45,7 +47,11 @@ export type EndReason =
   /** Ended by `keel runs cancel` (audited). */
   | 'cancelled'
   /** The final answer did not match the run's `output` schema, also after one retry. */
-  | 'invalid_output';
+  | 'invalid_output'
+  /** The store refused the run's state for a reason that trying again will not change (issue 27): failed, never taken over again. */
+  | 'store_error'
+  /** The model's text reply was cut off at its output token limit: a cut-off text is never the answer (issue 26). */
+  | 'truncated';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 

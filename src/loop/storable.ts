@@ -1,0 +1,37 @@
+/**
+ * Untrusted text made storable where it enters a run (issue 27): a model's reply (its text, call
+ * ids, names and arguments), a tool's output, the user's request and answers. Each NUL character
+ * and each lone UTF-16 surrogate becomes U+FFFD (util/text.ts `storableText`), and the run notes
+ * how many, so SQLite and PostgreSQL hold the same text, and a save never fails on it (a JSONB
+ * column refuses a lone surrogate: the save would fail again at every takeover). The stores
+ * themselves change nothing.
+ */
+import type { ToolCall } from '../types/index.js';
+import { storableText, storableValue } from '../util/text.js';
+
+/** The run's note for text made storable: what, how many, and with what. */
+export function unstorableNote(what: string, replaced: number): string {
+  return `${what}: ${replaced} character${replaced === 1 ? '' : 's'} no store can hold (NUL, or half of a UTF-16 surrogate pair) replaced with U+FFFD`;
+}
+
+/** A model's reply: its text and each call's id, name, arguments (already bounded: admitReply) and raw argument text. */
+export function storableReply(text: string, calls: readonly ToolCall[]): { text: string; calls: ToolCall[]; replaced: number } {
+  const t = storableText(text);
+  let replaced = t.replaced;
+  const out = calls.map((c) => {
+    const id = storableText(c.id);
+    const name = storableText(c.name);
+    const args = c.args === undefined ? undefined : storableValue(c.args);
+    const raw = c.raw_args === undefined ? undefined : storableText(c.raw_args);
+    const n = id.replaced + name.replaced + (args?.replaced ?? 0) + (raw?.replaced ?? 0);
+    if (!n) return c;
+    replaced += n;
+    return {
+      id: id.text,
+      name: name.text,
+      ...(args ? { args: args.value } : {}),
+      ...(raw ? { raw_args: raw.text } : {}),
+    };
+  });
+  return { text: t.text, calls: out, replaced };
+}
