@@ -12,7 +12,6 @@ import { getCookie } from 'hono/cookie';
 import { cors } from 'hono/cors';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import { expireApprovals } from '../approvals/respond.js';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { toResult } from '../loop/result.js';
@@ -21,6 +20,7 @@ import { SCRIPT_MAX_BYTES } from '../models/script.js';
 import { ModelError } from '../models/types.js';
 import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { storableText } from '../util/text.js';
 import { mountConsole } from './console.js';
 import type { Hub, LegRunner } from './runner.js';
 import * as S from './schemas.js';
@@ -125,7 +125,26 @@ const STATUS_OF: Record<KeelError['code'], number> = {
   expired: 410,
   bad_input: 400,
   config: 422,
+  // Issue 27: the store cannot be reached: not the client's mistake; it may try again later.
+  unavailable: 503,
 };
+
+/** How long a client is asked to wait before trying again when the store cannot be reached (Retry-After, seconds). */
+const RETRY_AFTER_S = 5;
+
+const UNSTORABLE_WHAT = 'text no store can hold (a NUL character, or half of a UTF-16 surrogate pair)';
+
+/** The first field of `value` (a string, or an object's or array's value or key, nested) holding text no store can hold. */
+function unstorableField(value: unknown, where: string): string | undefined {
+  if (typeof value === 'string') return storableText(value).replaced ? where : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (storableText(k).replaced) return where;
+    const found = unstorableField(v, `${where}.${k}`);
+    if (found) return found;
+  }
+  return undefined;
+}
 
 function fieldErrors(where: string, err: z.ZodError): { field: string; message: string }[] {
   return err.issues.map((i) => ({ field: [where, ...i.path.map(String)].join('.'), message: i.message }));
@@ -182,7 +201,11 @@ export function createApp(d: ServerDeps): Hono {
   app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.onError((err, c) => {
     if (err instanceof HttpProblem) return problem(c, err.status, err.message, err.errors);
-    if (err instanceof KeelError) return problem(c, STATUS_OF[err.code], err.message);
+    if (err instanceof KeelError) {
+      const res = problem(c, STATUS_OF[err.code], err.message);
+      if (err.code === 'unavailable') res.headers.set('retry-after', String(RETRY_AFTER_S));
+      return res;
+    }
     if (err instanceof ModelError) return problem(c, 422, err.message);
     console.error(`keel serve: ${c.req.method} ${c.req.path}:`, err);
     return problem(c, 500, 'the server failed to handle this request; its log says why');
@@ -238,6 +261,10 @@ export function createApp(d: ServerDeps): Hono {
         if (!parsed.success) return problem(c, 400, 'the query does not match what this call takes', fieldErrors('query', parsed.error));
         query = parsed.data;
       }
+      // Issue 27: text no store can hold is refused by name, the same on every store (PostgreSQL
+      // would fail on it with a 500; SQLite would keep something else than was sent).
+      const bad = unstorableField(c.req.param(), 'path') ?? unstorableField(query, 'query') ?? unstorableField(body, 'body');
+      if (bad) return problem(c, 400, `${bad} holds ${UNSTORABLE_WHAT}: send it without`, [{ field: bad, message: UNSTORABLE_WHAT }]);
       return handler(c, { body, query, who } as Input<B, Q>);
     };
     app.on(spec.method.toUpperCase(), spec.path, handle);
@@ -259,6 +286,15 @@ export function createApp(d: ServerDeps): Hono {
       events: `/v1/runs/${leg.run_id}/events${after ? `?after=${after}` : ''}`,
     };
   }
+
+  /** A4: cards past their expiry are expired and their runs ended in one step, the ending legs on the runner. */
+  const expire = () =>
+    keel.expireApprovals({
+      drive: (leg) => {
+        runner.submit(leg);
+        hub.wake(leg.run_id);
+      },
+    });
 
   /** A run in a listing: its id is `run_id`, as in every other response. */
   const summary = ({ id, ...r }: RunSummary) => ({ run_id: id, ...r, queued: runner.isQueued(id) });
@@ -513,7 +549,10 @@ export function createApp(d: ServerDeps): Hono {
       ok: { status: 200, description: 'the cards', schema: S.ApprovalListSchema },
       errors: [400, 401],
     },
-    async (c, { query }) => json(c, 200, { approvals: await keel.listApprovals({ status: query.status, run_id: query.run }) }),
+    async (c, { query }) => {
+      await expire();
+      return json(c, 200, { approvals: await store.listApprovals({ status: query.status, run_id: query.run }) });
+    },
   );
 
   route(
@@ -527,7 +566,7 @@ export function createApp(d: ServerDeps): Hono {
     },
     async (c) => {
       const id = c.req.param('id') as string;
-      await expireApprovals(store); // a card past its expiry reads as expired
+      await expire(); // a card past its expiry reads as expired, and its run is ended
       const a = await store.getApproval(id);
       if (!a) throw new KeelError('not_found', `no approval ${id}`);
       return json(c, 200, a);
@@ -794,7 +833,9 @@ export function openApi(routes: readonly AnyRoute[], version: string): Record<st
             : undefined,
       },
     };
-    for (const e of r.errors) {
+    // Issue 27: a route that reads the store may find it out of reach (503); one with input may refuse text no store can hold (400).
+    const withInput = r.path.includes(':') || r.body || r.query;
+    for (const e of new Set([...r.errors, ...(withInput ? [400] : []), ...(r.role ? [503] : [])])) {
       responses[e] = { description: PROBLEM_TITLES[e] ?? 'Error', content: { 'application/problem+json': { schema: problemRef } } };
     }
     (paths[path] ??= {})[r.method] = {

@@ -8,7 +8,6 @@
 import type { Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import type { Child, FC } from 'hono/jsx';
-import { expireApprovals } from '../approvals/respond.js';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import type { Registry } from '../plugin-host/host.js';
@@ -46,6 +45,7 @@ const OUTCOME_TEXT: Record<CallRecord['outcome'], string> = {
   repeat: 'repeat',
   unknown_tool: 'unknown tool',
   invalid_arguments: 'invalid arguments',
+  rejected: 'rejected',
   error: 'error',
 };
 
@@ -312,7 +312,9 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       return await f();
     } catch (err) {
       if (!(err instanceof KeelError)) throw err;
-      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409 }[err.code];
+      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409, unavailable: 503 }[
+        err.code
+      ];
       return page(c, status, 'Not done', <p class="error">{err.message}</p>, who, csrf);
     }
   }
@@ -384,7 +386,8 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   }
 
   async function inbox(who: Who, csrf: string) {
-    await expireApprovals(store);
+    // A4: a card past its expiry is expired and its run ended, through the server's runner.
+    await keel.expireApprovals({ drive: (leg) => void d.accepted(leg).catch(() => {}) });
     const pending = await store.listApprovals({ status: 'pending' });
     const day = Date.now() - 24 * 3600_000;
     const closed = (await store.listApprovals())
@@ -573,7 +576,8 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
                       {r.tool} {r.effect && <Badge kind={r.effect}>{r.effect}</Badge>}
                     </td>
                     <td data-label="Outcome">
-                      <Badge kind={r.outcome}>{OUTCOME_TEXT[r.outcome]}</Badge>
+                      {/* R27: a rejected call is the owner's decision, not an error: a neutral badge, not the red one. */}
+                      <Badge kind={r.outcome === 'rejected' ? 'call-rejected' : r.outcome}>{OUTCOME_TEXT[r.outcome]}</Badge>
                     </td>
                     <td data-label="Arguments">
                       <code>{JSON.stringify(r.args)}</code>

@@ -151,14 +151,20 @@ export function explainPgError(err: unknown, shown: string): KeelError {
     case 'EHOSTUNREACH':
     case 'ENETUNREACH':
     case 'ECONNRESET':
-      return new KeelError('config', `cannot reach the PostgreSQL store ${shown} (${e.code}): is PostgreSQL running there? check the URL`);
+      return new KeelError(
+        'unavailable',
+        `cannot reach the PostgreSQL store ${shown} (${e.code}): is PostgreSQL running there? check the URL`,
+      );
     case '28P01':
     case '28000':
       return new KeelError('config', `the PostgreSQL store ${shown} refused the login (${msg}): check the user and password in the URL`);
     case '3D000':
       return new KeelError('config', `the PostgreSQL store ${shown}: ${msg}: create it (createdb) or name another database in the URL`);
     default:
-      if (/timeout|terminated/i.test(msg)) return new KeelError('config', `cannot reach the PostgreSQL store ${shown}: ${msg}`);
+      // Issue 27: an outage (a lost connection, a server shutting down or starting) is `unavailable`, not the user's mistake.
+      if (/timeout|terminated/i.test(msg) || /^(08|57P)/.test(e?.code ?? '')) {
+        return new KeelError('unavailable', `cannot reach the PostgreSQL store ${shown}: ${msg}`);
+      }
       return new KeelError('config', `the PostgreSQL store ${shown} failed: ${msg}`);
   }
 }

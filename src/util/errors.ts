@@ -1,12 +1,13 @@
 /**
  * An error the user caused and can fix. The message says what is wrong in the library's own terms;
  * `cliHint`, when there is one, is the `keel` command that helps, which only the CLI prints (it
- * prints the message, no stack, and exits non-zero).
+ * prints the message, no stack, and exits non-zero). `unavailable` is not the user's doing: the store
+ * (or another service Keel needs) cannot be reached right now, and trying again later may work.
  */
 export class KeelError extends Error {
   override name = 'KeelError';
   constructor(
-    readonly code: 'not_found' | 'conflict' | 'bad_input' | 'not_paused' | 'expired' | 'config',
+    readonly code: 'not_found' | 'conflict' | 'bad_input' | 'not_paused' | 'expired' | 'config' | 'unavailable',
     message: string,
     readonly cliHint?: string,
   ) {
