@@ -585,7 +585,11 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       'how long a call waits for its approval card before it returns, naming the card (default 5, at most 50: clients give up after 60)',
       (v) => positiveNumber(v, '--wait'),
     )
-    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number }) => {
+    .option(
+      '--keep-cards',
+      "when a client goes, leave its pending cards for the owner: the same call made again, from any session, gets the card's outcome (for clients that connect for each call)",
+    )
+    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number; keepCards?: boolean }) => {
       const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
       const wait = o.wait ?? DEFAULT_WAIT_SECONDS;
       if (wait > MAX_WAIT_SECONDS) {
@@ -603,6 +607,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         pluginDirs: k.pluginDirs(o.plugins),
         mode: o.mode,
         waitMs: wait * 1000,
+        keepCards: Boolean(o.keepCards),
         version: VERSION,
         ...(server ? { consoleUrl: `${server}/` } : {}),
         ...(ttl ? { approvalTtlMs: ttl } : {}),

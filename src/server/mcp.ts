@@ -23,8 +23,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { buildCard, renderCard, undoSentence } from '../approvals/card.js';
-import { expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
-import { type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
+import { recordApprovalAnswer } from '../approvals/respond.js';
+import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
 import {
   admitReply,
@@ -59,6 +59,12 @@ export interface McpServeOptions {
   progressMs?: number;
   /** A card's expiry; default KEEL_APPROVAL_TTL_MINUTES, else 60 minutes. */
   approvalTtlMs?: number;
+  /**
+   * When a client goes, leave its pending cards for the owner instead of closing them: the same call
+   * made again, from any session, waits on that card or gets its outcome (clients that connect for
+   * each call, such as the Inspector's CLI).
+   */
+  keepCards?: boolean;
   /** The web console where cards are answered (a configured `keel serve`), named in a waiting call's result. */
   consoleUrl?: string;
   version: string;
@@ -320,11 +326,35 @@ class McpSession {
       case 'ask_user':
         // Not reachable: the session keeps no repeat ledger and ask_user is not listed.
         return { kind: 'result', result: await this.finish(call, tool, 'unknown_tool', SAY.notOffered(call.name), true, true) };
-      case 'needs_card':
+      case 'needs_card': {
+        const kept = key && this.o.keepCards ? await this.keptCard(key) : undefined;
+        if (kept) {
+          const flight: Flight = { card: kept, kind: 'approval', tool: prepared.tool, call, key };
+          this.flights.set(key, flight);
+          return { kind: 'wait', flight, fresh: false };
+        }
         return this.flight(call, key, prepared.tool, 'approval');
+      }
       case 'execute':
         return { kind: 'execute', tool: prepared.tool, args: prepared.args, mode };
     }
+  }
+
+  /**
+   * --keep-cards: the card an earlier MCP session (a client gone, or another connection) left for
+   * the same call — pending, or approved (then carried out here through the ledger: once, or its
+   * recorded outcome). A client that connects for each call (the Inspector's CLI) gets the outcome.
+   */
+  private async keptCard(key: string): Promise<string | undefined> {
+    await this.o.keel.expireApprovals();
+    for (const status of ['pending', 'approved'] as const) {
+      for (const a of await this.store.listApprovals({ status })) {
+        if (a.items.length !== 1 || callKey(a.items[0].tool, a.items[0].args) !== key) continue;
+        if (a.card.title.startsWith(CONSENT_TITLE)) continue;
+        if (isMcpSession(await this.store.loadRun(a.run_id))) return a.id;
+      }
+    }
+    return undefined;
   }
 
   /** A tool's consent card answered (by whoever, wherever): approved, the tool is consented for the session; else it is gone. */
@@ -462,7 +492,8 @@ class McpSession {
     let nextProgress = 0;
     while (true) {
       if (flight.work) return flight.work;
-      await expireApprovals(this.store);
+      // A4: a card past its expiry is expired and the run waiting on it (if any) ended, in one step.
+      await this.o.keel.expireApprovals();
       const a = await this.store.getApproval(flight.card);
       if (a?.status !== 'pending') return this.settle(flight, a);
       const waited = Date.now() - started;
@@ -575,7 +606,9 @@ class McpSession {
     if (this.closing) return;
     this.closing = true;
     await this.queue;
-    for (const a of await this.store.listApprovals({ status: 'pending', run_id: this.run.state.id })) {
+    // --keep-cards: they stay pending for the owner, and the same call made again (by any session) gets the outcome.
+    const pending = this.o.keepCards ? [] : await this.store.listApprovals({ status: 'pending', run_id: this.run.state.id });
+    for (const a of pending) {
       try {
         await recordApprovalAnswer(this.store, a.id, 'reject', 'system', CLIENT_GONE);
       } catch (err) {
@@ -593,11 +626,13 @@ class McpSession {
   }
 }
 
+const CONSENT_TITLE = 'Let ';
+
 /** A confirm-once tool's card, for a client that cannot be asked: approving it consents the tool for the session. */
 function consentCard(card: ApprovalCard, tool: ToolSpec): ApprovalCard {
   return {
     ...card,
-    title: `Let ${tool.name} make changes for the rest of this MCP session`,
+    title: `${CONSENT_TITLE}${tool.name} make changes for the rest of this MCP session`,
     items: card.items.map((i) => ({
       ...i,
       title: `First call: ${i.title}`,

@@ -356,3 +356,63 @@ test('S3: a client that disconnects with a pending card: the card is closed (rej
   assert.notEqual(cli.code, 0);
   assert.deepEqual(trashed(home), [], 'nothing ran');
 });
+
+/**
+ * The official MCP Inspector's CLI (a client people run), one connection per command as a user
+ * types them. Its build reads its own package.json relative to the working folder (`../package.json`),
+ * so it runs from a folder one below the repository's root.
+ */
+async function inspector(
+  home: string,
+  serveArgs: string[],
+  method: string[],
+): Promise<{ code: number | null; out: unknown; stderr: string }> {
+  ensureBuilt();
+  const { spawn } = await import('node:child_process');
+  const bin = join(ROOT, 'node_modules', '@modelcontextprotocol', 'inspector-cli', 'build', 'cli.js');
+  const child = spawn(
+    process.execPath,
+    [bin, '--cli', process.execPath, KEEL_BIN, 'mcp', 'serve', '--plugins', FIXTURES, ...serveArgs, ...method],
+    { cwd: join(ROOT, 'test'), env: env(home) },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+  const start = stdout.indexOf('{');
+  return { code, out: start >= 0 ? JSON.parse(stdout.slice(start)) : undefined, stderr };
+}
+
+test('S3: the MCP Inspector CLI — tools/list with annotations, a read, a destructive call returning (inside the client’s time-out) naming its card; approved with keel approvals approve, the same call again returns the result, and the tool ran once', async () => {
+  const home = tempHome('keel-mcp-');
+  const serve = ['--wait', '1', '--keep-cards'];
+  const list = await inspector(home, serve, ['--method', 'tools/list']);
+  assert.equal(list.code, 0, list.stderr);
+  const tools = new Map((list.out as { tools: { name: string; annotations: Record<string, boolean> }[] }).tools.map((x) => [x.name, x]));
+  assert.equal(tools.get('trash_email')?.annotations.destructiveHint, true);
+  assert.equal(tools.get('calendar_lookup')?.annotations.readOnlyHint, true);
+
+  const read = await inspector(home, serve, ['--method', 'tools/call', '--tool-name', 'calendar_lookup', '--tool-arg', 'day=Friday']);
+  assert.equal(read.code, 0, read.stderr);
+  assert.equal(textOf(read.out), 'No events on Friday.');
+
+  const trash = ['--method', 'tools/call', '--tool-name', 'trash_email', '--tool-arg', 'ids=["m2"]'];
+  // The Inspector's client keeps the SDK's 60 s request time-out: a result at all means it came back in time.
+  const first = await inspector(home, serve, trash);
+  assert.equal(first.code, 0, first.stderr);
+  const id = /approval (apr_\w+)/.exec(textOf(first.out))?.[1];
+  assert.ok(id, textOf(first.out));
+  assert.match(textOf(first.out), new RegExp(`keel approvals approve ${id}`));
+  assert.deepEqual(trashed(home), []);
+  // --keep-cards: the Inspector's connection is gone, its card is still the owner's to answer.
+  assert.equal((await cards(home, 'pending')).length, 1);
+  assert.equal((await keel(['approvals', 'approve', id], { KEEL_HOME: home })).code, 0);
+
+  const second = await inspector(home, serve, trash);
+  assert.match(textOf(second.out), /Moved 1 email/);
+  const third = await inspector(home, serve, trash);
+  assert.match(textOf(third.out), /Moved 1 email/, 'the recorded outcome');
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}'], 'the tool ran once');
+  assert.equal((await cards(home)).length, 1, 'one card in all');
+});
