@@ -68,9 +68,18 @@ export function chatOutcome(r: Pick<CallRecord, 'tool' | 'outcome' | 'result' | 
       if (refused !== undefined) return { mark: `✗ its plugin refused the arguments: ${oneLine(refused)}` };
       return { mark: '✗ invalid arguments' };
     }
+    case 'rejected':
+      return { mark: rejectedMark(t, text) ?? '✗ rejected: nothing changed' };
     case 'error':
       return { mark: coreError(t, text) };
   }
+}
+
+/** A rejected card's call, with the owner's reason when there was one. */
+function rejectedMark(t: string, text: string): string | undefined {
+  if (text === SAY.rejected(t, null)) return '✗ rejected: nothing changed';
+  const reason = slotOf(text, (s) => SAY.rejected(t, s));
+  return reason !== undefined ? `✗ rejected (${oneLine(reason)}): nothing changed` : undefined;
 }
 
 /** An `error` outcome: every one of them is a sentence the core wrote instead of a result. */
@@ -82,9 +91,9 @@ function coreError(t: string, text: string): string {
   if (hookFailed !== undefined) return `✗ a tool-call hook failed: ${oneLine(hookFailed)}`;
   const blocked = slotOf(text, (s) => SAY.blockedByHook(t, s));
   if (blocked !== undefined) return `⛔ blocked by a hook: ${oneLine(blocked)}`;
-  if (text === SAY.rejected(t, null)) return '✗ rejected: nothing changed';
-  const reason = slotOf(text, (s) => SAY.rejected(t, s));
-  if (reason !== undefined) return `✗ rejected (${oneLine(reason)}): nothing changed`;
+  // A run stored before rejections had their own outcome (R27) kept them as errors.
+  const rejected = rejectedMark(t, text);
+  if (rejected) return rejected;
   if (slotOf(text, (s) => SAY.approvalExpired(t, s)) !== undefined) return '✗ its approval expired before anyone answered: nothing changed';
   const exact: [string, string][] = [
     [SAY.toolLate(t), "⚠ did not finish within the run's time limit: its outcome is unknown"],

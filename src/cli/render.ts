@@ -13,6 +13,8 @@ const OUTCOME_ICON: Record<CallRecord['outcome'], [string, Style]> = {
   repeat: ['↺ repeat', 'dim'],
   unknown_tool: ['✗ unknown tool', 'red'],
   invalid_arguments: ['✗ invalid arguments', 'red'],
+  // R27: the owner's decision, not a failure (the reason follows, in the call's result).
+  rejected: ['⊘ rejected', 'yellow'],
   error: ['✗ error', 'red'],
 };
 

@@ -180,7 +180,7 @@ export interface ExecuteContext {
 
 export interface Executed {
   /** `ran` (the handler returned, even with an error result), `error` (the core wrote it), or denied. */
-  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode' | 'denied_by_policy' | 'invalid_arguments'>;
+  outcome: Extract<Outcome, 'ran' | 'error' | 'denied_by_mode' | 'denied_by_policy' | 'invalid_arguments' | 'rejected'>;
   content: string;
   is_error: boolean;
   /** A2: an approved call its plugin's `validate` refuses now: why (it did not run; audited). */

@@ -74,6 +74,7 @@ const Outcome = z.enum([
   'repeat',
   'unknown_tool',
   'invalid_arguments',
+  'rejected',
   'error',
 ]);
 const Card = z.object({

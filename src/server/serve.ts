@@ -137,18 +137,18 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   // journal then tells every open inbox, and the run ends with nothing run.
   const sweepMs = positive(env, 'KEEL_SERVE_SWEEP_MS', 30_000);
   const sweep = setInterval(() => {
-    expireApprovals(store)
-      .then(async (expired) => {
-        for (const a of expired) {
-          hub.wake(a.run_id);
-          try {
-            runner.submit(await keel.continueLeg(a.run_id));
-          } catch (err) {
-            log(
-              `keel serve: run ${a.run_id} could not be ended after its card expired: ${err instanceof Error ? err.message : String(err)}`,
-            );
-          }
-        }
+    // A4: expiring a card and ending its run are one step (Keel.expireApprovals), whoever notices;
+    // the sweep also ends runs left paused on a card that expired before (a process stopped between).
+    keel
+      .expireApprovals({
+        stranded: true,
+        drive: (leg) => {
+          runner.submit(leg);
+          hub.wake(leg.run_id);
+        },
+      })
+      .then((expired) => {
+        for (const a of expired) hub.wake(a.run_id);
       })
       .catch((err) => log(`keel serve: could not sweep expired cards: ${err instanceof Error ? err.message : String(err)}`));
   }, sweepMs);

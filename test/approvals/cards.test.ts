@@ -4,12 +4,18 @@
  * own outcome (R27).
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
+import { chatOutcome } from '../../src/cli/chat-words.js';
+import { renderCall } from '../../src/cli/render.js';
 import { Keel } from '../../src/keel/keel.js';
+import { PostgresStore } from '../../src/store/postgres.js';
 import { defineTool } from '../../src/tools/define.js';
 import type { RunResult } from '../../src/types/index.js';
-import { calls, script, tempHome } from '../support/helpers.js';
+import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
 import { assertPaired, Harness } from '../support/keel.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+
+after(() => dropSchemas());
 
 const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
 
@@ -57,6 +63,10 @@ test('R13/A2: the repeat of a carded call shares the card’s fate: rejected, ne
   assert.equal(done.status, 'done');
   assert.equal(trashed(h.home).length, 0);
   const run = await h.keel.getRun(r.run_id);
+  const first = run.steps.find((s) => s.call_id === 't1');
+  // R27: a rejected card's call has its own outcome, with the reason — not an error.
+  assert.equal(first?.outcome, 'rejected');
+  assert.match(first?.result ?? '', /the owner rejected this trash_email call \(not today\)/);
   const second = run.steps.find((s) => s.call_id === 't2');
   assert.equal(second?.outcome, 'repeat');
   assert.match(second?.result ?? '', /rejected this trash_email call \(not today\)/);
@@ -133,3 +143,44 @@ test('A1/A2: an approved call is validated again just before it runs — a secon
     );
   }
 });
+
+test('R27: a rejected call is shown as rejected, with its reason — never as an error — in the CLI and in chat', () => {
+  const rec = {
+    tool: 'trash_email',
+    args: { ids: ['m1'] },
+    outcome: 'rejected' as const,
+    is_error: true,
+    result: 'Not run: the owner rejected this trash_email call (not today). Nothing changed.',
+  };
+  const line = renderCall(rec);
+  assert.match(line, /⊘ rejected/);
+  assert.doesNotMatch(line, /error/);
+  assert.match(line, /not today/);
+  assert.equal(chatOutcome(rec).mark, '✗ rejected (not today): nothing changed');
+  // A run stored before rejections had their own outcome keeps reading the same way.
+  assert.equal(chatOutcome({ ...rec, outcome: 'error' }).mark, '✗ rejected (not today): nothing changed');
+});
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`A4 (${kind}): a card expired by a read (listApprovals) ends its run in the same step — nothing runs, nothing is left paused`, async (t) => {
+    const home = tempHome();
+    const store = kind === 'postgres' ? new PostgresStore(withSchema(await testPgUrl(), freshSchema())) : undefined;
+    const keel = new Keel({ home, ...(store ? { store } : {}), limits: { approvalTtlMs: 50 } });
+    t.after(() => keel.close());
+    const model = script(home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'never asked' }]);
+    const r = await keel.run('trash the deals mail', { model, pluginDirs: [FIXTURES] });
+    assert.equal(r.reason, 'awaiting_approval');
+    await new Promise((res) => setTimeout(res, 120));
+    const cards = await keel.listApprovals({ run_id: r.run_id });
+    assert.equal(cards[0]?.status, 'expired');
+    const run = await keel.getRun(r.run_id);
+    assert.equal(run.status, 'failed', 'the read that expired the card ended its run');
+    assert.equal(run.reason, 'approval_expired');
+    assert.match(run.steps.find((s) => s.call_id === 't1')?.result ?? '', /expired before anyone answered it/);
+    assert.equal(trashed(home).length, 0);
+    assertPaired(run.messages);
+    // Noticing again changes nothing: the run is ended once.
+    await keel.listApprovals();
+    assert.equal((await keel.getRun(r.run_id)).reason, 'approval_expired');
+  });
+}
