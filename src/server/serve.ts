@@ -7,7 +7,6 @@
  */
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { expireApprovals } from '../approvals/respond.js';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
