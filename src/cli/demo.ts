@@ -6,8 +6,8 @@ import { parse, stringify } from 'yaml';
 import { z } from 'zod';
 import { renderCard } from '../approvals/card.js';
 import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT, type PauseResponder } from '../keel/keel.js';
-import { parseScript } from '../models/script.js';
-import type { RunResult } from '../types/index.js';
+import { parseScript, type ScriptEntry } from '../models/script.js';
+import type { CallRecord, RequestTrace, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { eventPrinter } from './render.js';
 
@@ -86,6 +86,25 @@ export interface DemoOptions {
   /** Keep the temporary KEEL_HOME (its path is printed). */
   keep?: boolean;
   interactive?: boolean;
+}
+
+/**
+ * P2/R24: each call the run made names a tool declared on the request it answers, unless the
+ * scenario's script marks it `undeclared: true` — a grammar-constrained server (llama.cpp) lets a
+ * model call nothing else, so admission by name must not hide a missing declaration.
+ */
+function undeclaredCalls(s: Scenario, run: { steps: readonly CallRecord[]; requests: readonly RequestTrace[] }): string[] {
+  const allowed = new Set(
+    (s.script as ScriptEntry[]).flatMap((e) => (e.tool_calls ?? []).filter((c) => c.undeclared && c.id).map((c) => c.id as string)),
+  );
+  const out: string[] = [];
+  for (const st of run.steps) {
+    const req = run.requests.find((q) => q.step === st.step);
+    if (req && !allowed.has(st.call_id) && !req.tools.some((t) => t.name === st.tool)) {
+      out.push(`call ${st.call_id} names ${st.tool}, which request ${st.step} does not declare`);
+    }
+  }
+  return out;
 }
 
 function check(s: Scenario, o: Omit<ScenarioOutcome, 'problems'>): string[] {
@@ -185,7 +204,7 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     const run = await keel.getRun(r.run_id);
     const toolsRan = run.steps.filter((x) => x.outcome === 'ran' && x.tool !== 'ask_user').map((x) => x.tool);
     const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded };
-    return { ...o, problems: opts.model ? [] : check(s, o) };
+    return { ...o, problems: opts.model ? [] : [...undeclaredCalls(s, run), ...check(s, o)] };
   } finally {
     await keel.close();
   }

@@ -46,8 +46,8 @@ import {
   type ExecuteContext,
   type Executed,
   executeCall,
-  prepareApproval,
   type Prepared,
+  prepareApproval,
   prepareCall,
   type Ready,
   whenAborted,
@@ -238,7 +238,8 @@ export class RunLeg {
         try {
           if (approval.status === 'expired') ex = coreResult(SAY.approvalExpired(item.tool, approval.id));
           // R27: a rejection is the owner's decision, not an error: the call's own outcome, with the reason.
-          else if (approval.status !== 'approved') ex = { outcome: 'rejected', content: SAY.rejected(item.tool, approval.reason), is_error: true };
+          else if (approval.status !== 'approved')
+            ex = { outcome: 'rejected', content: SAY.rejected(item.tool, approval.reason), is_error: true };
           else ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
         } catch (err) {
           recordError(span, err);

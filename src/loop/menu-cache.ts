@@ -104,7 +104,9 @@ export class MenuSource {
         mode: s.mode,
         called,
         admitted,
-        request: s.request,
+        // C1: under an approved contract the shortlist ranks against its steps too: the tools they
+        // need are declared (a grammar-constrained server lets the model call nothing else).
+        request: contract ? `${s.request}\n${contract}` : s.request,
         prefer,
       },
       this.shortlist,

@@ -28,6 +28,14 @@ export const SAY = {
   argumentsNotObject: 'the arguments must be a JSON object',
   argumentsTooDeep: (max: number) => `<arguments not kept by Keel: nested deeper than ${max} levels>`,
   argumentsTooLarge: (size: number, max: number) => `<arguments not kept by Keel: ${size} characters, over the limit of ${max}>`,
+  /** Issue 26: the provider stopped the reply at its output token limit inside this call: never run. */
+  toolCallCutOff: (name: string, limit: string) =>
+    `${name} was not run: your reply was cut off at the output token limit (${limit}) while you were writing this call, so its arguments are incomplete. Call it again with shorter arguments, or do the work in smaller calls.`,
+  /** Issue 26: how a cut-off reply names the limit, in a sentence for the model or the user. */
+  outputLimit: (t: { tokens?: number; limit?: number }) =>
+    t.limit ? `${t.limit} tokens` : t.tokens ? `reached after ${t.tokens} tokens` : "the server's limit",
+  /** Issue 26: the model replied with no text and no tool call, also when asked again. */
+  emptyReply: (spec: string) => `the model ${spec} replied with nothing (no text and no tool call), also when asked again`,
   /** R20: the run's time limit passed while the tool was still running; it may still finish on its own. */
   toolLate: (name: string) =>
     `${name} did not finish within the run's time limit: its outcome is unknown, and anything it returns later is ignored.`,

@@ -277,6 +277,9 @@ export class ProviderModel implements ModelClient {
       else if (block.type === 'toolCall') tool_calls.push(calls.get(i) ?? this.toKeelCall(block, rawArgs.get(i)));
     });
     const reply: AssistantReply = { text, tool_calls, usage: this.usage(final.usage) };
+    // Issue 26: the server stopped at its output token limit (OpenAI finish_reason "length",
+    // Anthropic stop_reason "max_tokens"; pi-ai says "length" for both): the reply is cut off.
+    if (final.stopReason === 'length') reply.truncated = final.usage.output > 0 ? { tokens: final.usage.output } : {};
     yield { type: 'done', reply };
   }
 

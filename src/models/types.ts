@@ -19,6 +19,12 @@ export interface AssistantReply {
   text: string;
   tool_calls: ToolCall[];
   usage?: Usage;
+  /**
+   * The provider stopped the reply at its output token limit (OpenAI `finish_reason: length`,
+   * Anthropic `stop_reason: max_tokens`): the text, or the last tool call, is cut off. `tokens`: how
+   * many output tokens the reply had, and `limit`: the limit asked for, when known.
+   */
+  truncated?: { tokens?: number; limit?: number };
 }
 
 export type ModelEvent =

@@ -55,13 +55,16 @@ type Kind = 'exec' | 'declare' | 'hidden';
 /**
  * R23: the tools the core's own sentences send the model to are never dropped: ask_user (the base
  * prompt, R10, R15), find_tools when offered (R31), and the mode's submit tool (the mode's prompt and
- * every denial, C1/C4) — the core's own, not a plugin tool that took the name. memory_search and
- * `pinned` tools are kept too.
+ * every denial, C1/C4), the task tools when delegates are configured (C8) — the core's own, not a
+ * plugin tool that took the name. memory_search and `pinned` tools are kept too.
  */
 function alwaysKept(t: ToolSpec, mode: Mode): boolean {
   if (t.name === 'ask_user' || t.name === 'memory_search' || t.name === FIND_TOOLS || t.declaration.pinned) return true;
-  return t.plugin === 'core' && t.name === SUBMIT_TOOL[mode];
+  return t.plugin === 'core' && (t.name === SUBMIT_TOOL[mode] || TASK_FAMILY.has(t.name));
 }
+
+/** C8: in the pool only when delegates are configured; task's results send the model to task_wait and task_list. */
+const TASK_FAMILY = new Set(['task', 'task_wait', 'task_list', 'task_stop']);
 
 /** What the menu of one pool in one mode owes nothing to the request, the calls or the admissions. */
 interface ModeView {

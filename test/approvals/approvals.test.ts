@@ -193,7 +193,7 @@ test('A1: a write with approval: pinned shows a card in the plugin words', async
 test('A6: the undo tool runs without asking', async (t) => {
   const h = new Harness([{ tool_calls: [{ id: 'u', name: 'restore_email', args: { ids: ['m1'] } }] }, { text: 'Restored.' }]);
   t.after(() => h.close());
-  const r = await h.run('undo that');
+  const r = await h.run('undo that: restore the email');
   assert.equal(r.status, 'done');
   assert.equal(r.steps[0].outcome, 'ran');
 });

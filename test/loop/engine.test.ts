@@ -220,7 +220,7 @@ test('R13: a write in the run invalidates cached reads', async (t) => {
     { text: 'ok' },
   ]);
   t.after(() => h.close());
-  const r = await h.run('x');
+  const r = await h.run('search the inbox, restore email m1, search again');
   assert.equal(r.steps.find((s) => s.call_id === 's2')?.outcome, 'ran');
   assert.equal(calls(h.home, 'mail-calls.log').filter((l) => l.startsWith('search_inbox')).length, 2);
 });
@@ -245,7 +245,8 @@ test('R21: arguments that fail the schema are refused before the tool runs', asy
 });
 
 test('R21/R24: an unknown tool is an error result suggesting the closest names', async (t) => {
-  const h = new Harness([{ tool_calls: [{ id: 'u', name: 'upcoming_due', args: {} }] }, { text: 'ok' }]);
+  // A name no request declares (undeclared: the scripted model lets it through, as no real server would).
+  const h = new Harness([{ tool_calls: [{ id: 'u', name: 'upcoming_due', args: {}, undeclared: true }] }, { text: 'ok' }]);
   t.after(() => h.close());
   const r = await h.run('dues?');
   assert.equal(r.steps[0].outcome, 'unknown_tool');

@@ -131,7 +131,8 @@ test('C1: changing the mode of a session during its first run works, and the run
   const h = new Harness(
     [
       { tool_calls: [{ id: 'r1', name: 'read_notes', args: {} }] },
-      { tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'milk' } }] },
+      // Undeclared: the model calls the write it saw before the switch (a real server would refuse it).
+      { tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'milk' }, undeclared: true }] },
       { text: 'Here is my plan instead.' },
     ],
     { pluginDirs: [NOTES] },
@@ -183,7 +184,8 @@ test('C1: a paused run whose session another process switched to plan mode conti
   const h = new Harness(
     [
       { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'What should the note say?' } }] },
-      { tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'milk' } }] },
+      // Undeclared: the model calls the write it saw before the switch (a real server would refuse it).
+      { tool_calls: [{ id: 'w1', name: 'save_note', args: { text: 'milk' }, undeclared: true }] },
       { text: 'I will plan it instead.' },
     ],
     { pluginDirs: [NOTES] },

@@ -78,7 +78,9 @@ test('C3/C4 (seed 004): Plan mode after an Agent-mode write_file — still decla
 
 test('C3: a write tool without contract_modes: declare, never called, is not declared in Plan mode; calling it is unknown_tool under its id', async (t) => {
   const { run, file } = setup(t);
-  const r = await run([{ tool_calls: [{ id: 'n1', name: 'add_note', args: { text: 'x' } }] }, { text: 'ok' }], 'note', { mode: 'plan' });
+  const r = await run([{ tool_calls: [{ id: 'n1', name: 'add_note', args: { text: 'x' }, undeclared: true }] }, { text: 'ok' }], 'note', {
+    mode: 'plan',
+  });
   assert.equal(declared(r, 0, 'add_note'), undefined);
   assert.equal(declared(r, 0, 'create_reminder'), undefined, 'confirm-once writes are hidden too');
   assert.equal(declared(r, 0, 'trash_email'), undefined);
@@ -314,7 +316,7 @@ test('C8: task runs a delegate with an isolated history and its tool subset, thr
     {
       tool_calls: [
         { id: 'd1', name: 'read_file', args: { path: 'a' } },
-        { id: 'd2', name: 'add_note', args: { text: 'sneaky' } },
+        { id: 'd2', name: 'add_note', args: { text: 'sneaky' }, undeclared: true },
       ],
     },
     { text: 'The file says hi.' },
@@ -439,7 +441,7 @@ test('C1: a goal runs until each criterion is reported verified — an early ans
 
 test('C1: report_goal exists only under an approved goal', async (t) => {
   const { run } = setup(t);
-  const r = await run([{ tool_calls: [{ id: 'x', name: 'report_goal', args: { verified: [1] } }] }, { text: 'ok' }], 'x');
+  const r = await run([{ tool_calls: [{ id: 'x', name: 'report_goal', args: { verified: [1] }, undeclared: true }] }, { text: 'ok' }], 'x');
   assert.equal(r.steps[0].outcome, 'unknown_tool');
   assert.ok(!r.requests[0].tools.some((x) => x.name === 'report_goal'), 'not declared');
 });

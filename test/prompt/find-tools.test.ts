@@ -182,7 +182,8 @@ test('R23 fill: a request that matches no tool gets the tools the conversation u
   // Cap 4: ask_user, memory_search and search_inbox (pinned) are kept, and find_tools beside the cap; one place is left.
   const h = new Harness(
     [
-      { tool_calls: [{ id: 'd1', name: 'upcoming_dues', args: {} }] },
+      // Called by name though 'hello' matches nothing (R24; undeclared: no real server would allow it).
+      { tool_calls: [{ id: 'd1', name: 'upcoming_dues', args: {}, undeclared: true }] },
       { tool_calls: [{ id: 'd2', name: 'upcoming_dues', args: { within_days: 30 } }] },
       { text: 'Two bills.' },
     ],

@@ -109,8 +109,9 @@ test('R23: a tool the transcript already calls is always kept; R24: a dropped to
 test('R24 end to end: the first call of a dropped tool admits it for the rest of the run and runs it through its gate', async (t) => {
   const h = new Harness(
     [
-      { tool_calls: [{ id: 'c', name: 'calendar_lookup', args: { day: '2026-09-30' } }] },
-      { tool_calls: [{ id: 'r', name: 'create_reminder', args: { title: 'x' } }] },
+      // Called by name though dropped (undeclared: the scripted model allows it; a grammar-constrained server would not).
+      { tool_calls: [{ id: 'c', name: 'calendar_lookup', args: { day: '2026-09-30' }, undeclared: true }] },
+      { tool_calls: [{ id: 'r', name: 'create_reminder', args: { title: 'x' }, undeclared: true }] },
       { text: 'ok' },
     ],
     { shortlist: bm25Shortlist(4) },

@@ -33,6 +33,11 @@ export interface ScriptedReply {
   delayMs?: number;
   /** When streaming: wait this long between frames (a slow model, its text arriving bit by bit). */
   frameDelayMs?: number;
+  /**
+   * The reply stopped at the output token limit (OpenAI `finish_reason: length`, Anthropic
+   * `stop_reason: max_tokens`): the text, or the last call's arguments, as given, are what was cut.
+   */
+  stop?: 'length';
 }
 
 export interface RecordedRequest {
@@ -236,6 +241,9 @@ function usageOf(r: ScriptedReply): { input: number; output: number } {
   return r.usage ?? { input: 100, output: 20 };
 }
 
+const openaiFinish = (r: ScriptedReply) => (r.stop === 'length' ? 'length' : r.tool_calls?.length ? 'tool_calls' : 'stop');
+const anthropicStop = (r: ScriptedReply) => (r.stop === 'length' ? 'max_tokens' : r.tool_calls?.length ? 'tool_use' : 'end_turn');
+
 // ---------------------------------------------------------------- OpenAI chat completions
 
 function openaiChunks(r: ScriptedReply, model: string, includeUsage: boolean): string[] {
@@ -251,7 +259,7 @@ function openaiChunks(r: ScriptedReply, model: string, includeUsage: boolean): s
     frames.push(delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
     for (const p of pieces(argText(c))) frames.push(delta({ tool_calls: [{ index, function: { arguments: p } }] }));
   });
-  frames.push(delta({}, r.tool_calls?.length ? 'tool_calls' : 'stop'));
+  frames.push(delta({}, openaiFinish(r)));
   if (includeUsage) {
     const u = usageOf(r);
     frames.push(chunk([], { usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output } }));
@@ -279,7 +287,7 @@ function openaiCompletion(r: ScriptedReply, model: string): unknown {
             : {}),
         },
         logprobs: null,
-        finish_reason: calls.length ? 'tool_calls' : 'stop',
+        finish_reason: openaiFinish(r),
       },
     ],
     usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output },
@@ -384,7 +392,7 @@ function anthropicEvents(r: ScriptedReply, model: string): string[] {
   }
   frames.push(
     ev('message_delta', {
-      delta: { stop_reason: r.tool_calls?.length ? 'tool_use' : 'end_turn', stop_sequence: null },
+      delta: { stop_reason: anthropicStop(r), stop_sequence: null },
       usage: { output_tokens: u.output },
     }),
     ev('message_stop', {}),
@@ -400,7 +408,7 @@ function anthropicMessage(r: ScriptedReply, model: string): unknown {
     role: 'assistant',
     model,
     content: anthropicContent(r),
-    stop_reason: r.tool_calls?.length ? 'tool_use' : 'end_turn',
+    stop_reason: anthropicStop(r),
     stop_sequence: null,
     usage: { input_tokens: u.input, output_tokens: u.output },
   };
