@@ -430,7 +430,7 @@ export class Keel {
     return this.requireStore().listRuns(query);
   }
 
-  /** Approval cards (filtered by status or run); pending ones past their expiry are expired first, their runs ended (A4). */
+  /** Approval cards (filtered by status or run); pending ones past their expiry are expired first, and their runs ended. */
   async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
     const store = this.requireStore();
     await this.expireApprovals();
@@ -438,7 +438,7 @@ export class Keel {
   }
 
   /**
-   * A4: marks every pending card past its expiry as expired and, in the same step, ends the run that
+   * Marks every pending card past its expiry as expired and, in the same step, ends the run that
    * waited on it (nothing runs; the run fails with `approval_expired`) — whoever notices first: a
    * list, the inbox, an MCP poll, the server's sweep. Each run's ending leg is driven here, calling no
    * model, unless `drive` takes it (a server's runner or queue). `stranded` also ends runs still
@@ -448,6 +448,7 @@ export class Keel {
   async expireApprovals(
     o: { drive?: (leg: Leg) => void; onEvent?: (runId: string, e: LoopEvent) => void; stranded?: boolean; except?: string } = {},
   ): Promise<ApprovalRecord[]> {
+    // A4: expiring a card and ending its run are one step, whoever notices.
     const store = this.requireStore();
     const expired = await expireApprovals(store);
     const ending = [...expired];

@@ -25,7 +25,7 @@ export type Outcome =
   | 'repeat'
   | 'unknown_tool'
   | 'invalid_arguments'
-  /** R27: the owner rejected the call's card: it did not run (the result gives the reason). Not an error. */
+  /** The owner rejected the call's card: it did not run (the result gives the reason). Not an error. */
   | 'rejected'
   | 'error';
 
