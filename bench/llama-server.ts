@@ -428,7 +428,10 @@ class RecordingProxy {
             const stops = [...text.matchAll(/"(?:finish_reason|stop_reason)":"([a-z_]+)"/g)].map((m) => m[1]);
             if (stops.length) ex.stop = stops[stops.length - 1];
             const calls = new Set(
-              [...text.matchAll(/"id":"([^"]+)","type":"function"|"type":"tool_use","id":"([^"]+)"/g)].map((m) => m[1] ?? m[2]),
+              [
+                ...text.matchAll(/"tool_calls":\[\{[^\]]*?"id":"([^"]+)"/g),
+                ...text.matchAll(/"type":"tool_use","id":"([^"]+)"|"id":"([^"]+)","type":"tool_use"/g),
+              ].map((m) => m[1] ?? m[2]),
             );
             if (calls.size) ex.tool_calls = calls.size;
             if (ex.status >= 400) ex.error = text.slice(0, 300);
@@ -559,7 +562,7 @@ const TRIALS: Trial[] = [
 ];
 
 interface Verdict {
-  ok: boolean;
+  verdict: 'pass' | 'fail' | 'inconclusive';
   checks: Record<string, boolean | string>;
 }
 
@@ -606,7 +609,19 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
       !cut || !(r?.status === 'done' && r?.reason === 'final_answer') || 'a cut-off reply ended the run done / final_answer';
   }
   const ok = Object.values(checks).every((v) => v === true || (typeof v === 'string' && /^\d/.test(v)));
-  return { ok, checks };
+  // A trial that needs a call the model never made tested nothing of what it is for: the server did
+  // not constrain the reply to a call (its grammar was not applied), which says nothing of Keel.
+  const needed = (t.steer ?? []).some((s) => s.required);
+  if (needed && !exchanges.some((e) => (e.tool_calls ?? 0) > 0) && steps.length === 0) {
+    // Keel's own checks still hold it to account; the trial's own (a card, a plan, several calls) cannot be judged.
+    const kept = ['no_crash', 'requests_accepted', 'ended_with_reason', 'ran_only_declared', 'nothing_ran_unapproved'];
+    const keelOk = kept.every((k) => checks[k] === true);
+    return {
+      verdict: keelOk ? 'inconclusive' : 'fail',
+      checks: { ...checks, steered_call_made: 'no: tool_choice was sent, but the server replied with text, not a call' },
+    };
+  }
+  return { verdict: ok ? 'pass' : 'fail', checks };
 }
 
 async function main(): Promise<void> {
@@ -676,7 +691,7 @@ async function main(): Promise<void> {
                 warnings: x.json?.warnings ?? [],
                 ...(x.json ? {} : { stderr: x.stderr.slice(-400) }),
               })),
-              verdict: v.ok ? 'pass' : 'fail',
+              verdict: v.verdict,
               checks: v.checks,
             };
             results.push(row);
@@ -699,6 +714,7 @@ async function main(): Promise<void> {
     trials: rows.length,
     passed: rows.filter((r) => r.verdict === 'pass').length,
     failed: rows.filter((r) => r.verdict === 'fail').map((r) => `${r.model} ${r.endpoint} ${r.trial}`),
+    inconclusive: rows.filter((r) => r.verdict === 'inconclusive').map((r) => `${r.model} ${r.endpoint} ${r.trial}`),
     http_requests: rows.reduce((n, r) => n + r.http.length, 0),
     http_not_200: rows.reduce((n, r) => n + r.http.filter((h: { status: number }) => h.status !== 200).length, 0),
   };
