@@ -35,7 +35,7 @@ import {
   toolSpan,
 } from '../util/telemetry.js';
 import { DEFAULT_LIMITS, type EngineDeps, type Limits } from './deps.js';
-import { countTrailingFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
+import { countTrailingFailures, describeFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
 import { conversationTools, findToolsResult, foundBy, isFindTools } from './find-tools.js';
 import { contractOf, goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import { type MenuEntry, MenuSource } from './menu-cache.js';
@@ -678,8 +678,12 @@ export class RunLeg {
     }
     // R20: the evaluator has its say first.
     const failures = countTrailingFailures(s.steps);
-    if (failures >= this.limits.maxConsecutiveFailures)
-      return yield* this.end('failed', 'halted', `${failures} tool calls failed in a row`);
+    if (failures >= this.limits.maxConsecutiveFailures) {
+      // R20: the message names what failed, and points at the plugins only when a tool itself failed.
+      const what = describeFailures(s.steps, failures);
+      const hint = what.plugin ? '; keel plugins check shows whether a plugin is failing' : '';
+      return yield* this.end('failed', 'halted', `${failures} tool calls failed in a row: ${what.text}${hint}`);
+    }
     if (Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
     if (endOn) {
       if (endOn.reason === 'answered_by_tool') return yield* this.end('done', 'answered_by_tool', undefined, endOn.answer);

@@ -15,6 +15,31 @@ export function countTrailingFailures(steps: readonly CallRecord[]): number {
   return n;
 }
 
+const FAILURE_WORDS: Partial<Record<CallRecord['outcome'], string>> = {
+  invalid_arguments: 'invalid arguments of',
+  unknown_tool: 'a call of the unknown tool',
+  error: 'an error from',
+  ran: 'an error result from',
+};
+const TIMES = ['', 'once', 'twice', 'three times', 'four times', 'five times'];
+
+/**
+ * R20: what the trailing `n` failures were, in words, grouped by kind and tool in order of first
+ * appearance: "invalid arguments of create_reminder, four times". `plugin`: whether any was a tool's
+ * own failure (its handler threw or returned an error), which `keel plugins check` may explain.
+ */
+export function describeFailures(steps: readonly CallRecord[], n: number): { text: string; plugin: boolean } {
+  const groups = new Map<string, number>();
+  let plugin = false;
+  for (const r of steps.slice(steps.length - n)) {
+    if (r.outcome === 'error' || r.outcome === 'ran') plugin = true;
+    const key = `${FAILURE_WORDS[r.outcome] ?? r.outcome} ${r.tool}`;
+    groups.set(key, (groups.get(key) ?? 0) + 1);
+  }
+  const text = [...groups].map(([k, c]) => `${k}, ${TIMES[c] ?? `${c} times`}`).join('; ');
+  return { text, plugin };
+}
+
 /** The warning a run carries about a plugin that did not mount as declared. */
 export function pluginWarning(p: PluginReport): string {
   const why = [...p.failures, ...p.degraded].map((r) => r.message).join('; ');

@@ -17,7 +17,7 @@ const HOW: Partial<Record<EndReason, string>> = {
   max_steps: 'Ask again with a narrower request, or raise the limit (KEEL_MAX_STEPS).',
   timeout: 'Ask again with a narrower request, or raise the limit (KEEL_TIMEOUT_MS).',
   stalled: 'Rephrase the request, or ask for the part that is still missing.',
-  halted: 'Deal with the cause above (keel plugins check shows failing plugins), then ask again.',
+  halted: 'Deal with the cause above, then ask again.',
   model_error: 'Check the model settings (--model, KEEL_MODEL) and ask again.',
   cancelled: 'Ask again if you still want it done.',
   invalid_output: 'Ask again, or loosen the output schema.',
@@ -93,7 +93,8 @@ export function toResult(s: RunView): RunResult {
   const answer = s.answer;
   if (s.status === 'paused' && s.pause) {
     const p = s.pause;
-    if (p.kind === 'approval') return { ...base, status: 'paused', reason: 'awaiting_approval', answer, approval: { id: p.approval_id, card: p.card } };
+    if (p.kind === 'approval')
+      return { ...base, status: 'paused', reason: 'awaiting_approval', answer, approval: { id: p.approval_id, card: p.card } };
     if (p.kind === 'ask_user') {
       return p.confirm
         ? { ...base, status: 'paused', reason: 'awaiting_user_input', answer, question: p.question, confirm: p.confirm }

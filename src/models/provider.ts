@@ -351,7 +351,9 @@ export class ProviderModel implements ModelClient {
     const t = this.target;
     const msg = raw.trim();
     if (CONNECTION_FAILURE.test(msg)) {
-      return new ModelError(`cannot reach ${t.label} at ${t.baseUrl} (${msg.replace(/\.$/, '')}): ${t.unreachable}`);
+      // The URL once: a label such as "the server at URL" already names it (issue 26).
+      const where = t.label.includes(t.baseUrl) ? t.label : `${t.label} at ${t.baseUrl}`;
+      return new ModelError(`cannot reach ${where} (${msg.replace(/\.$/, '')}): ${t.unreachable}`);
     }
     const http = /^(\d{3})\s+([\s\S]*)$/.exec(msg);
     if (http) {

@@ -290,7 +290,23 @@ test('R20: consecutive tool failures halt the run', async (t) => {
   const r = await h.run('quotes');
   assert.equal(r.reason, 'halted');
   assert.equal(r.model_calls, 3);
-  assert.match(r.answer ?? '', /3 tool calls failed in a row/);
+  assert.match(r.answer ?? '', /3 tool calls failed in a row: an error from flaky_quote, three times; keel plugins check shows/);
+});
+
+test('R20: a halt on invalid arguments names the tool and how often, and does not blame the plugins (issue 26)', async (t) => {
+  const entries = Array.from({ length: 4 }, (_, i) => ({
+    tool_calls: [{ id: `u${i}`, name: 'upcoming_dues', args: { within_days: 'soon' } }],
+  }));
+  const h = new Harness(entries, { limits: { maxConsecutiveFailures: 4 } });
+  t.after(() => h.close());
+  const r = await h.run('which bills are due?');
+  assert.equal(r.reason, 'halted');
+  assert.deepEqual(
+    r.steps.map((s) => s.outcome),
+    ['invalid_arguments', 'invalid_arguments', 'invalid_arguments', 'invalid_arguments'],
+  );
+  assert.match(r.answer ?? '', /4 tool calls failed in a row: invalid arguments of upcoming_dues, four times\)/);
+  assert.doesNotMatch(r.answer ?? '', /plugins check/);
 });
 
 test('P2: a script that runs out ends the run with model_error and a clear message', async (t) => {

@@ -295,6 +295,8 @@ describe('unreachable servers fail fast with what to do (P1)', () => {
       const m = await createModel(fill(spec), Object.fromEntries(Object.entries(env).map(([k, v]) => [k, fill(v)])));
       const t0 = Date.now();
       await assert.rejects(drain(m), (e: unknown) => e instanceof ModelError && e.message.includes(url) && /cannot reach/.test(e.message));
+      // Issue 26: the URL once, not "the server at URL at URL".
+      await assert.rejects(drain(m), (e: unknown) => (e as Error).message.split(url).length - 1 === 1);
       assert.ok(Date.now() - t0 < 3_000);
     });
   }
