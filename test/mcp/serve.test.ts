@@ -230,6 +230,13 @@ test('mcp serve --http: Streamable HTTP on loopback with a bearer token; no toke
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m3"]}']);
   const audit = json<unknown>(await keel(['approvals', 'list', '--json'], { KEEL_HOME: home })) as { answered_by: string }[];
   assert.equal(audit[0].answered_by, 'ide', 'the token’s name, not the client’s self-chosen one');
+  // S3: every audit row of the session's answers names the token; the client's name is only a label.
+  const { openStore } = await import('../../src/store/open.js');
+  const store = openStore(home, { KEEL_HOME: home });
+  t.after(() => store.close());
+  const rows = (await store.listAudit()).filter((r) => r.action === 'confirm_once_yes' || r.action === 'approved');
+  assert.deepEqual(rows.map((r) => `${r.action}:${r.actor}`).sort(), ['approved:ide', 'confirm_once_yes:ide']);
+  assert.ok(!rows.some((r) => r.actor.includes('http-client')));
 });
 
 test('mcp serve: a plugin added while clients are connected: notifications/tools/list_changed, and the new tool is listed', async (t) => {
