@@ -470,6 +470,12 @@ export class RunLeg {
         continue;
       }
       this.run.addAssistant(reply.text, calls);
+      // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
+      // suggests the server never showed the model its tools (a chat template that cannot render them).
+      if (step === 1 && menu.declared.length) {
+        const outside = calls.filter((c) => !menu.declared.some((d) => d.name === c.name)).map((c) => c.name);
+        if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
+      }
       for (const c of calls) this.called.add(c.name);
       yield { type: 'assistant', step, text: reply.text, tool_calls: calls };
       if (calls.length === 0) {

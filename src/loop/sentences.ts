@@ -34,6 +34,9 @@ export const SAY = {
   /** Issue 26: how a cut-off reply names the limit, in a sentence for the model or the user. */
   outputLimit: (t: { tokens?: number; limit?: number }) =>
     t.limit ? `${t.limit} tokens` : t.tokens ? `reached after ${t.tokens} tokens` : "the server's limit",
+  /** Issue 26: a run's warning: the model's first reply called tools its request did not declare. */
+  toolsNotSeen: (spec: string, names: readonly string[]) =>
+    `the model ${spec} called ${names.join(', ')}, which its first request did not declare: the server may not have shown it the tools. A likely cause is its chat template, which may not render tools (the server then drops them without saying so): use a model or template with tool calling.`,
   /** Issue 26: the model replied with no text and no tool call, also when asked again. */
   emptyReply: (spec: string) => `the model ${spec} replied with nothing (no text and no tool call), also when asked again`,
   /** R20: the run's time limit passed while the tool was still running; it may still finish on its own. */
