@@ -1,6 +1,7 @@
 /**
  * bench/reliability: the reliability campaign of test/reliability (generated replies, mutated
- * manifests, the crash matrix, races) with its figures written to bench/results/reliability.json.
+ * manifests, the crash matrix, races, mode switches across two processes on SQLite and PostgreSQL)
+ * with its figures written to bench/results/reliability.json.
  *
  *   node --import tsx bench/reliability.ts [--cases 10000]
  */
@@ -10,7 +11,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crashMatrix, races } from '../test/reliability/crashes.js';
 import { manifestCampaign } from '../test/reliability/manifests.js';
+import { modeSwitches } from '../test/reliability/modes.js';
 import { replyCampaign } from '../test/reliability/replies.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../test/support/pg.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const i = process.argv.indexOf('--cases');
@@ -29,6 +32,18 @@ console.log(`crash matrix: ${crashes.trials} trials, ${crashes.kills} kills; ${c
 const raced = await races();
 console.log(`races: ${raced.rounds} rounds × ${raced.contenders} processes; ${raced.violations.length} violations (${raced.ms} ms)`);
 
+const switched = await modeSwitches(
+  [
+    { name: 'sqlite', url: async () => undefined },
+    { name: 'postgres', url: async () => withSchema(await testPgUrl(), freshSchema()) },
+  ],
+  5,
+);
+await dropSchemas();
+console.log(
+  `mode switches (2 processes, SQLite and PostgreSQL): ${switched.rounds} rounds, ${switched.writes} writes asked, ${switched.ran} ran, ${switched.denied} denied by mode; ${switched.violations.length} violations (${switched.ms} ms)`,
+);
+
 const out = {
   date: new Date().toISOString(),
   node: process.version,
@@ -38,8 +53,10 @@ const out = {
   manifests: { ...manifests, violations: manifests.violations.length, examples: manifests.violations.slice(0, 3) },
   crashes: { ...crashes, violations: crashes.violations.length, examples: crashes.violations.slice(0, 3) },
   races: { ...raced, violations: raced.violations.length, examples: raced.violations.slice(0, 3) },
+  mode_switches: { ...switched, violations: switched.violations.length, examples: switched.violations.slice(0, 3) },
 };
 writeFileSync(join(here, 'results', 'reliability.json'), `${JSON.stringify(out, null, 2)}\n`);
 console.log('wrote bench/results/reliability.json');
-const total = replies.violations.length + manifests.violations.length + crashes.violations.length + raced.violations.length;
+const total =
+  replies.violations.length + manifests.violations.length + crashes.violations.length + raced.violations.length + switched.violations.length;
 process.exitCode = total ? 1 : 0;
