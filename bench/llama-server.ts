@@ -612,13 +612,18 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
   // A trial that needs a call the model never made tested nothing of what it is for: the server did
   // not constrain the reply to a call (its grammar was not applied), which says nothing of Keel.
   const needed = (t.steer ?? []).some((s) => s.required);
-  if (needed && !exchanges.some((e) => (e.tool_calls ?? 0) > 0) && steps.length === 0) {
+  const noCall = needed && !exchanges.some((e) => (e.tool_calls ?? 0) > 0) && steps.length === 0;
+  // Likewise a limit trial whose replies all ended before the limit (a model that stops at once).
+  const noCut = t.limit && checks.server_cut_off === false;
+  if (noCall || noCut) {
     // Keel's own checks still hold it to account; the trial's own (a card, a plan, several calls) cannot be judged.
     const kept = ['no_crash', 'requests_accepted', 'ended_with_reason', 'ran_only_declared', 'nothing_ran_unapproved'];
     const keelOk = kept.every((k) => checks[k] === true);
     return {
       verdict: keelOk ? 'inconclusive' : 'fail',
-      checks: { ...checks, steered_call_made: 'no: tool_choice was sent, but the server replied with text, not a call' },
+      checks: noCall
+        ? { ...checks, steered_call_made: 'no: tool_choice was sent, but the server replied with text, not a call' }
+        : { ...checks, limit_reached: 'no: every reply ended before the token limit' },
     };
   }
   return { verdict: ok ? 'pass' : 'fail', checks };
