@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
+import { permanentStoreError } from '../../src/store/errors.js';
 import type {
   ApprovalCard,
   ApprovalItem,
@@ -22,6 +23,7 @@ import type {
   SessionRecord,
   Store,
 } from '../../src/types/index.js';
+import { storableText } from '../../src/util/text.js';
 
 const T0 = Date.parse('2025-03-01T09:00:00.000Z');
 /** A fixed ISO timestamp `minutes` after T0, so every expectation is deterministic. */
@@ -833,5 +835,47 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       'limit',
     );
     assert.deepEqual(await store.listEvents({ run_id: 'no-such-run' }), []);
+  });
+
+  test(`${name}: S4/issue 27 text made storable (U+FFFD, surrogate pairs, bidi controls, 1 MB) round-trips unchanged in runs, keys, approvals and the journal; what JSON cannot hold is refused as an error that will not go away`, async (t) => {
+    const store = await fresh(t);
+    const hostile = `a\u0000b\uD800c\uDC00 😀 \u202E\u2066x\u2069 \uFFFD`;
+    const text = storableText(hostile).text;
+    assert.equal(text, `a\uFFFDb\uFFFDc\uFFFD 😀 \u202E\u2066x\u2069 \uFFFD`);
+    const big = `${'x'.repeat(1_000_000)}${text}`;
+    const run = sampleRun('run-text', { request: text, answer: big, notes: [text], status: 'done', reason: 'final_answer', pause: null });
+    run.messages.push(
+      { role: 'assistant', content: big, tool_calls: [{ id: 'c9', name: 'echo', args: { [text]: text, n: [text] } }] },
+      { role: 'tool', call_id: 'c9', name: 'echo', content: text, is_error: false },
+    );
+    await store.createRun(structuredClone(run));
+    assert.deepEqual(await store.loadRun(run.id), run, 'the run reads back as it was written');
+    await store.createApproval(approval('ap-text', run.id, 0));
+    assert.equal(await store.answerApproval('ap-text', 'rejected', text, text, at(2)), true);
+    const a = await store.getApproval('ap-text');
+    assert.equal(a?.reason, text);
+    assert.equal(a?.answered_by, text);
+    const id = await store.appendEvent(
+      run.id,
+      { type: 'run_started', run_id: run.id, session_id: 's', mode: 'agent', request: big, resumed: false },
+      at(3),
+    );
+    assert.deepEqual((await store.listEvents({ run_id: run.id })).find((e) => e.id === id)?.event, {
+      type: 'run_started',
+      run_id: run.id,
+      session_id: 's',
+      mode: 'agent',
+      request: big,
+      resumed: false,
+    });
+    // JSON cannot hold a bigint: every store refuses it with an error that trying again will not change.
+    const bad = sampleRun('run-bigint', { status: 'running', reason: null, pause: null, owner: null });
+    (bad.effects as unknown[]).push({ call_id: 'x', tool: 't', effect: 'write', n: 1n });
+    const err = await store.createRun(bad).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err, 'refused');
+    assert.ok(permanentStoreError(err), `named as permanent: ${String(err)}`);
   });
 }
