@@ -5,11 +5,14 @@
  * connection, kept as a run in the store (its calls, effects and cards, seen in the console):
  *
  * - a confirm-once write asks the user once per session and tool through MCP elicitation; a client
- *   without elicitation gets a card instead (the owner confirms it from the console or the CLI);
+ *   without elicitation gets one card per session and tool, whose approval consents the tool;
  * - a destructive call or a pinned write becomes an approval card; with elicitation the card is shown
- *   there; without, the call waits (with progress notifications) for the answer from the console or
- *   `keel approvals`, then runs exactly once (the side-effect ledger). A call that times out names its
- *   card; calling again with the same arguments gets the outcome, never a second execution;
+ *   there; without, the call waits at most `waitMs` (inside a client's 60 s time-out, with progress
+ *   notifications) and returns naming the card, where to answer it, and that calling again with the
+ *   same arguments gets the outcome. Identical calls share one card and one execution (the side-effect
+ *   ledger); the same call made after it ran gets its recorded outcome;
+ * - over HTTP the bearer token's name answers and audits; a session whose client is gone closes its
+ *   pending cards (`client_gone`), unless `keepCards` leaves them to the owner;
  * - in Plan or Goal mode every tool stays listed, and a restricted one is refused with the mode's
  *   denial before anything of it runs.
  */

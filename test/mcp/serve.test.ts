@@ -1,9 +1,12 @@
 /**
- * `keel mcp serve` with the MCP SDK's own client, over stdio and Streamable HTTP: tools listed with
- * annotations from their declarations; a read runs; a confirm-once write asked once by elicitation
- * (accepted: runs; declined: does not); a destructive call approved with `keel approvals approve`
- * while the client waits — runs once — and after a timeout and a second call, still once; plan mode
- * refuses a write with the tool still listed; an upstream MCP server's write tools are gated.
+ * `keel mcp serve` with the MCP SDK's own client, over stdio and Streamable HTTP, and with the
+ * official Inspector's CLI: tools listed with annotations from their declarations; a read runs; a
+ * confirm-once write asked once by elicitation (accepted: runs; declined: does not), or without
+ * elicitation one card per session and tool; a destructive call approved with `keel approvals
+ * approve` while the client waits — runs once — or returning (inside the client's time-out) naming
+ * its card, then the same call again gets the outcome; identical calls at once share one card and
+ * one run; the HTTP token is the actor; a client gone closes its cards; plan mode refuses a write
+ * with the tool still listed; an upstream MCP server's write tools are gated.
  */
 import assert from 'node:assert/strict';
 import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
