@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { expireApprovals } from '../../src/approvals/respond.js';
 import { chatOutcome } from '../../src/cli/chat-words.js';
 import { renderCall } from '../../src/cli/render.js';
 import { Keel } from '../../src/keel/keel.js';
@@ -184,3 +185,22 @@ for (const kind of ['sqlite', 'postgres'] as const) {
     assert.equal((await keel.getRun(r.run_id)).reason, 'approval_expired');
   });
 }
+
+test('A4: the sweep (stranded) ends a run left paused on a card that expired before — a process stopped between the two', async (t) => {
+  const home = tempHome();
+  const keel = new Keel({ home, limits: { approvalTtlMs: 50 } });
+  t.after(() => keel.close());
+  const model = script(home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m2'] } }] }, { text: 'never asked' }]);
+  const r = await keel.run('trash the sale mail', { model, pluginDirs: [FIXTURES] });
+  await new Promise((res) => setTimeout(res, 120));
+  // The card alone is expired (as a reader did before expiry and ending were one step).
+  const store = keel.store;
+  assert.ok(store);
+  assert.equal((await expireApprovals(store)).length, 1);
+  assert.equal((await keel.getRun(r.run_id)).status, 'paused');
+  assert.deepEqual(await keel.expireApprovals({ stranded: true }), [], 'no card expires now');
+  const run = await keel.getRun(r.run_id);
+  assert.equal(run.status, 'failed');
+  assert.equal(run.reason, 'approval_expired');
+  assert.equal(trashed(home).length, 0);
+});
