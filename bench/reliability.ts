@@ -1,23 +1,30 @@
 /**
  * bench/reliability: the reliability campaign of test/reliability (generated replies, mutated
- * manifests, the crash matrix, races, mode switches across two processes on SQLite and PostgreSQL)
- * with its figures written to bench/results/reliability.json.
+ * manifests, the crash matrix, races, hostile texts through SQLite and PostgreSQL) with its figures
+ * written to bench/results/reliability.json. PostgreSQL is KEEL_TEST_PG_URL's, else a throwaway
+ * cluster (test/support/pg.ts).
  *
- *   node --import tsx bench/reliability.ts [--cases 10000]
+ *   node --import tsx bench/reliability.ts [--cases 10000] [--text-cases 120]
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { PostgresStore } from '../src/store/postgres.js';
+import { SqliteStore } from '../src/store/sqlite.js';
 import { crashMatrix, races } from '../test/reliability/crashes.js';
 import { manifestCampaign } from '../test/reliability/manifests.js';
 import { modeSwitches } from '../test/reliability/modes.js';
 import { replyCampaign } from '../test/reliability/replies.js';
+import { textCampaign } from '../test/reliability/texts.js';
+import { tempHome } from '../test/support/helpers.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../test/support/pg.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const i = process.argv.indexOf('--cases');
 const cases = i >= 0 ? Number(process.argv[i + 1]) : 10_000;
+const ti = process.argv.indexOf('--text-cases');
+const textCases = ti >= 0 ? Number(process.argv[ti + 1]) : 120;
 
 const replies = await replyCampaign(cases);
 console.log(
@@ -31,6 +38,21 @@ const crashes = await crashMatrix();
 console.log(`crash matrix: ${crashes.trials} trials, ${crashes.kills} kills; ${crashes.violations.length} violations (${crashes.ms} ms)`);
 const raced = await races();
 console.log(`races: ${raced.rounds} rounds × ${raced.contenders} processes; ${raced.violations.length} violations (${raced.ms} ms)`);
+const sqlite = new SqliteStore(join(tempHome('keel-bench-texts-'), 'keel.db'));
+const postgres = new PostgresStore(withSchema(await testPgUrl(), freshSchema()));
+const texts = await textCampaign(
+  [
+    { name: 'sqlite', store: sqlite },
+    { name: 'postgres', store: postgres },
+  ],
+  textCases,
+);
+await sqlite.close();
+await postgres.close();
+await dropSchemas();
+console.log(
+  `texts: ${texts.cases} cases × ${texts.stores.join(' and ')}, ${texts.runs} runs, ${texts.replaced_runs} with text replaced, ${texts.save_failures} failures to save; ${texts.violations.length} violations (${texts.ms} ms)`,
+);
 
 const switched = await modeSwitches(
   [
@@ -53,10 +75,16 @@ const out = {
   manifests: { ...manifests, violations: manifests.violations.length, examples: manifests.violations.slice(0, 3) },
   crashes: { ...crashes, violations: crashes.violations.length, examples: crashes.violations.slice(0, 3) },
   races: { ...raced, violations: raced.violations.length, examples: raced.violations.slice(0, 3) },
+  texts: { ...texts, violations: texts.violations.length, examples: texts.violations.slice(0, 3) },
   mode_switches: { ...switched, violations: switched.violations.length, examples: switched.violations.slice(0, 3) },
 };
 writeFileSync(join(here, 'results', 'reliability.json'), `${JSON.stringify(out, null, 2)}\n`);
 console.log('wrote bench/results/reliability.json');
 const total =
-  replies.violations.length + manifests.violations.length + crashes.violations.length + raced.violations.length + switched.violations.length;
+  replies.violations.length +
+  manifests.violations.length +
+  crashes.violations.length +
+  raced.violations.length +
+  texts.violations.length +
+  switched.violations.length;
 process.exitCode = total ? 1 : 0;
