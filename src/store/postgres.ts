@@ -504,13 +504,14 @@ export class PostgresStore implements Store {
 
   /** A save: one statement when this process knows what the database holds, else it looks first. */
   private async save(c: Queryable, run: RunState, blobsAdded: string[]): Promise<Mode | undefined> {
-    if (this.lost.has(run.id)) {
-      const by = this.lost.get(run.id);
-      throw new KeelError('conflict', `run ${run.id} was taken over by ${by ?? 'the queue'}: this process lost its lease`);
-    }
     let had = this.stored.get(run.id) ?? (await this.recheck(c, run));
     let saved: { mode: Mode | undefined } | false;
     for (let attempt = 0; ; attempt++) {
+      // Checked before every attempt: the lease may be found lost (renewLeases) while one is retried.
+      if (this.lost.has(run.id)) {
+        const by = this.lost.get(run.id);
+        throw new KeelError('conflict', `run ${run.id} was taken over by ${by ?? 'the queue'}: this process lost its lease`);
+      }
       saved = await this.writeRun(c, run, had, blobsAdded);
       if (saved) break;
       if (attempt > 3) throw new Error(`run ${run.id} is being saved by another process at the same time`);
