@@ -1,5 +1,6 @@
 import type { ApprovalCard, ApprovalItem, CardText, ToolSpec } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
+import { storableText } from '../util/text.js';
 
 /** The plugin's own words, or the raw call when it has none (or its describe fails). */
 export function describeCall(tool: ToolSpec, args: Record<string, unknown>): CardText {
@@ -8,7 +9,8 @@ export function describeCall(tool: ToolSpec, args: Record<string, unknown>): Car
   try {
     const c = tool.describe(args);
     if (!c || typeof c.title !== 'string' || !Array.isArray(c.lines)) return raw;
-    return { title: c.title, lines: c.lines.map(String) };
+    // Issue 27: a plugin's words are untrusted text, made storable before the card is kept.
+    return { title: storableText(c.title).text, lines: c.lines.map((l) => storableText(String(l)).text) };
   } catch {
     return raw;
   }

@@ -121,7 +121,7 @@ for (const [name, open] of STORES) {
       assert.doesNotMatch(JSON.stringify(e.event), /\\u0000|\\ud[89ab][0-9a-f]{2}(?!\\ud[c-f])/i);
   });
 
-  test(`issue 27 (${name}): a reason with a NUL or a lone surrogate (reject, cancel) is stored as U+FFFD`, async (t) => {
+  test(`issue 27 (${name}): a card's words and a reason with a NUL or a lone surrogate (reject, cancel) are stored as U+FFFD`, async (t) => {
     const store = await open();
     const home = tempHome('keel-unstorable-home-');
     const wipe = defineTool({
@@ -130,6 +130,8 @@ for (const [name, open] of STORES) {
       effect: 'destructive',
       parameters: { type: 'object', properties: {} } as const,
       execute: () => 'wiped',
+      // The plugin's own words on the card: untrusted text too.
+      describe: () => ({ title: 'Wipe \uD800 all', lines: ['every \u0000 row'] }),
     });
     const keel = new Keel({ home, store, tools: [wipe], env: { ...process.env, KEEL_PLUGINS: '' } });
     t.after(() => keel.close());
@@ -145,6 +147,8 @@ for (const [name, open] of STORES) {
     const rejected = await keel.reject(approvalId, { actor: 'ana\u0000', reason: 'not \uD800 today', model: m });
     assert.equal(rejected.status, 'done', JSON.stringify(rejected));
     const a = await store.getApproval(approvalId);
+    assert.equal(a?.card.items[0].title, 'Wipe \uFFFD all');
+    assert.deepEqual(a?.card.items[0].lines, ['every \uFFFD row']);
     assert.equal(a?.reason, 'not \uFFFD today');
     assert.equal(a?.answered_by, 'ana\uFFFD');
     const again = await keel.run('wipe it again', { model: model([{ text: '', tool_calls: [{ id: 'w3', name: 'wipe', args: {} }] }]) });
