@@ -102,7 +102,7 @@ export interface RequestTrace {
   usage?: { input: number; output: number; cost?: number };
   /**
    * The call was cut short by an interruption (Ctrl-C, SIGTERM, an abort signal) and gave no reply:
-   * counted (R30), but resuming asks again — a scripted model replays the entry, as after kill -9.
+   * counted in `model_calls`, but resuming asks again — a scripted model replays the entry, as after kill -9.
    */
   unanswered?: true;
 }

@@ -78,7 +78,7 @@ export interface RunStore {
    * Writes the run's fields and appends the messages, steps and requests the store does not have
    * yet, in one transaction. The transcript only grows: a run with fewer messages, steps or
    * requests than stored is refused. Returns the mode of the run's session as stored when the save
-   * committed, read by the save itself (C5: a switch made in another process reaches the run at its
+   * committed, read by the save itself (a mode switch made in another process reaches the run at its
    * next save, with no query of its own); undefined when the session has no record yet.
    */
   saveRun(run: RunState): Promise<Mode | undefined>;
