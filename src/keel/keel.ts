@@ -4,6 +4,7 @@ import { type ApprovalDecision, expireApprovals, recordApprovalAnswer } from '..
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
+import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -20,6 +21,7 @@ import type {
   ApprovalCard,
   ApprovalRecord,
   ApprovalStatus,
+  AppTool,
   Confirmation,
   LoopEvent,
   Mode,
@@ -28,14 +30,12 @@ import type {
   RunState,
   RunSummary,
   Store,
-  AppTool,
   ToolSpec,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { osUser } from '../util/user.js';
-import { storableText } from '../util/text.js';
-import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { type FileCache, fileCache } from '../util/file-cache.js';
+import { storableText } from '../util/text.js';
+import { osUser } from '../util/user.js';
 import { Registries, resolvePluginDirs } from './registries.js';
 
 export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
@@ -542,7 +542,11 @@ export class Keel {
    * here (its result returned), or the MCP call its server holds (no result here). The CLI and
    * chat answer cards with it; an application uses approve and reject.
    */
-  async answerCard(id: string, decision: ApprovalDecision, o: ApprovalOptions = {}): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
+  async answerCard(
+    id: string,
+    decision: ApprovalDecision,
+    o: ApprovalOptions = {},
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
     const { approval, leg } = await this.answerApproval(id, decision, o);
     if (!leg) return { approval };
     return { approval, result: await this.continued(approval, () => this.finish(leg, o)) };
@@ -592,7 +596,12 @@ export class Keel {
    */
   resume<T = unknown>(runId: string, o?: ContinueOptions<T>): Promise<RunResult<T>>;
   /** @deprecated use `answer(runId, answer, options)`. */
-  resume<T = unknown>(runId: string, answer: string | Answer, o?: ContinueOptions<T>, onEvent?: (e: LoopEvent) => void): Promise<RunResult<T>>;
+  resume<T = unknown>(
+    runId: string,
+    answer: string | Answer,
+    o?: ContinueOptions<T>,
+    onEvent?: (e: LoopEvent) => void,
+  ): Promise<RunResult<T>>;
   async resume<T = unknown>(
     runId: string,
     a?: string | Answer | ContinueOptions<T>,
@@ -753,7 +762,12 @@ export class Keel {
         const d = await responder.decide(result.approval);
         if (!d) break;
         pauses++;
-        result = await this.decide(result.approval.id, d.decision, { ...opts, actor: d.actor, reason: d.reason ?? null, consentWrites: d.consentWrites });
+        result = await this.decide(result.approval.id, d.decision, {
+          ...opts,
+          actor: d.actor,
+          reason: d.reason ?? null,
+          consentWrites: d.consentWrites,
+        });
       } else break;
     }
     return { result, pauses };

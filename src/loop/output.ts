@@ -4,12 +4,15 @@
  * (checked with ajv). The model is told the schema in its system prompt; an answer that does not
  * match is sent back once with the problem (the engine's retry), then the run fails.
  */
-import type { JsonSchema } from '../types/index.js';
+
 import { schemaCheck } from '../tools/spec.js';
+import type { JsonSchema } from '../types/index.js';
 
 /** What a zod (v4) schema offers, structurally: any copy of zod the application uses will do. */
 export interface ZodLike<T> {
-  safeParse(value: unknown): { success: true; data: T } | { success: false; error: { issues?: readonly { path?: readonly PropertyKey[]; message: string }[] } };
+  safeParse(
+    value: unknown,
+  ): { success: true; data: T } | { success: false; error: { issues?: readonly { path?: readonly PropertyKey[]; message: string }[] } };
   readonly _zod: unknown;
 }
 
@@ -68,7 +71,9 @@ async function makeCheck<T>(schema: OutputSchema<T>): Promise<OutputCheck<T>> {
     const matches = schemaCheck(schema);
     check = (value) => {
       const problem = matches(value);
-      return problem === undefined ? { ok: true, value: value as T } : { ok: false, problem: problem.replace(/\bargument(s?)\b/g, 'field$1') };
+      return problem === undefined
+        ? { ok: true, value: value as T }
+        : { ok: false, problem: problem.replace(/\bargument(s?)\b/g, 'field$1') };
     };
   }
   return {

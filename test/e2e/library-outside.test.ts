@@ -168,7 +168,10 @@ test('an app outside the repository: in-code tools and its own ModelClient, type
   assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['remove_file b.txt', 'remove_file a.txt'], 'each approved call ran once');
 
   // A mistake in a declaration is caught by the compiler where the tool is written.
-  writeFileSync(join(dir, 'bad.ts'), `import { defineTool } from 'keel';\nexport const t = defineTool({ name: 'x', description: 'x', parameters: { type: 'object' }, effect: 'delete', execute: () => 'x' });\n`);
+  writeFileSync(
+    join(dir, 'bad.ts'),
+    `import { defineTool } from 'keel';\nexport const t = defineTool({ name: 'x', description: 'x', parameters: { type: 'object' }, effect: 'delete', execute: () => 'x' });\n`,
+  );
   tsconfig(dir, ['bad.ts'], false);
   const bad = tsc(dir, ['-p', '.']);
   assert.notEqual(bad.code, 0, 'effect: delete does not type-check');

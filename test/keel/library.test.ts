@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
 import { Keel } from '../../src/keel/keel.js';
-import { defineTool } from '../../src/tools/define.js';
 import type { ModelClient, ModelEvent, ModelRequest } from '../../src/models/types.js';
+import { defineTool } from '../../src/tools/define.js';
 import type { ToolCall } from '../../src/types/index.js';
 import { calls, FIXTURES, tempHome } from '../support/helpers.js';
 
@@ -140,8 +140,16 @@ test('R20/R23: per-run instructions, maxSteps and menuSize apply to that run onl
   const home = tempHome();
   const keel = new Keel({ home });
   t.after(() => keel.close());
-  const loop = new ListModel(Array.from({ length: 5 }, (_, i) => ({ calls: [{ id: `s${i}`, name: 'search_inbox', args: { q: `x${i}` } }] })));
-  const r = await keel.run('look around', { model: loop, pluginDirs: [FIXTURES], maxSteps: 2, instructions: 'Answer like a pirate.', menuSize: 1 });
+  const loop = new ListModel(
+    Array.from({ length: 5 }, (_, i) => ({ calls: [{ id: `s${i}`, name: 'search_inbox', args: { q: `x${i}` } }] })),
+  );
+  const r = await keel.run('look around', {
+    model: loop,
+    pluginDirs: [FIXTURES],
+    maxSteps: 2,
+    instructions: 'Answer like a pirate.',
+    menuSize: 1,
+  });
   assert.equal(r.status, 'failed');
   assert.equal(r.reason, 'max_steps');
   assert.equal(loop.requests.length, 2);
@@ -205,7 +213,9 @@ test('R32: tools declared in code — the Keel’s and a run’s own — get the
   });
   const keel = new Keel({ home, tools: [lookup] });
   t.after(() => keel.close());
-  const direct = await keel.run('where is order 7?', { model: new ListModel([{ calls: [{ id: 'l1', name: 'lookup_order', args: { id: '7' } }] }]) });
+  const direct = await keel.run('where is order 7?', {
+    model: new ListModel([{ calls: [{ id: 'l1', name: 'lookup_order', args: { id: '7' } }] }]),
+  });
   assert.equal(direct.status, 'done');
   assert.equal(direct.reason, 'answered_by_tool');
   assert.equal(direct.answer, 'Order 7: shipped.');
