@@ -87,7 +87,7 @@ test('S1: exit codes: 3 for a run paused for the user, 0 once it is answered, 1 
       script(home, [{ tool_calls: [{ name: 'trash_email', args: { ids: ['m1'] } }] }], 'card.yaml'),
       '--plugins',
       FIXTURES,
-      'x',
+      'trash email m1',
     ],
     { KEEL_HOME: home },
   );
@@ -135,7 +135,7 @@ test('S1: a run id is run_id in every JSON the CLI prints', async () => {
   const home = tempHome();
   const model = script(home, [{ tool_calls: [{ name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Left it.' }]);
   const run = json<{ run_id: string; approval: { id: string } }>(
-    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'x'], { KEEL_HOME: home }),
+    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash email m1'], { KEEL_HOME: home }),
   );
   assert.match(run.run_id, /^run_/);
   const list = json<Record<string, unknown>[]>(await keel(['runs', 'list', '--json'], { KEEL_HOME: home }));
