@@ -49,12 +49,13 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
     ),
   };
   const kinds = ['question', 'card', 'plan'] as const;
+  // Each request names what its script calls, so the tool is on that request's menu (the scripted model refuses an undeclared call, P2).
 
   const workers = [await startWorker(env), await startWorker(env), await startWorker(env)];
   const ids: { id: string; kind: (typeof kinds)[number] }[] = [];
   for (let i = 0; i < RUNS; i++) {
     const kind = kinds[i % 3];
-    const r = await api('POST', '/v1/runs', { request: `soak ${i}`, model: models[kind], ...(kind === 'plan' ? { mode: 'plan' } : {}) });
+    const r = await api('POST', '/v1/runs', { request: `soak ${i}: trash the email from the inbox`, model: models[kind], ...(kind === 'plan' ? { mode: 'plan' } : {}) });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     ids.push({ id: r.body.run_id, kind });
   }
