@@ -252,7 +252,9 @@ export async function races(rounds = 4, n = 3): Promise<Races> {
       try {
         const sc = kind === 'answer' ? confirm : trash;
         const model = script(home, sc.script as never);
-        const first = JSON.parse((await cli(['run', '--json', '--model', model, '--plugins', FIXTURES, 'go'], env)).stdout) as RunJson;
+        // The scenario's own request, which puts the tools its script calls on the menu (P2).
+        const request = sc.steps[0].at(-1) ?? '';
+        const first = JSON.parse((await cli(['run', '--json', '--model', model, '--plugins', FIXTURES, request], env)).stdout) as RunJson;
         let args: string[];
         if (kind === 'approve') args = ['approvals', 'approve', first.approval?.id ?? ''];
         else if (kind === 'answer') args = ['resume', first.run_id, '--yes'];

@@ -198,7 +198,7 @@ test('telemetry (R13/R15/R21): calls the core answers itself get their span and 
   const h = new Harness([
     {
       tool_calls: [
-        { id: 'u1', name: 'no_such_tool', args: {} },
+        { id: 'u1', name: 'no_such_tool', args: {}, undeclared: true },
         { id: 'w1', name: 'create_reminder', args: { title: 'Pay Wingtip Bank', due: '2026-09-30' } },
         { id: 'i1', name: 'upcoming_dues', arguments: '{not json' },
         DUES,
@@ -208,7 +208,7 @@ test('telemetry (R13/R15/R21): calls the core answers itself get their span and 
     { text: 'Done.' },
   ]);
   t.after(() => h.close());
-  await h.run('What is due?');
+  await h.run('What is due? Create a reminder for it.');
   const tools = named(spans.getFinishedSpans(), 'execute_tool');
   assert.deepEqual(
     tools.map((s) => [
