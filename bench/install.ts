@@ -2,8 +2,8 @@
  * bench/install: what depending on Keel costs a new application that uses only SQLite — the
  * README's "Use Keel in your project" by tarball. Packs the current tree (building dist/ first when
  * it is stale: `npm run prepare`), installs the tarball into a new project in a temp folder, and
- * measures the install's wall and CPU time (best of --reps) and node_modules' size (du, MB = MiB). Writes
- * bench/results/install.json with these figures as `after` beside `before`.
+ * measures the install's wall and CPU time (best of --reps) and node_modules' size (du, MB = MiB).
+ * Writes bench/results/install.json with these figures as `after` beside `before`.
  *
  * `before` is the package as it was before the optional packages (issue 24), measured once and kept
  * in the results file with its commit: the old commit cannot be re-measured cheaply on every run.
@@ -13,10 +13,10 @@
  *
  * Conditions, written into the file: the npm cache is warm (~/.npm holds every package from earlier
  * installs, so the time is npm's work and the native build, not downloads); better-sqlite3 compiles
- * from source at each install (no prebuilt binary is downloaded here). With a
- * baseline, before and after take turns, rep by rep. The wall time follows the machine's load; the
- * CPU time (GNU time: npm and all it ran) much less. An install with --ignore-scripts is timed
- * beside each: npm's own work (resolve, extract, link), without the native build.
+ * from source at each install (no prebuilt binary is downloaded here). With a baseline, before and
+ * after take turns, rep by rep. The wall time follows the machine's load; the CPU time (GNU time:
+ * npm and all it ran) much less. An install with --ignore-scripts is timed beside each: npm's own
+ * work (resolve, extract, link), without the native build.
  *
  *   node --import tsx bench/install.ts [--reps 2] [--no-write] [--baseline COMMIT [--baseline-tarball FILE]]
  */
@@ -220,7 +220,7 @@ try {
           load_average_1m: loadavg()[0],
           app: APP,
           conditions:
-            'npm cache warm (every package already in ~/.npm); better-sqlite3 compiles from source at each install (no prebuilt binary is downloaded); wall and CPU time of `npm install ../keel-0.1.0.tgz` in a new app, best of the reps, before and after taking turns; sizes from du (MiB). On a shared machine the wall time follows its load (load_average_1m); the CPU time much less',
+            "npm cache warm (every package already in ~/.npm); better-sqlite3 compiles from source at each install (no prebuilt binary is downloaded); wall and CPU time of `npm install ../keel-0.1.0.tgz` in a new app, best of the reps, before and after taking turns; sizes from du (MiB). On a shared machine the wall time follows its load (load_average_1m); the CPU time much less. install_without_scripts_s: npm install --ignore-scripts, npm's own work without the native build",
           reps: REPS,
           before,
           after,
