@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { calls, ensureBuilt, FIXTURES, json, KEEL_BIN, keel, ROOT, script, tempHome } from '../support/helpers.js';
+import { tmuxServer } from '../support/tmux.js';
 
 const SCRIPT = [
   { tool_calls: [{ id: 'c1', name: 'upcoming_dues', args: { within_days: 10 } }] },
@@ -15,23 +15,7 @@ const SCRIPT = [
   { text: 'Plan mode: proposing instead.' },
 ];
 
-// A private tmux server, started without the test runner's environment (NODE_TEST_CONTEXT would
-// make the child node report to a test parent that is not there). No npm package ships tmux: where
-// it is not installed, each test fails at once with one line saying so (never a skip).
-const SOCKET = `keel-test-${process.pid}`;
-function tmux(...args: string[]): string {
-  const env = { ...process.env };
-  delete env.NODE_TEST_CONTEXT;
-  delete env.NODE_OPTIONS;
-  try {
-    return execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8', env });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error('the chat tests drive keel chat under tmux, which is not installed: apt-get install tmux');
-    }
-    throw e;
-  }
-}
+const tmux = tmuxServer('keel-test', 'the chat tests drive keel chat');
 
 async function waitFor(session: string, pattern: RegExp, ms = 90_000): Promise<string> {
   const until = Date.now() + ms;

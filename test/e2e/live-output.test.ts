@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { FakeGateway } from '../support/fake-gateway.js';
 import { ensureBuilt, KEEL_BIN, keel, ROOT, tempHome } from '../support/helpers.js';
+import { tmuxServer } from '../support/tmux.js';
 
 // Issue 26, live output: on a terminal `keel run` shows the model's text as it streams and a
 // spinner with the elapsed time while it waits; piped, nothing of it.
@@ -12,21 +12,7 @@ const ANSWER = 'Streaming the first words, then the middle part, and at last the
 /** A slow model: two seconds before it answers, then its text in three pieces, 1.5 s apart. */
 const slowReply = () => ({ text: ANSWER, delayMs: 2000, frameDelayMs: 1500 });
 
-// A private tmux server, without the test runner's environment (as in chat.test.ts).
-const SOCKET = `keel-live-${process.pid}`;
-function tmux(...args: string[]): string {
-  const env = { ...process.env };
-  delete env.NODE_TEST_CONTEXT;
-  delete env.NODE_OPTIONS;
-  try {
-    return execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8', env });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error('the live-output test drives keel run under tmux, which is not installed: apt-get install tmux');
-    }
-    throw e;
-  }
-}
+const tmux = tmuxServer('keel-live', 'the live-output test drives keel run');
 
 async function waitFor(session: string, pattern: RegExp, ms = 60_000): Promise<string> {
   const until = Date.now() + ms;
