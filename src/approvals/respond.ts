@@ -1,10 +1,15 @@
-import type { ApprovalRecord, Store } from '../types/index.js';
+import type { ApprovalItem, ApprovalRecord, Store, ToolSpec } from '../types/index.js';
+import { validateProblem } from '../loop/pipeline.js';
 import { KeelError } from '../util/errors.js';
+import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 
 const EXPIRED = 'expired before it was answered';
+
+/** The reason a card is closed with when the MCP client whose call it holds is gone (S3, `keel mcp serve`). */
+export const CLIENT_GONE = 'client_gone';
 
 /** The answer joins the run's journal, so live clients (an inbox, the run's page) see the card close. */
 function journal(
@@ -19,6 +24,74 @@ function journal(
 }
 
 /**
+ * A7: the owner's edit of a card's calls, approved as edited. `arguments` is, for a card with one
+ * call, that call's new arguments; for a card with several, `{ "<call_id>": {...} }` (a call left
+ * out keeps the model's arguments). `tool` finds the card's tools in its run's pool.
+ */
+export interface ApprovalEdit {
+  arguments: Record<string, unknown>;
+  tool: (name: string) => ToolSpec | undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * A7: the card's calls with the owner's edit applied, each checked as a model's call is (the tool's
+ * JSON Schema, R21) and by the plugin's `validate` (A1); a tool declared `editable: false` refuses
+ * any edit. A refusal is bad_input naming the call and the field; nothing is stored. Undefined when
+ * the edit changes nothing.
+ */
+export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: string): Promise<ApprovalItem[] | undefined> {
+  const given = edit.arguments;
+  if (!isObject(given)) throw new KeelError('bad_input', 'arguments: must be a JSON object');
+  let byCall: Record<string, unknown>;
+  if (a.items.length === 1) byCall = { [a.items[0].call_id]: given };
+  else {
+    const unknown = Object.keys(given).filter((k) => !a.items.some((i) => i.call_id === k));
+    if (unknown.length)
+      throw new KeelError(
+        'bad_input',
+        `arguments.${unknown[0]}: approval ${a.id} has ${a.items.length} calls (${a.items.map((i) => i.call_id).join(', ')}): give { "<call_id>": {...arguments} } for the calls you change`,
+      );
+    byCall = given;
+  }
+  let changed = false;
+  const items: ApprovalItem[] = [];
+  for (const item of a.items) {
+    const args = byCall[item.call_id];
+    const where = a.items.length === 1 ? 'arguments' : `arguments.${item.call_id}`;
+    if (args === undefined) {
+      items.push(item);
+      continue;
+    }
+    if (!isObject(args)) throw new KeelError('bad_input', `${where}: the arguments of ${item.tool} must be a JSON object`);
+    if (canonicalJson(args) === canonicalJson(item.args)) {
+      items.push(item);
+      continue;
+    }
+    const tool = edit.tool(item.tool);
+    if (!tool) throw new KeelError('bad_input', `${where}: ${item.tool} is no longer available: its call cannot be edited`);
+    if (tool.declaration.editable === false)
+      throw new KeelError('bad_input', `${where}: ${item.tool} is declared editable: false: its arguments cannot be changed; approve or reject the call as it is`);
+    const text = storableText(JSON.stringify(args));
+    if (text.replaced) throw new KeelError('bad_input', `${where}: holds text no store can keep (a NUL or a lone surrogate)`);
+    const copy = JSON.parse(JSON.stringify(args)) as Record<string, unknown>;
+    const schema = tool.checkArgs(copy);
+    if (schema) throw new KeelError('bad_input', `${where}: do not fit ${item.tool}'s parameters: ${schema}`);
+    const problem = await validateProblem(tool, copy);
+    if (problem) throw new KeelError('bad_input', `${where}: ${item.tool} refuses them: ${problem}`);
+    changed = true;
+    items.push({
+      ...item,
+      args: copy,
+      original_args: item.original_args ?? item.args,
+      edited_by: actor,
+    });
+  }
+  return changed ? items : undefined;
+}
+
+/**
  * A3: the one function every surface (CLI, HTTP, web console) answers an approval through.
  * Unknown id → not_found; answered → conflict; past its expiry → marked expired, nothing runs.
  * Every decision is audited. It only records the answer: Keel.respondToApproval records it and continues the run.
@@ -30,7 +103,7 @@ export async function recordApprovalAnswer(
   actor: string,
   reason: string | null = null,
   now: Date = new Date(),
-  options: { consentWrites?: boolean } = {},
+  options: { consentWrites?: boolean; edit?: ApprovalEdit } = {},
 ): Promise<ApprovalRecord> {
   // Issue 27: who answered and why are made storable here, the same way in every store.
   actor = storableText(actor).text;
@@ -47,10 +120,15 @@ export async function recordApprovalAnswer(
     );
   }
   if (a.status !== 'pending') {
+    // S3: a card closed because its MCP client left says so, and that nothing ran.
+    const gone = a.status === 'rejected' && a.reason === CLIENT_GONE;
     throw new KeelError(
       'conflict',
-      `approval ${id} was already ${a.status}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.answered_at ? ` at ${a.answered_at}` : ''}; it cannot be answered again`,
+      `approval ${id} was already ${a.status}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.answered_at ? ` at ${a.answered_at}` : ''}${gone ? ': closed because the MCP client that made the call left (client_gone), and nothing ran — the client makes the call again for a new card' : ''}; it cannot be answered again`,
     );
+  }
+  if (options.edit && decision !== 'approve') {
+    throw new KeelError('bad_input', 'arguments: editing applies to an approval, not a rejection');
   }
   const at = now.toISOString();
   if (now.getTime() > Date.parse(a.expires_at)) {
@@ -59,7 +137,9 @@ export async function recordApprovalAnswer(
     return { ...a, status: 'expired', answered_at: at, answered_by: 'system', reason: EXPIRED };
   }
   const status = decision === 'approve' ? 'approved' : 'rejected';
-  if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites))) {
+  // A7: the approval is pinned to the owner's arguments, stored with the answer in one update.
+  const edited = options.edit ? await editedItems(a, options.edit, actor) : undefined;
+  if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites, edited))) {
     throw new KeelError('conflict', `approval ${id} was answered by someone else just now; it cannot be answered again`);
   }
   await journal(store, a, status, actor, reason, at);
@@ -70,12 +150,18 @@ export async function recordApprovalAnswer(
     subject: id,
     detail: JSON.stringify({
       run_id: a.run_id,
-      calls: a.items.map((i) => ({ tool: i.tool, args: i.args })),
+      calls: (edited ?? a.items).map((i) => ({
+        call_id: i.call_id,
+        tool: i.tool,
+        args: i.args,
+        ...(i.original_args ? { original_args: i.original_args, edited_by: i.edited_by } : {}),
+      })),
       reason,
       consent_writes: consentWrites,
+      ...(edited ? { edited_by: actor } : {}),
     }),
   });
-  return { ...a, status, answered_at: at, answered_by: actor, reason, consent_writes: consentWrites };
+  return { ...a, ...(edited ? { items: edited } : {}), status, answered_at: at, answered_by: actor, reason, consent_writes: consentWrites };
 }
 
 /** A4: marks every pending approval past its expiry as expired (audited). Returns them. */

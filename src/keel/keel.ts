@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { join, resolve } from 'node:path';
-import { type ApprovalDecision, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
+import { type ApprovalDecision, type ApprovalEdit, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
@@ -112,6 +112,13 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   reason?: string | null;
   /** For a plan or goal card (`card.offers_write_consent`): its confirm-once writes may also run without asking. */
   consentWrites?: boolean;
+  /**
+   * A7: approve the call with these arguments instead of the model's: for a card with one call, its
+   * arguments; for several, `{ "<call_id>": {...} }`. Checked against the tool's JSON Schema and by
+   * its `validate` (refused: bad_input naming the field, the card stays pending); exactly the edited
+   * call runs, once.
+   */
+  arguments?: Record<string, unknown>;
 }
 
 /** A PauseResponder's answer to a card. */
@@ -561,11 +568,29 @@ export class Keel {
     const actor = o.actor ?? osUser(this.env);
     const approval = await recordApprovalAnswer(this.requireStore(), id, decision, actor, o.reason ?? null, new Date(), {
       consentWrites: o.consentWrites,
+      edit: o.arguments === undefined ? undefined : await this.editOf(id, o),
     });
     // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
     if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval, o));
     return { approval, leg };
+  }
+
+  /** A7: an edit is checked against the tools of the card's run (its pool: plugins and app tools). */
+  private async editOf(id: string, o: ApprovalOptions): Promise<ApprovalEdit | undefined> {
+    const card = await this.requireStore().getApproval(id);
+    if (!card) return undefined; // not_found, said by recordApprovalAnswer
+    const run = await this.requireStore().loadRun(card.run_id);
+    if (!run) throw new KeelError('not_found', `approval ${id}: its run ${card.run_id} is not in the store`);
+    if (isMcpSession(run)) {
+      throw new KeelError(
+        'bad_input',
+        `arguments: approval ${id} belongs to an MCP session, whose client made the call: its arguments cannot be changed here; approve or reject it as it is`,
+      );
+    }
+    const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs;
+    const { registry } = await this.registries.forRun(dirs, this.appTools(this.kept(run.id, o).tools));
+    return { arguments: o.arguments as Record<string, unknown>, tool: (name) => registry.byName.get(name) };
   }
 
   /** The answer is stored whatever happens next: an error after it says so, and how to carry the run on. */

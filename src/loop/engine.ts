@@ -19,8 +19,9 @@ import type {
   ToolCall,
   ToolSpec,
 } from '../types/index.js';
-import { callKey } from '../util/json.js';
+import { callKey, canonicalJson } from '../util/json.js';
 import { redact } from '../util/redact.js';
+import { truncate } from '../util/text.js';
 import {
   endChatSpan,
   endLegSpan,
@@ -231,7 +232,11 @@ export class RunLeg {
       const results = pause.results.map((r) => ({ ...r }));
       const store = this.deps.store;
       const ctx = this.executeContext(approval.status === 'approved' && store ? { store, approval_id: approval.id } : undefined);
-      for (const item of pause.items) {
+      for (const asked of pause.items) {
+        // A7: the owner may have changed the arguments on the card: the approval is pinned to those.
+        const pinned = approval.items.find((i) => i.call_id === asked.call_id);
+        const edited = approval.status === 'approved' && pinned?.original_args ? pinned : undefined;
+        const item = edited ?? asked;
         const tool = this.deps.registry.byName.get(item.tool);
         const span = startToolSpan(this.span, item.tool, item.call_id);
         let ex: Executed;
@@ -241,6 +246,7 @@ export class RunLeg {
           else if (approval.status !== 'approved')
             ex = { outcome: 'rejected', content: SAY.rejected(item.tool, approval.reason), is_error: true };
           else ex = tool ? await executeCall(ctx, tool, item.call_id, item.args) : coreResult(SAY.noLongerAvailable(item.tool));
+          if (edited) ex = { ...ex, content: `${SAY.editedByOwner(item.tool, truncate(canonicalJson(item.args), 2000))}\n${ex.content}` };
         } catch (err) {
           recordError(span, err);
           span.end();
@@ -251,6 +257,9 @@ export class RunLeg {
         const res = results.find((r) => r.call_id === item.call_id);
         if (!rec || !res) continue;
         Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
+        // A7: the trace keeps what ran and what the model asked for, and who changed it; the gate's
+        // repeat guard then knows the edited call as the one that ran.
+        if (edited) Object.assign(rec, { args: edited.args, edited_from: edited.original_args, edited_by: edited.edited_by });
         // R16: the approver let the plan's (or goal's) confirm-once writes run: the trace keeps it, so the gate does.
         if (approval.consent_writes && ex.outcome === 'ran') rec.consent_writes = true;
         Object.assign(res, { content: ex.content, is_error: ex.is_error });

@@ -94,6 +94,9 @@ export const SAY = {
   /** A2: the owner rejected the card. */
   rejected: (name: string, reason: string | null) =>
     `Not run: the owner rejected this ${name} call${reason ? ` (${reason})` : ''}. Nothing changed.`,
+  /** A7: the owner changed the call's arguments on its card and approved the edited call (prefixes its result). */
+  editedByOwner: (name: string, args: string) =>
+    `The owner changed the arguments of this ${name} call before approving it: it ran as ${name}(${args}), not as you asked. Its result:`,
   /** A4: the card expired before anyone answered it. */
   approvalExpired: (name: string, approvalId: string) =>
     `Not run: approval ${approvalId} for this ${name} call expired before anyone answered it. Nothing changed.`,

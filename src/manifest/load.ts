@@ -179,6 +179,7 @@ export const PLAIN_FIELDS = {
     answers_directly: isBoolean,
     undo: isString,
     idempotent: isBoolean,
+    editable: isBoolean,
     contract_modes: oneOf('declare', 'hide'),
   } satisfies Record<ToolDeclarationField, Check>,
   mcp: {

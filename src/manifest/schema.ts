@@ -23,6 +23,10 @@ function build(z: typeof Zod) {
       answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
       undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
       idempotent: z.boolean().optional().describe('Calling it again with the same arguments changes nothing more (told to MCP clients).'),
+      editable: z
+        .boolean()
+        .optional()
+        .describe("false: the owner may not change a call's arguments on its approval card (default true)."),
       contract_modes: z
         .enum(['declare', 'hide'])
         .optional()
@@ -91,6 +95,7 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
     undo: d.undo,
     contract_modes: d.contract_modes ?? 'hide',
     ...(d.idempotent !== undefined ? { idempotent: d.idempotent } : {}),
+    ...(d.editable !== undefined ? { editable: d.editable } : {}),
   };
 }
 

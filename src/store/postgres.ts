@@ -9,6 +9,7 @@
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import type {
+  ApprovalItem,
   ApprovalRecord,
   ApprovalStatus,
   AuditRecord,
@@ -980,10 +981,11 @@ export class PostgresStore implements Store {
     reason: string | null,
     at: string,
     consentWrites = false,
+    items?: ApprovalItem[],
   ): Promise<boolean> {
     const r = await this.q(
-      "UPDATE approvals SET status = $1, answered_by = $2, reason = $3, answered_at = $4, consent_writes = $5 WHERE id = $6 AND status = 'pending'",
-      [status, actor, reason, at, consentWrites, id],
+      "UPDATE approvals SET status = $1, answered_by = $2, reason = $3, answered_at = $4, consent_writes = $5, items = COALESCE($7::jsonb, items) WHERE id = $6 AND status = 'pending'",
+      [status, actor, reason, at, consentWrites, id, items ? jsonb(items) : null],
     );
     return r.rowCount === 1;
   }

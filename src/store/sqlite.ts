@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
+  ApprovalItem,
   ApprovalRecord,
   ApprovalStatus,
   AuditRecord,
@@ -152,7 +153,7 @@ export class SqliteStore implements Store {
         VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason,@consent_writes)`),
       getApproval: p('SELECT * FROM approvals WHERE id = ?'),
       answerApproval: p(
-        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ?, consent_writes = ? WHERE id = ? AND status = 'pending'",
+        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ?, consent_writes = ?, items = COALESCE(?, items) WHERE id = ? AND status = 'pending'",
       ),
       audit: p('INSERT INTO audit (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)'),
       ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
@@ -528,9 +529,11 @@ export class SqliteStore implements Store {
     reason: string | null,
     at: string,
     consentWrites = false,
+    items?: ApprovalItem[],
   ): Promise<boolean> {
+    const itemsJson = items ? JSON.stringify(items) : null;
     return this.write(() => {
-      return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, id).changes === 1;
+      return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, itemsJson, id).changes === 1;
     });
   }
 

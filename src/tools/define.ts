@@ -66,7 +66,7 @@ export type DefinedTool<E> = [E] extends [Effect] ? AppTool : ToolDefinition;
 /**
  * A tool definition with its handler typed by its schema. Pass a zod object or a JSON Schema
  * written inline. Add `effect` (and `confirm`, `approval`, `guidance`, `pinned`, `answers_directly`,
- * `undo`, `idempotent`, `contract_modes` as needed) to declare it in code as an app tool; a
+ * `undo`, `idempotent`, `editable`, `contract_modes` as needed) to declare it in code as an app tool; a
  * plugin's tool is declared in its manifest instead.
  */
 export function defineTool<S extends z.ZodObject, E extends Effect | undefined = undefined>(

@@ -141,7 +141,10 @@ export interface ApprovalStore {
   createApproval(a: ApprovalRecord): Promise<void>;
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
   listApprovals(filter?: { status?: ApprovalStatus; run_id?: string }): Promise<ApprovalRecord[]>;
-  /** Moves a pending approval to a final status. False when it was no longer pending (conflict). */
+  /**
+   * Moves a pending approval to a final status. False when it was no longer pending (conflict).
+   * `items`, when given (A7: the owner edited a call's arguments), replace the card's calls in the same update.
+   */
   answerApproval(
     id: string,
     status: Exclude<ApprovalStatus, 'pending'>,
@@ -149,6 +152,7 @@ export interface ApprovalStore {
     reason: string | null,
     at: string,
     consentWrites?: boolean,
+    items?: ApprovalItem[],
   ): Promise<boolean>;
   audit(row: AuditRecord): Promise<void>;
   listAudit(subject?: string): Promise<AuditRecord[]>;
