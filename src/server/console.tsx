@@ -7,13 +7,14 @@
  */
 import type { Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { html } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { CONSOLE_CSS, CONSOLE_JS } from './console-assets.js';
+import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-assets.js';
 import { allows, type Role, type WebSessions } from './tokens.js';
 
 interface Who {
@@ -55,6 +56,8 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <title>{`${title} · Keel`}</title>
+      <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+      <link rel="icon" href="/favicon.ico" sizes="32x32" />
       <link rel="stylesheet" href="/assets/console.css" />
       <script type="module" src="/assets/console.js" />
     </head>
@@ -73,8 +76,9 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
         {who && csrf && (
           <form method="post" action="/logout" class="who">
             <input type="hidden" name="csrf" value={csrf} />
-            <span>
-              {who.name} ({who.role})
+            {/* S3: on a phone the header stays one line — the name is cut short (its title has it whole), the role hidden. */}
+            <span class="name" title={`${who.name} (${who.role})`}>
+              {who.name} <span class="role">({who.role})</span>
             </span>
             <button type="submit">Log out</button>
           </form>
@@ -105,58 +109,81 @@ const Head: FC<{ cols: string[] }> = ({ cols }) => (
 
 const Badge: FC<{ kind: string; children?: Child }> = ({ kind, children }) => <span class={`badge b-${kind}`}>{children}</span>;
 
-const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, canAnswer, csrf }) => (
-  <article class="card" id={`card-${a.id}`} aria-labelledby={`t-${a.id}`}>
-    <h3 id={`t-${a.id}`}>{a.card.title}</h3>
-    <p class="request">
-      Asked: <q>{a.card.request}</q> · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
-    </p>
-    {a.card.items.map((i) => (
-      <section class="item">
-        <h4>
-          {i.title} <Badge kind="destructive">{i.tool}</Badge>
-        </h4>
-        <ul>
-          {i.lines.map((l) => (
-            <li>{l}</li>
-          ))}
-        </ul>
-        <p class="undo">{i.undo}</p>
-        <code class="call">{i.call}</code>
-      </section>
-    ))}
-    {a.status === 'pending' ? (
-      <p class="meta">Expires {a.expires_at}</p>
-    ) : (
-      <p class={`meta status-${a.status}`}>
-        {a.status === 'expired'
-          ? `Expired at ${a.expires_at}: nothing ran.`
-          : `${a.status === 'approved' ? 'Approved' : 'Rejected'} by ${a.answered_by ?? 'someone'}${a.reason ? `: ${a.reason}` : ''}`}
+/**
+ * A moment: its ISO time in `datetime`, a readable UTC text that the console script turns into the
+ * viewer's local time with the relative time ("in 42 min · 14:09"); without the script the UTC text stays.
+ */
+const Time: FC<{ iso: string }> = ({ iso }) => {
+  const d = new Date(iso);
+  return <time datetime={iso}>{Number.isNaN(d.getTime()) ? iso : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`}</time>;
+};
+
+/** One title per card: a card of one call is titled by that call (its tool beside it), not twice. */
+const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, canAnswer, csrf }) => {
+  const single = a.card.items.length === 1 ? a.card.items[0] : undefined;
+  return (
+    <article class="card" id={`card-${a.id}`} aria-labelledby={`t-${a.id}`}>
+      <h3 id={`t-${a.id}`}>
+        {single ? single.title : a.card.title} {single && <Badge kind="destructive">{single.tool}</Badge>}
+      </h3>
+      <p class="request">
+        Asked: <q>{a.card.request}</q> · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
       </p>
-    )}
-    {a.status === 'pending' && canAnswer && (
-      <form method="post" action={`/approvals/${a.id}`} class="answer">
-        <input type="hidden" name="csrf" value={csrf} />
-        <label>
-          Reason (optional) <input type="text" name="reason" maxlength={4000} />
-        </label>
-        {a.card.offers_write_consent && (
-          <label class="check">
-            <input type="checkbox" name="consent_writes" value="1" /> Also let its writes run without asking
+      {a.card.items.map((i) => (
+        <section class="item">
+          {!single && (
+            <h4>
+              {i.title} <Badge kind="destructive">{i.tool}</Badge>
+            </h4>
+          )}
+          <ul>
+            {i.lines.map((l) => (
+              <li>{l}</li>
+            ))}
+          </ul>
+          <p class="undo">{i.undo}</p>
+          <code class="call">{i.call}</code>
+        </section>
+      ))}
+      {a.status === 'pending' ? (
+        <p class="meta">
+          Expires <Time iso={a.expires_at} />
+        </p>
+      ) : a.status === 'expired' ? (
+        <p class="meta status-expired">
+          Expired <Time iso={a.expires_at} />: nothing ran.
+        </p>
+      ) : (
+        <p class={`meta status-${a.status}`}>
+          {`${a.status === 'approved' ? 'Approved' : 'Rejected'} by ${a.answered_by ?? 'someone'}`}
+          {a.answered_at && [' ', <Time iso={a.answered_at} />]}
+          {a.reason ? `: ${a.reason}` : ''}
+        </p>
+      )}
+      {a.status === 'pending' && canAnswer && (
+        <form method="post" action={`/approvals/${a.id}`} class="answer">
+          <input type="hidden" name="csrf" value={csrf} />
+          <label>
+            Reason (optional) <input type="text" name="reason" maxlength={4000} />
           </label>
-        )}
-        <div class="buttons">
-          <button type="submit" name="decision" value="approve" class="approve">
-            Approve
-          </button>
-          <button type="submit" name="decision" value="reject" class="reject">
-            Reject
-          </button>
-        </div>
-      </form>
-    )}
-  </article>
-);
+          {a.card.offers_write_consent && (
+            <label class="check">
+              <input type="checkbox" name="consent_writes" value="1" /> Also let its writes run without asking
+            </label>
+          )}
+          <div class="buttons">
+            <button type="submit" name="decision" value="approve" class="approve">
+              Approve
+            </button>
+            <button type="submit" name="decision" value="reject" class="reject">
+              Reject
+            </button>
+          </div>
+        </form>
+      )}
+    </article>
+  );
+};
 
 const Question: FC<{ run: RunState; canAnswer: boolean; csrf: string }> = ({ run, canAnswer, csrf }) => {
   const p = run.pause?.kind === 'ask_user' ? run.pause : undefined;
@@ -201,15 +228,17 @@ const RunRows: FC<{ runs: (RunSummary & { queued: boolean })[] }> = ({ runs }) =
       <tbody>
         {runs.map((r) => (
           <tr>
-            <td>
+            <td data-label="Run">
               <a href={`/runs/${r.id}`}>{r.id}</a>
             </td>
-            <td>
+            <td data-label="Status">
               <Badge kind={r.status}>{r.queued ? 'queued' : r.status}</Badge> {r.reason ?? ''}
             </td>
-            <td>{r.request.length > 120 ? `${r.request.slice(0, 120)}…` : r.request}</td>
-            <td>{r.model_calls}</td>
-            <td>{r.updated_at.replace('T', ' ').slice(0, 19)}</td>
+            <td data-label="Request">{r.request.length > 120 ? `${r.request.slice(0, 120)}…` : r.request}</td>
+            <td data-label="Model calls">{r.model_calls}</td>
+            <td data-label="Updated">
+              <Time iso={r.updated_at} />
+            </td>
           </tr>
         ))}
       </tbody>
@@ -252,6 +281,11 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   app.get('/assets/console.js', (c) =>
     c.body(CONSOLE_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'max-age=300' }),
   );
+  // The icon, drawn in code (console-assets.ts): an SVG for browsers that take one, an ICO at the path every browser asks for.
+  app.get('/favicon.svg', (c) => c.body(FAVICON_SVG, 200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' }));
+  app.get('/favicon.ico', (c) =>
+    c.body(faviconIco() as Uint8Array<ArrayBuffer>, 200, { 'content-type': 'image/x-icon', 'cache-control': 'max-age=86400' }),
+  );
 
   // Pages: a strict policy (only Keel's own script and style), never framed, no sniffing.
   app.use('*', async (c, next) => {
@@ -262,11 +296,14 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     c.header('referrer-policy', 'same-origin');
   });
 
+  // S3: every page is a standards-mode document (a doctype first: without it Chromium lays it out in quirks mode).
   const page = (c: Context, status: number, title: string, body: Child, who?: Who, csrf?: string) =>
     c.html(
-      <Layout title={title} who={who} csrf={csrf}>
-        {body}
-      </Layout>,
+      html`<!DOCTYPE html>${(
+        <Layout title={title} who={who} csrf={csrf}>
+          {body}
+        </Layout>
+      )}`,
       status as 200,
     );
 
@@ -423,6 +460,39 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     );
   }
 
+  /**
+   * After an answer (a card's Approve or Reject, a question's answer) the owner lands on the next
+   * pending card, oldest first, or on the inbox when none is left; the inbox says what was answered.
+   */
+  async function nextCard(c: Context, answered: string): Promise<Response> {
+    const now = Date.now();
+    const next = (await store.listApprovals({ status: 'pending' })).find((a) => Date.parse(a.expires_at) > now);
+    return c.redirect(`/?answered=${encodeURIComponent(answered)}${next ? `#card-${next.id}` : ''}`, 303);
+  }
+
+  /** The line that says what the owner just answered (an approval or a run's question), with its run. */
+  async function answeredNote(id: string | undefined): Promise<Child> {
+    if (!id || !/^(apr|run)_[A-Za-z0-9-]{1,40}$/.test(id)) return null;
+    if (id.startsWith('run_')) {
+      const run = await store.loadRun(id);
+      return (
+        run && (
+          <p class="notice" role="status">
+            Answered · <a href={`/runs/${run.id}`}>run {run.id}</a>
+          </p>
+        )
+      );
+    }
+    const a = await store.getApproval(id);
+    if (!a || a.status === 'pending') return null;
+    const done = { approved: 'Approved', rejected: 'Rejected', expired: 'Expired' }[a.status] ?? a.status;
+    return (
+      <p class="notice" role="status">
+        {done}: {a.card.title} · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
+      </p>
+    );
+  }
+
   app.get('/', async (c) => {
     const s = session(c) as { who: Who; csrf: string };
     // The live stream starts where this page's view of the journal ends: nothing falls between.
@@ -433,9 +503,12 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       c,
       200,
       'Inbox',
-      <div data-live={`/v1/events?after=${after}`} data-fragment="/?fragment=1">
-        {body}
-      </div>,
+      <>
+        {await answeredNote(c.req.query('answered'))}
+        <div data-live={`/v1/events?after=${after}`} data-fragment="/?fragment=1">
+          {body}
+        </div>
+      </>,
       s.who,
       s.csrf,
     );
@@ -671,7 +744,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     });
     d.wake(approval.run_id);
     if (leg) await d.accepted(leg);
-    return c.redirect(`/runs/${approval.run_id}`, 303);
+    return nextCard(c, approval.id);
   });
 
   post('/runs/:id/answer', 'approver', async (c, who, data) => {
@@ -680,7 +753,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     const leg = await keel.answerRun(runId, { text: data.text ?? '', ...(confirm !== undefined ? { confirm } : {}) });
     await d.audit(who, 'answer_question', runId, JSON.stringify({ confirm: confirm ?? null, via: 'console' }));
     await d.accepted(leg);
-    return c.redirect(`/runs/${runId}`, 303);
+    return nextCard(c, runId);
   });
 
   app.get('/plugins', async (c) => {
@@ -715,20 +788,20 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
                 <tbody>
                   {p.tools.map((t) => (
                     <tr>
-                      <td>
+                      <td data-label="Tool">
                         <code>{t.name}</code>
                       </td>
-                      <td>
+                      <td data-label="Effect">
                         <Badge kind={t.effect}>{t.effect}</Badge>
                       </td>
-                      <td>
+                      <td data-label="Gate">
                         {t.gate}
                         {t.gate !== t.declared_gate ? ` (declared ${t.declared_gate}${t.gate_source ? `; ${t.gate_source}` : ''})` : ''}
                         {t.denied ? ' · denied by policy' : ''}
                       </td>
-                      <td>{t.guidance ? 'yes' : 'no'}</td>
-                      <td>{t.pinned ? 'yes' : 'no'}</td>
-                      <td>{t.answers_directly ? 'yes' : 'no'}</td>
+                      <td data-label="Guidance">{t.guidance ? 'yes' : 'no'}</td>
+                      <td data-label="Pinned">{t.pinned ? 'yes' : 'no'}</td>
+                      <td data-label="Answers directly">{t.answers_directly ? 'yes' : 'no'}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -110,6 +110,9 @@ test('console: a wrong token is refused; an approver logs in; a card appears liv
   await page.setViewportSize({ width: 1280, height: 800 });
 
   await card.getByRole('button', { name: 'Approve' }).click();
+  // S3: an answer lands on the next card, or on the inbox when none is left, which says what was answered.
+  await page.waitForURL(new RegExp(`/\\?answered=${approval_id}$`));
+  await page.locator('.notice', { hasText: 'Approved' }).getByRole('link', { name: `run ${run_id}` }).click();
   await page.waitForURL(new RegExp(`/runs/${run_id}$`));
   await page.locator('.summary .b-done').waitFor({ timeout: 10_000 });
   const row = page.locator('table.calls tr', { hasText: 'trash_email' });
@@ -130,7 +133,8 @@ test('console: reject with a reason; a card answered elsewhere disappears from t
   await card.waitFor();
   await card.getByLabel('Reason (optional)').fill('keep them');
   await card.getByRole('button', { name: 'Reject' }).click();
-  await page.waitForURL(new RegExp(`/runs/${a.run_id}$`));
+  await page.waitForURL(new RegExp(`/\\?answered=${a.approval_id}$`));
+  await page.goto(`${s.url}/runs/${a.run_id}`);
   await page.locator('.summary .b-done').waitFor({ timeout: 10_000 });
   assert.match(await page.locator('#h-approvals + ul').innerText(), /rejected by ana-phone \(keep them\)/);
   assert.match(await page.locator('table.calls tr', { hasText: 'trash_email' }).innerText(), /rejected/);
@@ -259,7 +263,7 @@ test('console: a card that expires while shown says so, live, and its run ends w
   const r = await e.api('POST', '/v1/runs', { token: e.approver, body: { request: 'trash soon', model } });
   const card = page.locator('article.card', { hasText: 'trash soon' });
   await card.getByRole('button', { name: 'Approve' }).waitFor();
-  await card.getByText(/Expired at .*nothing ran/).waitFor({ timeout: 10_000 });
+  await card.getByText(/Expired .*nothing ran/).waitFor({ timeout: 10_000 });
   assert.equal(await card.getByRole('button', { name: 'Approve' }).count(), 0, 'no button on an expired card');
   for (let i = 0; i < 100; i++) {
     if ((await e.api('GET', `/v1/runs/${r.body.run_id}`, { token: e.viewer })).body.reason === 'approval_expired') break;
