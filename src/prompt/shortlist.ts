@@ -1,8 +1,10 @@
 import * as crypto from 'node:crypto';
+import { stemmer } from 'stemmer';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { JsonSchema, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import type { FileCache } from '../util/file-cache.js';
+import { expansions } from './lexicon.js';
 import type { Shortlist } from './menu.js';
 
 export const DEFAULT_TOOL_CAP = 12;
@@ -28,93 +30,12 @@ const STOP = new Set(
   show tell give want need know like see anything something everything nothing ever really actually maybe still hi hey thanks`.split(/\s+/),
 );
 
-// --- Porter's stemmer (M. F. Porter, 1980), so "reminders", "reminded" and "reminder" meet at "remind".
-
-const isCons = (w: string, i: number): boolean => {
-  const c = w[i];
-  if ('aeiou'.includes(c)) return false;
-  return c === 'y' ? i === 0 || !isCons(w, i - 1) : true;
-};
-/** m: the number of vowel-consonant sequences in w[0..end). */
-function measure(w: string, end = w.length): number {
-  let m = 0;
-  let i = 0;
-  while (i < end && isCons(w, i)) i++;
-  while (i < end) {
-    while (i < end && !isCons(w, i)) i++;
-    if (i >= end) break;
-    m++;
-    while (i < end && isCons(w, i)) i++;
-  }
-  return m;
-}
-const hasVowel = (w: string, end: number) => {
-  for (let i = 0; i < end; i++) if (!isCons(w, i)) return true;
-  return false;
-};
-const doubleCons = (w: string) => w.length > 1 && w[w.length - 1] === w[w.length - 2] && isCons(w, w.length - 1);
-/** Ends consonant-vowel-consonant, the last not w, x or y ("hop", not "snow"). */
-const cvc = (w: string) => {
-  const n = w.length;
-  return n >= 3 && isCons(w, n - 3) && !isCons(w, n - 2) && isCons(w, n - 1) && !'wxy'.includes(w[n - 1]);
-};
-/** Replaces suffix `s` by `r` when the stem before it has measure > `m`; returns undefined when `s` does not end w. */
-function swap(w: string, s: string, r: string, m: number): string | undefined {
-  if (!w.endsWith(s)) return undefined;
-  const stem = w.length - s.length;
-  return measure(w, stem) > m ? w.slice(0, stem) + r : w;
-}
-/** Porter's steps 2 and 3 (suffix=replacement) and 4 (suffixes removed). */
-const pairs = (s: string) => s.split(' ').map((p) => p.split('=') as [string, string]);
-const STEP2 = pairs(
-  'ational=ate tional=tion enci=ence anci=ance izer=ize abli=able alli=al entli=ent eli=e ousli=ous ization=ize ation=ate ator=ate alism=al iveness=ive fulness=ful ousness=ous aliti=al iviti=ive biliti=ble',
-);
-const STEP3 = pairs('icate=ic ative= alize=al iciti=ic ical=ic ful= ness=');
-const STEP4 = 'al ance ence er ic able ible ant ement ment ent ion ou ism ate iti ous ive ize'.split(' ');
-
+/**
+ * Stemming is the `stemmer` package's Porter stemmer (so "reminders", "reminded" and "reminder" meet
+ * at "remind"); words with digits and words of two letters are kept as they are.
+ */
 function stem(w: string): string {
-  if (w.length <= 2 || /\d/.test(w)) return w;
-  // 1a
-  if (w.endsWith('sses') || w.endsWith('ies')) w = w.slice(0, -2);
-  else if (w.endsWith('s') && !w.endsWith('ss')) w = w.slice(0, -1);
-  // 1b
-  if (w.endsWith('eed')) {
-    if (measure(w, w.length - 3) > 0) w = w.slice(0, -1);
-  } else {
-    const suffix = w.endsWith('ed') ? 2 : w.endsWith('ing') ? 3 : 0;
-    if (suffix && hasVowel(w, w.length - suffix)) {
-      w = w.slice(0, -suffix);
-      if (w.endsWith('at') || w.endsWith('bl') || w.endsWith('iz')) w += 'e';
-      else if (doubleCons(w) && !'lsz'.includes(w[w.length - 1])) w = w.slice(0, -1);
-      else if (measure(w) === 1 && cvc(w)) w += 'e';
-    }
-  }
-  // 1c
-  if (w.endsWith('y') && hasVowel(w, w.length - 1)) w = `${w.slice(0, -1)}i`;
-  // 2, 3: the first matching suffix decides
-  for (const table of [STEP2, STEP3]) {
-    for (const [s, r] of table) {
-      const out = swap(w, s, r, 0);
-      if (out !== undefined) {
-        w = out;
-        break;
-      }
-    }
-  }
-  // 4
-  for (const s of STEP4) {
-    if (!w.endsWith(s)) continue;
-    const at = w.length - s.length;
-    if (measure(w, at) > 1 && (s !== 'ion' || 'st'.includes(w[at - 1] ?? ''))) w = w.slice(0, at);
-    break;
-  }
-  // 5
-  if (w.endsWith('e')) {
-    const m = measure(w, w.length - 1);
-    if (m > 1 || (m === 1 && !cvc(w.slice(0, -1)))) w = w.slice(0, -1);
-  }
-  if (w.endsWith('ll') && measure(w) > 1) w = w.slice(0, -1);
-  return w;
+  return w.length <= 2 || /\d/.test(w) ? w : stemmer(w);
 }
 
 // --- terms
@@ -162,6 +83,8 @@ const TUNING = {
   k1: 1.2,
   prefixWeight: 0.4,
   prefixMin: 4,
+  /** The weight of a word the lexicon adds (lexicon.ts): a guess about the request, below its own words. */
+  expandWeight: 0.6,
 };
 type Field = keyof typeof TUNING.fields;
 
@@ -202,7 +125,7 @@ const indexes = new WeakMap<readonly ToolSpec[], Index>();
 
 /** A hash of the code that turns a tool's text into terms: a change to it never reuses old terms. */
 let termsCode: string | undefined;
-const codeOfTerms = () => (termsCode ??= sha1([terms, stem, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
+const codeOfTerms = () => (termsCode ??= sha1([terms, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
 const sha1 = (text: string) => crypto.createHash('sha1').update(text).digest('hex');
 
 /**
@@ -368,6 +291,7 @@ function rank(
   text: string,
   room: number,
   skip: (name: string) => boolean,
+  expand = true,
 ): number[] {
   if (room <= 0) return [];
   // Score: each distinct query term, and the longer index terms it begins, add their precomputed weights.
@@ -381,12 +305,19 @@ function rank(
       scores[d] += p.weights[k] * scale;
     }
   };
-  for (const term of new Set(terms(text))) {
+  const own = new Set(terms(text));
+  for (const term of own) {
     const exact = ix.postings.get(term);
     if (exact) add(exact, 1);
     else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
     // And the shorter index terms it begins with ("calculator" → a tool named "calc").
     for (let n = term.length - 1; n >= TUNING.prefixMin; n--) add(ix.postings.get(term.slice(0, n)), TUNING.prefixWeight);
+  }
+  // The lexicon's words for what the request says in words no tool uses (lexicon.ts): index terms only, at a lower weight.
+  if (expand) {
+    for (const term of new Set(terms(expansions(text).join(' ')))) {
+      if (!own.has(term)) add(ix.postings.get(term), TUNING.expandWeight);
+    }
   }
 
   // Top `room` allowed, not skipped, by score then pool order.
@@ -405,6 +336,11 @@ function rank(
   return top;
 }
 
+export interface RankOptions {
+  /** Add the lexicon's words to the request's (default true); false is the plain BM25F, for bench/prompt's comparison. */
+  expand?: boolean;
+}
+
 /**
  * R23: BM25F over name, description, guidance, parameters and plugin. Keeps `keep`, then the
  * best-ranked other candidates up to `cap` in all (ties in pool order); the room the ranking leaves
@@ -412,7 +348,8 @@ function rank(
  * conversation has used, then the most used before), then with the other candidates in pool order.
  * Candidates at or below the cap are all kept. `cache` keeps the pool's terms between processes (poolTerms).
  */
-export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, cache?: FileCache): Shortlist {
+export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, cache?: FileCache, options: RankOptions = {}): Shortlist {
+  const expand = options.expand ?? true;
   const shortlist: Shortlist = (candidates, keep, request, pool, prefer = []) => {
     if (candidates.length <= cap) return new Set(candidates.map((t) => t.name));
     const chosen = new Set<string>(keep);
@@ -426,7 +363,7 @@ export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, cache?: FileCache)
     }
     let room = cap - kept;
     if (room <= 0) return chosen;
-    for (const d of rank(ix, pool, allowed, request, room, (n) => chosen.has(n))) {
+    for (const d of rank(ix, pool, allowed, request, room, (n) => chosen.has(n), expand)) {
       chosen.add(pool[d].name);
       room--;
     }
@@ -460,10 +397,11 @@ export function searchTools(
   query: string,
   limit: number,
   skip: ReadonlySet<string> = new Set(),
+  options: RankOptions = {},
 ): ToolSpec[] {
   if (candidates.length === 0 || limit <= 0) return [];
   const { ix, allowed } = prepare(pool, candidates);
-  return rank(ix, pool, allowed, query, limit, (n) => skip.has(n)).map((d) => pool[d]);
+  return rank(ix, pool, allowed, query, limit, (n) => skip.has(n), options.expand ?? true).map((d) => pool[d]);
 }
 
 /** KEEL_TOOL_CAP: the menu's size once the pool outgrows it (default 12). */

@@ -1,0 +1,213 @@
+/*
+ * R23's query expansion: a request word the pool's tools never use can still name what they do.
+ * "snooze" is sleep, "bounce the box" is restart the server, 택배 is a parcel, 提醒 a reminder.
+ * The table maps such words — informal English and the words of Spanish, Indonesian, Korean,
+ * Chinese and Japanese requests — to the plain English words tool descriptions are written in; the
+ * shortlist adds those to the request's terms at a lower weight (TUNING.expandWeight in
+ * shortlist.ts), and only the ones that are terms of the pool's index count at all, so the table
+ * names no tool and ranks nothing by itself.
+ *
+ * Written as a general vocabulary of what assistant tools do (messages, money, calendar, home,
+ * travel, health, work, arithmetic, units …), not from any bench request: bench/prompt reports the
+ * labelled set and its hard kinds, and test/prompt/lexicon.test.ts checks requests the table was not
+ * written for. No model, no network: a table and a scan.
+ *
+ * One concept a line: `english words = surface forms, comma-separated`. A Latin surface form of one
+ * word matches a request word equal to it or, from five letters, one it begins ("reservar" →
+ * reservarla); one of several words matches those words in a row; a form in another script
+ * (Hangul, Han, kana) matches anywhere in the request, as those languages are written without spaces
+ * or with particles attached.
+ */
+const TABLE = `
+message send = whisper, ping, text, dm, holler, shoot a note, drop a line, let know, mensaje, pesan, kirim, 메시지, 문자, 보내, 消息, 发条, 发个, 发消息, 告诉, 短信, メッセージ, 送って, 伝えて
+message post channel = announce, broadcast, let everybody, tell everyone, tell the team, everybody, everyone, 공지, 群里, 大家, みんなに
+email = e-mail, correo, surel, 이메일, 메일, 邮件, 电子邮件, メール
+inbox = received, bandeja, kotak masuk, 받은 편지함, 收件箱, 受信
+status busy away = heads-down, heads down, do not disturb, dnd, focus time, deep work, busy, 방해 금지, 勿扰, 忙
+mention = pinged, tagged, 멘션, 提到我
+call phone = ring, telepon, 전화, 打电话, 電話
+reminder remind = remember, nudge me, dont let me forget, recordar, recuérdame, ingatkan, ingat, 알려 줘, 잊지, 알림, 提醒, 别忘了, リマインド, 思い出させ
+calendar schedule event = agenda, diary, free, availability, busy, jadwal, kalender, calendario, 일정, 약속, 캘린더, 日程, 日历, 有空, 安排, 予定, カレンダー
+meeting = sync, standup, huddle, reunión, rapat, 회의, 미팅, 会议, 开会, 会議, ミーティング
+transcript = minutes, what was said, 회의록, 会议记录, 纪要, 文字起こし, 議事録
+video call link = face-to-face, face to face, hop on a call, hop into, video chat, zoom, videollamada, 화상, 视频会议, ビデオ通話
+note = jot, jot down, write down, scribble, memo, nota, notas, apunta, apuntar, catat, catatan, 메모, 적어, 笔记, 记下, 备忘, メモ, 書いて
+todo task = chore, errand, to-do, tarea, tugas, 할 일, 할일, 待办, 任务, タスク, やること
+complete done = cross off, tick off, check off, finished, selesai, terminado, 완료, 끝냈, 完成, 做完, 完了
+search find = look up, dig out, dig up, hunt for, where is, buscar, cari, carikan, 찾아, 검색, 找, 查, 搜索, 探して, 検索
+photo = snaps, snapshots, pics, pictures, shots, foto, fotos, 사진, 照片, 相片, 写真
+album share = slideshow, 앨범, 相册, アルバム
+password = passcode, secret, passphrase, contraseña, kata sandi, 비밀번호, 密码, パスワード
+login = sign-in, sign in, log in, credentials, account details, 로그인, 登录, 账号, ログイン
+breach = leaked, hacked, pwned, compromised, exposed, 유출, 泄露, 漏洩
+generate = cook up, come up with, make up, create, uncrackable
+translate = say in, how do you say, in japanese, in spanish, in french, in english, in german, traducir, terjemahkan, 번역, 영어로, 翻译, 英文, 翻訳, 英語で
+language = japanese, spanish, french, german, korean, chinese, portuguese, english
+news headlines = big story, whats happening, top stories, noticias, berita, 뉴스, 新闻, 头条, ニュース
+weather forecast rain = umbrella, raincoat, sunny, snow, cold out, hot out, lluvia, clima, hujan, cuaca, 비 와, 날씨, 비가, 눈이, 天气, 下雨, 天気, 雨
+air quality = smog, smoggy, haze, hazy, pollution, smoke, kualitas udara, udara, 미세먼지, 공기, 空气, 雾霾, 大気
+temperature thermostat heating = warmer, cooler, freezing, chilly, too cold, too hot, heat, degrees, suhu, temperatura, 온도, 난방, 温度, 度, 暖房, 冷房
+lights = dark, pitch black, lamp, bright, dim, luz, luces, lampu, 불, 조명, 灯, 電気, ライト
+lock door = secured, bolt, entrance, front door, deadbolt, kunci, pintu, cerradura, 잠가, 문, 锁, 门, 鍵
+camera = cctv, doorbell, who is at the door, kamera, 카메라, 摄像头, カメラ
+energy usage electricity = power bill, electric bill, kwh, listrik, electricidad, 전기, 전력, 用电, 电费, 電気代
+music play = tune in, tunes, songs, song, playlist, jam, lagu, putar, música, canción, 노래, 음악, 틀어, 音乐, 歌, 播放, 音楽, 曲
+pause = shush, mute, quiet, silence, hush, stop the music, jeda, 멈춰, 暂停, 一時停止
+car vehicle battery charge = ev, juice left, range, tesla, model 3, mobil, coche, 차, 자동차, 汽车, 车, 車
+precondition climate = warm up my car, warm up the car, defrost, 예열, 预热
+restart reboot = bounce, kick, cycle, power cycle, reiniciar, 재시작, 重启, 再起動
+instance server = box, vm, machine, host, node, web box, servidor, 서버, 服务器, サーバー
+scale replicas = more copies, traffic spike, capacity, scale out, spin up, 扩容, 확장
+cloud cost = hosting bill, aws bill, infrastructure spend, 호스팅, 云费用
+alert incident = paged, page, outage, down, on fire, 장애, 告警, 障害
+logs = tail, stack trace, 로그, 日志, ログ
+package shipment track = parcel, courier, delivery, box would come, where is my order, tracking number, paket, kiriman, paquete, 택배, 운송장, 배송, 快递, 包裹, 物流, 荷物, 配達
+travel entry requirements visa = paperwork, passport, documents to enter, border, 비자, 签证, ビザ
+flight = plane, airline, fly, flying, boarding, vuelo, penerbangan, pesawat, 항공편, 비행기, 航班, 机票, 飞机, 航空便, 飛行機
+delay status = running late, late, on time, delayed, retrasado, terlambat, 지연, 延误, 晚点, 遅延
+hotel = somewhere to crash, place to stay, stay, lodging, accommodation, airbnb, motel, hostel, penginapan, hotél, 숙소, 호텔, 酒店, 住宿, 宿, ホテル
+directions route = how do i get, how do i reach, get to, commute, by bus, by train, drive to, perjalanan, ruta, cómo llegar, 가는 길, 길 찾기, 怎么去, 路线, 行き方
+airport = bandara, aeropuerto, 공항, 机场, 空港
+nearby places = close by, near me, around here, pop into, drugstore, pharmacy, gas station, terdekat, cerca, 근처, 주변, 附近, 加油站, 近く
+restaurant reserve table = book a table, get us a table, dinner for, restoran, restaurante, 식당, 레스토랑, 餐厅, 饭店, レストラン
+reserve book = reservar, pesan, 예약, 预订, 订, 予約
+substitute = instead of, in its place, replace, swap for, no sour cream, out of, sustituto, pengganti, 대체, 代替, 替わり
+recipe shopping list = grocery list, ingredients to buy, daftar belanja, belanja, lista de compras, 장보기, 购物清单, 買い物リスト
+recipe = cook, dish, resep, receta, 레시피, 요리, 菜谱, 食谱, レシピ
+training plan = get ready for, prepare for, marathon, 42k, half marathon, 10k, 5k, couch to, programa, 훈련, 训练计划, トレーニング
+sleep = snooze, slept, nap, rest, tidur, dormir, 잠, 수면, 睡眠, 睡, 睡眠時間
+class book fitness = spin, spin class, cycling session, yoga, pilates, gym class, workout session, kelas, clase, 요가, 수업, 瑜伽, 课, ヨガ, クラス
+workout exercise = run, ran, jog, lift, gym, olahraga, ejercicio, 운동, 锻炼, 运动, 運動
+leave balance time off vacation = holidays, holiday, days off, pto, annual leave, cuti, vacaciones, 휴가, 연차, 假期, 年假, 休假, 休暇, 有給
+payslip salary = paycheck, pay stub, wages, gaji, nómina, 급여, 월급, 工资, 給料
+unit tenant rent = occupants, renters, lodgers, coughed up, paid rent, penyewa, inquilino, 세입자, 월세, 租客, 房租, 入居者
+maintenance repair = leaking, leak, broken, fix, plumber, clogged, perbaikan, reparación, 수리, 고장, 维修, 修理
+stock quote price = share price, shares, ticker, how is doing, trading, saham, acciones, 주가, 주식, 股价, 股票, 株価
+portfolio investments = stocks and funds, holdings, investments, my funds, 401k, portofolio, 포트폴리오, 投资组合, 持仓
+net worth = richer, wealthier, worth, how rich, kekayaan, patrimonio, 순자산, 净资产, 純資産
+money send pay = beam, venmo, zelle, wire, bucks, transfer, kirim uang, enviar dinero, 송금, 보내 줘, 원 보내, 转账, 付钱, 送金
+request money = settled up, owes me, owe me, pay me back, chase, nudge, collect, tagih, cobrar, 받을 돈, 催款, 要钱, 請求
+expense split = go halves, split the bill, share the cost, patungan, dividir, 나눠, 分摊, AA, 割り勘
+finance transactions spending spent = charged, charges, purchases, how much did i spend, gastado, gasté, gasto, pengeluaran, 지출, 카드값, 花了, 消费, 支出, 使った
+account balance = saldo, rekening, tabungan, cuenta, 잔액, 계좌, 余额, 账户, 残高, 口座
+credit card = tarjeta, kartu kredit, 카드, 信用卡, クレジットカード
+bills due pay = due, owe, payment due, deadline to pay, tagihan, bayar, factura, vencimiento, 납부, 내야, 청구서, 账单, 到期, 缴费, 支払い, 請求書
+invoice = bill a client, charge a client, faktur, factura, 인보이스, 发票, 請求書
+tickets event concert = gig, show, game, match, seats, spots, tiket, konser, entradas, concierto, 콘서트, 티켓, 演唱会, 门票, 票, コンサート, チケット
+buy purchase = grab, get us, pick up, snag, beli, comprar, 구매, 사, 买, 購入
+assignments homework = turn in, hand in, due for school, coursework, tugas sekolah, tarea, 숙제, 과제, 作业, 宿題
+grades = report card, marks, nilai, notas escolares, 성적, 成绩, 成績
+teacher = school, sekolah, guru, maestro, profesor, 선생님, 학교, 老师, 学校, 先生
+lab results = bloodwork, blood test, cholesterol, labs, test results, hasil lab, análisis, 검사 결과, 혈액, 化验, 检查结果, 検査結果
+medications prescription refill = meds, pills, drugs, medicine, obat, medicina, receta médica, 약, 처방, 药, 降压药, 续, 薬, 処方
+doctor provider = physician, dentist, clinic, gp, dokter, médico, 의사, 병원, 치과, 医生, 医院, 牙医, 医者, 歯医者
+ticket support help desk = complaint, issue with, customer problem, tiket bantuan, bantuan, pelanggan, soporte, 고객, 문의, 客服, 工单, 投诉, 問い合わせ
+customer = client, buyer, pelanggan, cliente, 고객, 客户, 顧客
+damaged = broken, rusak, roto, 파손, 损坏, 破損
+order = purchase, pesanan, pedido, 주문, 订单, 外卖, 注文
+food delivery = takeout, take-out, takeaway, delivery, doordash, ubereats, 배달, 外卖, 出前
+calculate arithmetic evaluate = how much is, how many, what does each, total, altogether, in all, percent, per cent, split, each person, owe, left over, remaining, average, sum, mileage, gross pay, overtime, discount, off, tip, tax, divide, times, quarter, half, hitung, calcular, 계산, 计算, 計算
+convert units = grams, gram, ounces, ounce, kilos, kilo, kilograms, pounds, lbs, kilometres, kilometers, km, miles, mile, inches, inch, feet, foot, metres, meters, centimetres, celsius, fahrenheit, gallons, litres, liters, cups, tablespoons, mph, kph, 단위, 换算, 换成, 換算
+currency convert exchange rate = euros, euro, yen, baht, dollars, dollar, pounds sterling, pesos, rupiah, won, yuan, rmb, francs, rupees, in dollars, 환율, 汇率, 为替
+date days between = days old, how many days, how many weeks, how many nights, years and months, ago, since, until, anniversary, born on, birthday, runs out, expires, from the start, berapa hari, cuántos días, 며칠, 几天, 何日
+time zone clock = my time, her time, his time, their time, local time, kicks off, what time is that, time difference, zona waktu, hora en, 시차, 时差, 時差
+loan mortgage = borrowing, borrow, financing, monthly payment, pinjaman, préstamo, hipoteca, 대출, 贷款, ローン
+savings interest = put aside, put away, sits in an account, earning, compound, grow to, nest egg, menabung, ahorro, 저축, 이자, 存款, 利息, 貯金
+podcast = episode, show, 팟캐스트, 播客, ポッドキャスト
+contract sign = signature, e-sign, docusign, firmar, tanda tangan, 계약, 서명, 合同, 签字, 契約
+wiki page docs = documentation, knowledge base, handbook, 위키, 文档, ドキュメント
+code repository pull request = pr, merge, branch, commit, diff, github, 코드, 代码, コード
+file = document, documents, archivo, berkas, 파일, 文件, ファイル
+`;
+
+export interface Lexicon {
+  /** Latin single words → the concepts' English words. */
+  words: Map<string, string[]>;
+  /** Latin single words of five letters or more, for "begins with" matches. */
+  stems: string[];
+  /** Latin phrases (several words) → English words. */
+  phrases: Map<string, string[]>;
+  /** Forms in other scripts, matched anywhere. */
+  scripts: Map<string, string[]>;
+  /** One regular expression over every non-Latin form, longest first. */
+  scriptPattern: RegExp | undefined;
+}
+
+const LATIN = /^[a-z0-9 '\-áéíóúñü]+$/;
+const fold = (s: string) =>
+  s
+    .normalize('NFD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase();
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function push(map: Map<string, string[]>, key: string, values: readonly string[]): void {
+  const had = map.get(key);
+  map.set(key, had ? [...new Set([...had, ...values])] : [...values]);
+}
+
+export function parseLexicon(table: string): Lexicon {
+  const lex: Lexicon = { words: new Map(), stems: [], phrases: new Map(), scripts: new Map(), scriptPattern: undefined };
+  for (const line of table.split('\n')) {
+    const at = line.indexOf('=');
+    if (at < 0) continue;
+    const english = line.slice(0, at).trim().split(/\s+/).filter(Boolean);
+    for (const raw of line.slice(at + 1).split(',')) {
+      const form = raw.trim();
+      if (!form) continue;
+      const f = fold(form).replace(/['’]/g, '');
+      if (LATIN.test(f)) {
+        const words = f.split(/[\s-]+/).filter(Boolean);
+        if (words.length === 1) push(lex.words, words[0], english);
+        else push(lex.phrases, words.join(' '), english);
+      } else push(lex.scripts, form, english);
+    }
+  }
+  lex.stems = [...lex.words.keys()].filter((w) => w.length >= 5).sort();
+  const forms = [...lex.scripts.keys()].sort((a, b) => b.length - a.length);
+  lex.scriptPattern = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : undefined;
+  return lex;
+}
+
+export const LEXICON = parseLexicon(TABLE);
+
+/** The longest phrase in the table, in words: how far a phrase match looks ahead. */
+const maxPhrase = Math.max(1, ...[...LEXICON.phrases.keys()].map((p) => p.split(' ').length));
+
+/**
+ * The English words the lexicon adds for `text`: the concepts of the words, phrases and
+ * other-script forms in it. Bounded: at most `limit` words come back (a long text mentions
+ * everything).
+ */
+export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): string[] {
+  const out = new Set<string>();
+  const add = (ws: readonly string[] | undefined) => {
+    if (ws) for (const w of ws) if (out.size < limit) out.add(w);
+  };
+  const folded = fold(text).replace(/['’]/g, '');
+  const words = folded.split(/[^a-z0-9]+/).filter(Boolean);
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    const exact = lex.words.get(w);
+    if (exact) add(exact);
+    else if (w.length > 5) {
+      // The longest table word of five letters or more that begins w ("reservarla" → reservar).
+      for (let n = w.length - 1; n >= 5; n--) {
+        const hit = lex.words.get(w.slice(0, n));
+        if (hit) {
+          add(hit);
+          break;
+        }
+      }
+    }
+    let phrase = w;
+    for (let k = 1; k < maxPhrase && i + k < words.length; k++) {
+      phrase += ` ${words[i + k]}`;
+      add(lex.phrases.get(phrase));
+    }
+  }
+  if (lex.scriptPattern && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
+    for (const m of text.matchAll(lex.scriptPattern)) add(lex.scripts.get(m[0]));
+  }
+  return [...out];
+}
