@@ -11,6 +11,7 @@ export { type DelegateConfig, type KeelConfig, loadConfig } from './config/confi
 export {
   type ApprovalAnswer,
   type ApprovalOptions,
+  type BatchAnswer,
   BUNDLED_PLUGINS,
   type ContinueOptions,
   Keel,

@@ -121,6 +121,17 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   arguments?: Record<string, unknown>;
 }
 
+/** A8: one card of a batch answer: answered (or found expired), or why not — the others went on. */
+export interface BatchAnswer {
+  id: string;
+  /** `error`: the answer is recorded but the run could not go on (the message says how to carry it on). */
+  outcome: 'answered' | 'expired' | 'conflict' | 'not_found' | 'refused' | 'error';
+  approval?: ApprovalRecord;
+  /** The run's continuation, to drive or queue. */
+  leg?: Leg;
+  error?: string;
+}
+
 /** A PauseResponder's answer to a card. */
 export interface ApprovalAnswer {
   decision: ApprovalDecision;
@@ -574,6 +585,37 @@ export class Keel {
     if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval, o));
     return { approval, leg };
+  }
+
+  /**
+   * A8: answers several cards in one action — each through `answerApproval`, on its own and once
+   * (audited each), in the order given; a card answered meanwhile (or unknown, or refused) is
+   * reported as such and the others proceed. `run` adds every pending card of that run. The legs
+   * returned are the runs' continuations, to be driven (or queued) by the caller.
+   */
+  async answerApprovals(
+    ids: readonly string[],
+    decision: ApprovalDecision,
+    o: Omit<ApprovalOptions, 'arguments'> & { run?: string } = {},
+  ): Promise<BatchAnswer[]> {
+    const { run, ...opts } = o;
+    const all = [...ids];
+    if (run !== undefined) {
+      if (!(await this.requireStore().loadRun(run))) throw new KeelError('not_found', `no run ${run}`);
+      for (const a of await this.listApprovals({ status: 'pending', run_id: run })) all.push(a.id);
+    }
+    const out: BatchAnswer[] = [];
+    for (const id of new Set(all)) {
+      try {
+        const { approval, leg } = await this.answerApproval(id, decision, opts);
+        out.push({ id, outcome: approval.status === 'expired' ? 'expired' : 'answered', approval, ...(leg ? { leg } : {}) });
+      } catch (err) {
+        if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
+        const outcome = err.code === 'conflict' || err.code === 'not_found' ? err.code : err.code === 'bad_input' ? 'refused' : 'error';
+        out.push({ id, outcome, error: err.message });
+      }
+    }
+    return out;
   }
 
   /** A7: an edit is checked against the tools of the card's run (its pool: plugins and app tools). */
