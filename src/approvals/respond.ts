@@ -1,5 +1,5 @@
-import type { ApprovalItem, ApprovalRecord, Store, ToolSpec } from '../types/index.js';
 import { validateProblem } from '../loop/pipeline.js';
+import type { ApprovalItem, ApprovalRecord, Store, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
@@ -72,7 +72,10 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     const tool = edit.tool(item.tool);
     if (!tool) throw new KeelError('bad_input', `${where}: ${item.tool} is no longer available: its call cannot be edited`);
     if (tool.declaration.editable === false)
-      throw new KeelError('bad_input', `${where}: ${item.tool} is declared editable: false: its arguments cannot be changed; approve or reject the call as it is`);
+      throw new KeelError(
+        'bad_input',
+        `${where}: ${item.tool} is declared editable: false: its arguments cannot be changed; approve or reject the call as it is`,
+      );
     const text = storableText(JSON.stringify(args));
     if (text.replaced) throw new KeelError('bad_input', `${where}: holds text no store can keep (a NUL or a lone surrogate)`);
     const copy = JSON.parse(JSON.stringify(args)) as Record<string, unknown>;

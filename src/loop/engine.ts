@@ -21,7 +21,6 @@ import type {
 } from '../types/index.js';
 import { callKey, canonicalJson } from '../util/json.js';
 import { redact } from '../util/redact.js';
-import { truncate } from '../util/text.js';
 import {
   endChatSpan,
   endLegSpan,
@@ -35,6 +34,7 @@ import {
   startToolSpan,
   toolSpan,
 } from '../util/telemetry.js';
+import { truncate } from '../util/text.js';
 import { DEFAULT_LIMITS, type EngineDeps, type Limits } from './deps.js';
 import { countTrailingFailures, describeFailures, heldConfirmation, lastUsable, pluginWarning } from './evaluator.js';
 import { conversationTools, findToolsResult, foundBy, isFindTools } from './find-tools.js';
