@@ -31,7 +31,7 @@ calendar schedule event = agenda, diary, free, availability, busy, jadwal, kalen
 meeting = sync, standup, huddle, reunión, rapat, 회의, 미팅, 会议, 开会, 会議, ミーティング
 transcript = minutes, what was said, 회의록, 会议记录, 纪要, 文字起こし, 議事録
 video call link = face-to-face, face to face, hop on a call, hop into, video chat, zoom, videollamada, 화상, 视频会议, ビデオ通話
-note = jot, jot down, write down, scribble, memo, nota, notas, apunta, apuntar, catat, catatan, 메모, 적어, 笔记, 记下, 备忘, メモ, 書いて
+note create = jot, jot down, write down, scribble, memo, nota, notas, apunta, apuntar, catat, catatan, 메모, 적어, 笔记, 记下, 备忘, メモ, 書いて
 todo task = chore, errand, to-do, tarea, tugas, 할 일, 할일, 待办, 任务, タスク, やること
 complete done = cross off, tick off, check off, finished, selesai, terminado, 완료, 끝냈, 完成, 做完, 完了
 search find = look up, dig out, dig up, hunt for, where is, buscar, cari, carikan, 찾아, 검색, 找, 查, 搜索, 探して, 検索
@@ -123,6 +123,8 @@ file = document, documents, archivo, berkas, 파일, 文件, ファイル
 export interface Lexicon {
   /** Latin single words → the concepts' English words. */
   words: Map<string, string[]>;
+  /** The same by their stem ("pinging" meets ping, "leaking" leak). */
+  stemmed: Map<string, string[]>;
   /** Latin single words of five letters or more, for "begins with" matches. */
   stems: string[];
   /** Latin phrases (several words) → English words. */
@@ -132,6 +134,8 @@ export interface Lexicon {
   /** One regular expression over every non-Latin form, longest first. */
   scriptPattern: RegExp | undefined;
 }
+
+import { stemmer } from 'stemmer';
 
 const LATIN = /^[a-z0-9 '\-áéíóúñü]+$/;
 const fold = (s: string) =>
@@ -147,7 +151,14 @@ function push(map: Map<string, string[]>, key: string, values: readonly string[]
 }
 
 export function parseLexicon(table: string): Lexicon {
-  const lex: Lexicon = { words: new Map(), stems: [], phrases: new Map(), scripts: new Map(), scriptPattern: undefined };
+  const lex: Lexicon = {
+    words: new Map(),
+    stemmed: new Map(),
+    stems: [],
+    phrases: new Map(),
+    scripts: new Map(),
+    scriptPattern: undefined,
+  };
   for (const line of table.split('\n')) {
     const at = line.indexOf('=');
     if (at < 0) continue;
@@ -158,8 +169,10 @@ export function parseLexicon(table: string): Lexicon {
       const f = fold(form).replace(/['’]/g, '');
       if (LATIN.test(f)) {
         const words = f.split(/[\s-]+/).filter(Boolean);
-        if (words.length === 1) push(lex.words, words[0], english);
-        else push(lex.phrases, words.join(' '), english);
+        if (words.length === 1) {
+          push(lex.words, words[0], english);
+          push(lex.stemmed, stemmer(words[0]), english);
+        } else push(lex.phrases, words.join(' '), english);
       } else push(lex.scripts, form, english);
     }
   }
@@ -170,6 +183,20 @@ export function parseLexicon(table: string): Lexicon {
 }
 
 export const LEXICON = parseLexicon(TABLE);
+
+/** Request words' stems, remembered (bounded: requests bring new words forever). */
+const stemMemo = new Map<string, string>();
+function stemOf(w: string): string {
+  let s = stemMemo.get(w);
+  if (s === undefined) {
+    if (stemMemo.size > 20_000) stemMemo.clear();
+    stemMemo.set(w, (s = stemmer(w)));
+  }
+  return s;
+}
+
+const NUMBER = /\d+(?:[.,:]\d+)*/g;
+const NUMBERS_ASKED = /\?|\bhow (?:much|many|long|far)\b|\bwhat(?:s| is| does)\b|\bwhich\b/;
 
 /** The longest phrase in the table, in words: how far a phrase match looks ahead. */
 const maxPhrase = Math.max(1, ...[...LEXICON.phrases.keys()].map((p) => p.split(' ').length));
@@ -188,7 +215,7 @@ export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): st
   const words = folded.split(/[^a-z0-9]+/).filter(Boolean);
   for (let i = 0; i < words.length; i++) {
     const w = words[i];
-    const exact = lex.words.get(w);
+    const exact = lex.words.get(w) ?? (/\d/.test(w) ? undefined : lex.stemmed.get(stemOf(w)));
     if (exact) add(exact);
     else if (w.length > 5) {
       // The longest table word of five letters or more that begins w ("reservarla" → reservar).
@@ -206,6 +233,8 @@ export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): st
       add(lex.phrases.get(phrase));
     }
   }
+  // A story problem: two numbers or more and a question about them ("… $18 and … $12. Which gets me more?").
+  if (NUMBERS_ASKED.test(folded) && (folded.match(NUMBER) ?? []).length >= 2) add(['calculate', 'arithmetic', 'evaluate']);
   if (lex.scriptPattern && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
     for (const m of text.matchAll(lex.scriptPattern)) add(lex.scripts.get(m[0]));
   }
