@@ -86,6 +86,8 @@ export function toResult(s: RunView): RunResult {
       outcome: r.outcome,
       result: r.result,
       is_error: r.is_error,
+      // A7: the owner changed the call on its card: the model's arguments, and who changed them.
+      ...(r.edited_from ? { edited_from: r.edited_from, edited_by: r.edited_by } : {}),
     })),
     notes: [...s.notes],
     warnings: [...s.warnings],

@@ -40,6 +40,27 @@ export const ApprovalBody = z.strictObject({
   reason: z.string().max(4000).optional(),
   /** A plan or goal card: also let its confirm-once writes run without asking. */
   consent_writes: z.boolean().optional(),
+  /**
+   * A7 (approve only): run the call with these arguments instead of the model's. A card with one
+   * call: its arguments, e.g. `{"ids": ["m2"]}`. A card with several: `{"<call_id>": {...}}` for
+   * the calls changed (the others keep theirs). Checked against the tool's JSON Schema and by its
+   * plugin's validate (400 naming the field, the card stays pending); refused for a tool declared
+   * `editable: false`.
+   */
+  arguments: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      'approve only: the edited arguments — for a card with one call, its arguments object; for several, { "<call_id>": { ... } } for the calls changed',
+    ),
+});
+
+/** A8: several cards answered in one action, each on its own and once. */
+export const BatchApprovalBody = z.strictObject({
+  ids: z.array(Id).max(200).default([]).describe('the cards to answer (give ids, or run, or both)'),
+  run: Id.optional().describe('also every pending card of this run'),
+  decision: z.enum(['approve', 'reject']),
+  reason: z.string().max(4000).optional(),
 });
 
 export const CancelBody = z.strictObject({ reason: z.string().max(4000).optional() });
@@ -140,6 +161,9 @@ export const RunSchema = z.object({
       is_error: z.boolean(),
       decision: z.enum(['yes', 'no']).optional(),
       consent_writes: z.literal(true).optional(),
+      /** A7: the owner edited the call on its card: the model's arguments (`args` is what ran). */
+      edited_from: Json.optional(),
+      edited_by: z.string().optional(),
     }),
   ),
   notes: z.array(z.string()),
@@ -168,8 +192,13 @@ export const ApprovalSchema = z.object({
     z.object({
       call_id: z.string(),
       tool: z.string(),
+      /** What runs (or ran): the model's arguments, or the owner's edit (A7). */
       args: Json,
       card: z.object({ title: z.string(), lines: z.array(z.string()) }),
+      /** A7: the owner changed the arguments: the model's. */
+      original_args: Json.optional(),
+      /** A7: who changed them. */
+      edited_by: z.string().optional(),
     }),
   ),
   requested_at: z.string(),
@@ -181,6 +210,18 @@ export const ApprovalSchema = z.object({
 });
 export const ApprovalListSchema = z.object({ approvals: z.array(ApprovalSchema) });
 export const ApprovalAnsweredSchema = z.object({ approval: ApprovalSchema, run: LegAcceptedSchema.nullable() });
+/** A8: each card of a batch: answered (its run goes on), or why not (the others went on). */
+export const BatchAnsweredSchema = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      outcome: z.enum(['answered', 'expired', 'conflict', 'not_found', 'refused', 'error']),
+      approval: ApprovalSchema.optional(),
+      run: LegAcceptedSchema.nullable().optional(),
+      error: z.string().optional(),
+    }),
+  ),
+});
 
 export const SessionSchema = z.object({
   id: z.string(),
