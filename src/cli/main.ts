@@ -589,8 +589,13 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       '--keep-cards',
       "when a client goes, leave its pending cards for the owner: the same call made again, from any session, gets the card's outcome (for clients that connect for each call)",
     )
-    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number; keepCards?: boolean }) => {
-      const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
+    .option(
+      '--idle-timeout <seconds>',
+      'with --http: a session with no request for this long counts its client as gone, closing its cards as for a goodbye (default KEEL_MCP_IDLE_TIMEOUT_SECONDS, else 1800)',
+      (v) => positiveNumber(v, '--idle-timeout'),
+    )
+    .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number; keepCards?: boolean; idleTimeout?: number }) => {
+      const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, mcpHttpLimits, serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
       const wait = o.wait ?? DEFAULT_WAIT_SECONDS;
       if (wait > MAX_WAIT_SECONDS) {
         throw new KeelError(
@@ -616,7 +621,10 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       let srv: { close(): Promise<void> };
       if (o.http !== undefined) {
         const { Tokens } = await import('../server/tokens.js');
-        const http = await serveMcpHttp({ ...opts, tokens: Tokens.at(k.home), port: o.http });
+        // S3: KEEL_MAX_BODY_BYTES as keel serve; a session idle past the timeout has lost its client.
+        const limits = mcpHttpLimits(io.env);
+        const idleMs = o.idleTimeout !== undefined ? o.idleTimeout * 1000 : limits.idleMs;
+        const http = await serveMcpHttp({ ...opts, tokens: Tokens.at(k.home), port: o.http, maxBodyBytes: limits.maxBodyBytes, idleMs });
         io.out(`keel mcp serve: listening on ${http.url}\n`);
         srv = http;
       } else {

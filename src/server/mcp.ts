@@ -20,13 +20,25 @@ import { randomUUID } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { createServer, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type CreateTaskOptions, isTerminal, type TaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/interfaces.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { RequestTaskStore } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolRequestSchema, type CallToolResult, ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  isTaskAugmentedRequestParams,
+  ListToolsRequestSchema,
+  McpError,
+  type Result,
+  type Task,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { buildCard, renderCard, undoSentence } from '../approvals/card.js';
-import { recordApprovalAnswer } from '../approvals/respond.js';
+import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
 import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
 import {
@@ -89,13 +101,18 @@ function listed(reg: Registry): ToolSpec[] {
   return reg.pool.filter((t) => t.plugin !== 'core');
 }
 
-/** MCP annotations from the manifest's declaration. */
+/**
+ * MCP annotations from the manifest's declaration, and whether the call may run as an MCP task
+ * (S3): a write or a destructive call may wait on a card or a confirmation, so a client that
+ * supports tasks may make it one (`optional`); a read never waits and is not one (`forbidden`).
+ */
 export function toMcpTool(t: ToolSpec): Tool {
   const effect = t.declaration.effect;
   return {
     name: t.name,
     description: t.description,
     inputSchema: t.parameters as Tool['inputSchema'],
+    execution: { taskSupport: effect === 'read' ? 'forbidden' : 'optional' },
     annotations: {
       title: t.name,
       readOnlyHint: effect === 'read',
@@ -179,7 +196,35 @@ interface Flight {
   work?: Promise<CallToolResult>;
   /** Approved and run: the same call made again in the session returns this outcome, never a second run. */
   outcome?: CallToolResult;
+  /** Not granted (rejected, expired, gone): why, for the calls made as tasks (they end `failed`). */
+  refusal?: string;
 }
+
+/**
+ * A call made as an MCP task (S3): it waits for its card's answer however long (no `--wait`: the
+ * client polls the task), and says where it stands.
+ */
+interface TaskWatch {
+  /** The call now waits on the user: its card (the id), or a confirmation asked by elicitation. */
+  waiting(card: string | undefined, message: string): Promise<void>;
+  /** Set when the card or the user refused the call: why (the task ends `failed`). */
+  refused?: string;
+}
+
+/** A call made as a task, while it waits or runs. */
+interface TaskEntry {
+  /** Ends its wait: cancelled, or the session closed. */
+  stop: AbortController;
+  /** The card it waits on, once it does. */
+  card?: string;
+  /** A tasks/cancel under way: true once the card is rejected (the task is then cancelled), false if refused. */
+  cancelled?: Promise<boolean>;
+}
+
+/** How often a task's client is told to poll it (ms). */
+const TASK_POLL_MS = 1_000;
+/** The reason a card is rejected with when the client cancels its task (tasks/cancel). */
+export const TASK_CANCELLED = 'cancelled by the MCP client (tasks/cancel)';
 
 /** What a call does once the session has decided (one call at a time): see `decide`. */
 type Step =
@@ -197,8 +242,8 @@ export interface McpIdentity {
   client: string;
 }
 
-/** The reason a card is closed with when its session's client is gone. */
-export const CLIENT_GONE = 'client_gone';
+/** The reason a card is closed with when its session's client is gone (one word for every surface: respond.ts). */
+export { CLIENT_GONE };
 
 /** One MCP connection: a Keel session with its own run, gate state and cards. */
 class McpSession {
@@ -210,6 +255,8 @@ class McpSession {
   private readonly consentCards = new Map<string, string>();
   /** Confirm-once by elicitation: the question being asked, per tool (concurrent calls share it). */
   private readonly asking = new Map<string, Promise<boolean>>();
+  /** The calls made as MCP tasks, while they wait or run: what stops their wait, and the card they wait on. */
+  private readonly tasks = new Map<string, TaskEntry>();
   /** Decisions (which card a call waits on, found or made) are taken one at a time, so two identical calls share one card. */
   private queue: Promise<unknown> = Promise.resolve();
   private closing = false;
@@ -278,7 +325,7 @@ class McpSession {
     });
   }
 
-  async call(name: string, args: unknown, signal: AbortSignal, progress: Progress): Promise<CallToolResult> {
+  async call(name: string, args: unknown, signal: AbortSignal, progress: Progress, watch?: TaskWatch): Promise<CallToolResult> {
     const callId = `mcp_${++this.seq}`;
     const raw: ToolCall =
       args && typeof args === 'object' && !Array.isArray(args)
@@ -293,14 +340,93 @@ class McpSession {
       case 'execute':
         return this.execute(call, step.tool, step.args, step.mode, signal);
       case 'ask':
+        await watch?.waiting(undefined, `Asking the user (by elicitation) to allow ${name} for the rest of this session: nothing has run.`);
         if (!(await this.askOnce(step.tool, call))) {
+          if (watch) watch.refused = SAY.declinedByUser(name);
           return this.finish(call, step.tool, 'held_for_confirmation', SAY.declinedByUser(name), true, true);
         }
         // Consented: the call goes through the gate again (the session's mode may have changed meanwhile).
-        return this.call(name, args, signal, progress);
-      case 'wait':
-        return this.await(step.flight, step.fresh, signal, progress);
+        return this.call(name, args, signal, progress, watch);
+      case 'wait': {
+        const result = await this.await(step.flight, step.fresh, signal, progress, watch);
+        if (watch && step.flight.refusal) watch.refused = step.flight.refusal;
+        return result;
+      }
     }
+  }
+
+  /**
+   * S3: a call made as an MCP task. The task is `working`, then `input_required` while its card (or
+   * a confirmation) waits on the user — however long: the client polls — then `completed` with the
+   * call's result (its own error included), or `failed` saying why when the card was rejected or
+   * expired or the user declined. The card is the one the console and `keel approvals` answer;
+   * `tasks/cancel` rejects it (`cancelTask`). A read never waits and is not a task (tools/list says so).
+   */
+  async startTask(name: string, args: unknown, params: CreateTaskOptions, tasks: RequestTaskStore, store: ConnectionTasks): Promise<Task> {
+    const tool = this.registry.byName.get(name);
+    if (tool?.declaration.effect === 'read') {
+      throw new McpError(
+        ErrorCode.MethodNotFound,
+        `${name} only reads and never waits: call it without a task (tools/list: execution.taskSupport forbidden)`,
+      );
+    }
+    // Kept while it waits (its card's expiry bounds that), and for as long again once it ended.
+    const task = await tasks.createTask({ ttl: Math.max(params.ttl ?? 0, approvalTtlMs(this.o)), pollInterval: TASK_POLL_MS });
+    const entry: TaskEntry = { stop: new AbortController() };
+    this.tasks.set(task.taskId, entry);
+    const watch: TaskWatch = {
+      waiting: async (card, message) => {
+        entry.card = card;
+        await tasks.updateTaskStatus(task.taskId, 'input_required', message).catch(() => {});
+      },
+    };
+    void (async () => {
+      let result: CallToolResult;
+      try {
+        result = await this.call(name, args, entry.stop.signal, async () => {}, watch);
+      } catch (err) {
+        watch.refused = `keel mcp serve: the call failed: ${err instanceof Error ? err.message : String(err)}`;
+        result = text(watch.refused, true);
+      }
+      // Cancelled (tasks/cancel ended it) or the session closed (its cards closed): nothing more to say.
+      if ((entry.cancelled && (await entry.cancelled)) || entry.stop.signal.aborted) return;
+      if (watch.refused) store.explain(task.taskId, watch.refused);
+      await tasks.storeTaskResult(task.taskId, watch.refused ? 'failed' : 'completed', result);
+    })()
+      .catch(() => {})
+      .finally(() => this.tasks.delete(task.taskId));
+    return task;
+  }
+
+  /**
+   * tasks/cancel: the task's card is rejected (audited, as the session's actor) and nothing runs.
+   * A card approved already is running or ran: the cancel is refused, saying so. Returns what the
+   * cancelled task says.
+   */
+  async cancelTask(id: string): Promise<string> {
+    const entry = this.tasks.get(id);
+    if (!entry) return 'Cancelled by the client.';
+    const card = entry.card;
+    const cancel = (async () => {
+      if (!card) return 'Cancelled by the client before anything ran.';
+      try {
+        const a = await recordApprovalAnswer(this.store, card, 'reject', this.who.actor, TASK_CANCELLED);
+        return a.status === 'expired'
+          ? `Cancelled by the client; approval ${a.id} had expired. Nothing changed.`
+          : `Cancelled by the client: approval ${a.id} rejected. Nothing changed.`;
+      } catch (err) {
+        if (err instanceof KeelError) throw new McpError(ErrorCode.InvalidRequest, `the task cannot be cancelled: ${err.message}`);
+        throw err;
+      }
+    })();
+    // The call's own end waits for this: a cancelled task is not then also completed or failed.
+    entry.cancelled = cancel.then(
+      () => true,
+      () => false,
+    );
+    const said = await cancel;
+    entry.stop.abort();
+    return said;
   }
 
   /**
@@ -482,17 +608,21 @@ class McpSession {
    * (well inside a client's 60 s time-out), then carries out its answer once, or returns naming the
    * card: what it asks, where it is answered, and that the same call made again gets the outcome.
    */
-  private async await(flight: Flight, fresh: boolean, signal: AbortSignal, progress: Progress): Promise<CallToolResult> {
+  private async await(flight: Flight, fresh: boolean, signal: AbortSignal, progress: Progress, watch?: TaskWatch): Promise<CallToolResult> {
     if (flight.outcome) return flight.outcome;
     if (flight.work) return flight.work;
     if (fresh && flight.kind === 'approval' && this.canElicit()) {
       const a = await this.store.getApproval(flight.card);
-      if (a) await this.elicitCard(a.id, a.card);
+      if (a) {
+        await watch?.waiting(a.id, `Asking the user (by elicitation) to approve ${a.id} (${a.card.title}): nothing has run.`);
+        await this.elicitCard(a.id, a.card);
+      }
     }
     const started = Date.now();
     const poll = this.o.pollMs ?? 250;
     const every = this.o.progressMs ?? PROGRESS_MS;
     let nextProgress = 0;
+    let told = false;
     while (true) {
       if (flight.work) return flight.work;
       // A4: a card past its expiry is expired and the run waiting on it (if any) ended, in one step.
@@ -500,9 +630,16 @@ class McpSession {
       const a = await this.store.getApproval(flight.card);
       if (a?.status !== 'pending') return this.settle(flight, a);
       const waited = Date.now() - started;
-      if (waited >= this.o.waitMs || signal.aborted || this.closing) {
-        const asks = a.card.items.map((i) => [i.title, ...i.lines, i.undo].join(', '));
-        return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks, this.o.consoleUrl), true);
+      const asks = () => a.card.items.map((i) => [i.title, ...i.lines, i.undo].join(', '));
+      // A task waits for the answer however long (its client polls); a plain call at most --wait.
+      if ((!watch && waited >= this.o.waitMs) || signal.aborted || this.closing) {
+        return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl), true);
+      }
+      if (watch) {
+        if (!told) await watch.waiting(a.id, SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl));
+        told = true;
+        await new Promise((r) => setTimeout(r, poll));
+        continue;
       }
       if (waited >= nextProgress) {
         nextProgress = waited + every;
@@ -526,11 +663,15 @@ class McpSession {
       // Not granted: these calls get the answer; the same call made later is a new request, with a new card.
       if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
       if (this.consentCards.get(tool.name) === flight.card) this.consentCards.delete(tool.name);
-      if (!a) return text(SAY.approvalGone(flight.card), true);
+      if (!a) {
+        flight.refusal = SAY.approvalGone(flight.card);
+        return text(flight.refusal, true);
+      }
       const why =
         a.status === 'expired'
           ? `expired at ${a.expires_at}`
           : `was rejected${a.answered_by ? ` by ${a.answered_by}` : ''}${a.reason ? `: ${a.reason}` : ''}`;
+      flight.refusal = SAY.approvalNotGranted(a.id, why);
       // R27: a rejected card's call has its own outcome; an expired one is the core's error.
       return this.finish(call, tool, a.status === 'rejected' ? 'rejected' : 'error', SAY.approvalNotGranted(a.id, why), true, true);
     }
@@ -608,6 +749,8 @@ class McpSession {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
+    // Its tasks end with the connection (their store with it); their cards are closed or kept below.
+    for (const t of this.tasks.values()) t.stop.abort();
     await this.queue;
     // --keep-cards: they stay pending for the owner, and the same call made again (by any session) gets the outcome.
     const pending = this.o.keepCards ? [] : await this.store.listApprovals({ status: 'pending', run_id: this.run.state.id });
@@ -647,6 +790,96 @@ function consentCard(card: ApprovalCard, tool: ToolSpec): ApprovalCard {
 
 const approvalTtlMs = (o: McpServeOptions) => o.approvalTtlMs ?? limitsFromEnv(process.env).approvalTtlMs ?? DEFAULT_LIMITS.approvalTtlMs;
 
+/**
+ * The MCP tasks of one connection (S3), in memory, like the session they belong to: a task lives
+ * while its call waits (its card's expiry bounds that) and for its `ttl` once it ended. tasks/cancel
+ * reaches `onCancel` first, which rejects the task's card — or refuses, and the task goes on; a
+ * failed or cancelled task says why in its status message, and tasks/result gives the call's result.
+ */
+export class ConnectionTasks implements TaskStore {
+  private readonly tasks = new Map<string, { task: Task; result?: Result; timer?: NodeJS.Timeout }>();
+  onCancel?: (taskId: string) => Promise<string>;
+
+  async createTask(params: CreateTaskOptions): Promise<Task> {
+    const now = new Date().toISOString();
+    const task: Task = {
+      taskId: `task_${randomUUID()}`,
+      status: 'working',
+      ttl: params.ttl ?? null,
+      createdAt: now,
+      lastUpdatedAt: now,
+      pollInterval: params.pollInterval ?? TASK_POLL_MS,
+    };
+    this.tasks.set(task.taskId, { task });
+    return { ...task };
+  }
+
+  async getTask(taskId: string): Promise<Task | null> {
+    const t = this.tasks.get(taskId);
+    return t ? { ...t.task } : null;
+  }
+
+  private live(taskId: string) {
+    const t = this.tasks.get(taskId);
+    if (!t) throw new Error(`no task ${taskId}`);
+    if (isTerminal(t.task.status)) throw new Error(`task ${taskId} has already ended (${t.task.status})`);
+    return t;
+  }
+
+  private end(t: { task: Task; timer?: NodeJS.Timeout }, status: Task['status']): void {
+    t.task.status = status;
+    t.task.lastUpdatedAt = new Date().toISOString();
+    if (t.task.ttl) {
+      t.timer = setTimeout(() => this.tasks.delete(t.task.taskId), t.task.ttl);
+      t.timer.unref();
+    }
+  }
+
+  async storeTaskResult(taskId: string, status: 'completed' | 'failed', result: Result): Promise<void> {
+    const t = this.live(taskId);
+    t.result = result;
+    this.end(t, status);
+  }
+
+  async getTaskResult(taskId: string): Promise<Result> {
+    const t = this.tasks.get(taskId);
+    if (!t?.result) throw new Error(`task ${taskId} has no result${t ? ` (it is ${t.task.status})` : ''}`);
+    return t.result;
+  }
+
+  async updateTaskStatus(taskId: string, status: Task['status'], statusMessage?: string): Promise<void> {
+    this.live(taskId);
+    if (status === 'cancelled' && this.onCancel) {
+      statusMessage = await this.onCancel(taskId);
+      const t = this.live(taskId);
+      t.result = text(statusMessage, true);
+    }
+    const t = this.live(taskId);
+    if (statusMessage) t.task.statusMessage = statusMessage;
+    if (isTerminal(status)) this.end(t, status);
+    else {
+      t.task.status = status;
+      t.task.lastUpdatedAt = new Date().toISOString();
+    }
+  }
+
+  /** Why a task is about to fail: its status message. */
+  explain(taskId: string, message: string): void {
+    const t = this.tasks.get(taskId);
+    if (t && !isTerminal(t.task.status)) t.task.statusMessage = message;
+  }
+
+  async listTasks(cursor?: string): Promise<{ tasks: Task[]; nextCursor?: string }> {
+    // One connection's tasks: one page.
+    return { tasks: cursor ? [] : [...this.tasks.values()].map((t) => ({ ...t.task })) };
+  }
+
+  close(): void {
+    for (const t of this.tasks.values()) clearTimeout(t.timer);
+    this.tasks.clear();
+  }
+}
+
 /** An MCP server over one transport (one connection): tools listed, calls through the session. */
 export async function connectMcp(
   o: McpServeOptions,
@@ -654,7 +887,15 @@ export async function connectMcp(
   transport: Transport,
   actor?: string,
 ): Promise<{ server: Server; close(): Promise<void> }> {
-  const server = new Server({ name: 'keel', version: o.version }, { capabilities: { tools: { listChanged: true } } });
+  // S3: MCP tasks — a write or destructive call may be made a task, polled, and cancelled (its card rejected).
+  const tasks = new ConnectionTasks();
+  const server = new Server(
+    { name: 'keel', version: o.version },
+    {
+      capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+      taskStore: tasks,
+    },
+  );
   let session: Promise<McpSession> | undefined;
   // One session per connection, however many requests arrive before it is open.
   const open = () => {
@@ -662,10 +903,14 @@ export async function connectMcp(
     session ??= McpSession.open(o, pool, server, { actor: actor ?? `${MCP_MODEL_PREFIX}${client}`, client });
     return session;
   };
+  tasks.onCancel = async (id) => (await open()).cancelTask(id);
   const off = pool.on(() => void server.sendToolListChanged().catch(() => {}));
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await open()).tools() }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const s = await open();
+    if (isTaskAugmentedRequestParams(req.params) && req.params.task && extra.taskStore) {
+      return { task: await s.startTask(req.params.name, req.params.arguments ?? {}, req.params.task, extra.taskStore, tasks) };
+    }
     const token = req.params._meta?.progressToken;
     const progress = async (p: number, total: number, message: string) => {
       if (token === undefined) return;
@@ -678,6 +923,7 @@ export async function connectMcp(
     closed ??= (async () => {
       off();
       await (await session?.catch(() => undefined))?.close();
+      tasks.close();
     })();
     return closed;
   };
@@ -701,35 +947,120 @@ export async function serveMcpStdio(o: McpServeOptions): Promise<{ close(): Prom
   };
 }
 
+/** How long an HTTP session may be idle — no request open, none arriving — before its client counts as gone: 30 minutes. */
+export const DEFAULT_IDLE_SECONDS = 30 * 60;
+
+/**
+ * The HTTP endpoint's limits from the environment (S3): `KEEL_MAX_BODY_BYTES` (as `keel serve`,
+ * default 1,000,000) and `KEEL_MCP_IDLE_TIMEOUT_SECONDS` (default 30 minutes; `--idle-timeout` wins).
+ */
+export function mcpHttpLimits(env: NodeJS.ProcessEnv): { maxBodyBytes: number; idleMs: number } {
+  const positive = (name: string, fallback: number, whole: boolean): number => {
+    const v = env[name];
+    if (v === undefined || v === '') return fallback;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0 || (whole && !Number.isInteger(n)))
+      throw new KeelError('config', `${name}=${v} is not a positive ${whole ? 'whole ' : ''}number`);
+    return n;
+  };
+  return {
+    maxBodyBytes: positive('KEEL_MAX_BODY_BYTES', 1_000_000, true),
+    idleMs: positive('KEEL_MCP_IDLE_TIMEOUT_SECONDS', DEFAULT_IDLE_SECONDS, false) * 1000,
+  };
+}
+
+/** A request's body, read up to `max` bytes: undefined past it (the rest is left unread). */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > max) return Promise.resolve(undefined);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      resolve(undefined);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', reject);
+  });
+}
+
 /**
  * Streamable HTTP on loopback: each MCP session its own Keel session; every request needs a token
- * (an approver's: calls run tools) as `Authorization: Bearer`.
+ * (an approver's: calls run tools) as `Authorization: Bearer`. S3: a body past `maxBodyBytes` is
+ * refused with 413 before it is read whole; a session with no request open and none arriving for
+ * `idleMs` — a client that vanished without a DELETE — is closed as if its client had said goodbye
+ * (its pending cards closed as `client_gone`, or kept with `keepCards`).
  */
 export async function serveMcpHttp(
-  o: McpServeOptions & { tokens: Tokens; host?: string; port: number },
+  o: McpServeOptions & { tokens: Tokens; host?: string; port: number; maxBodyBytes?: number; idleMs?: number },
 ): Promise<{ url: string; close(): Promise<void> }> {
+  const limits = mcpHttpLimits(process.env);
+  const maxBody = o.maxBodyBytes ?? limits.maxBodyBytes;
+  const idleMs = o.idleMs ?? limits.idleMs;
   const pool = await PoolWatch.start(o);
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; close(): Promise<void> }>();
-  const refuse = (res: ServerResponse, status: number, message: string) => {
+  interface HttpSession {
+    transport: StreamableHTTPServerTransport;
+    close(): Promise<void>;
+    /** Requests of the session open now (a call being answered, a GET stream held). */
+    open: number;
+    /** When its last request ended. */
+    idleSince: number;
+  }
+  const sessions = new Map<string, HttpSession>();
+  const refuse = (res: ServerResponse, status: number, message: string, code = -32001, headers: Record<string, string> = {}) => {
     res
-      .writeHead(status, { 'content-type': 'application/json' })
-      .end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message }, id: null }));
+      .writeHead(status, { 'content-type': 'application/json', ...headers })
+      .end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  };
+  /** A request of the session: it is busy while the request is open, and idle from when the last one ends. */
+  const track = (s: HttpSession, res: ServerResponse) => {
+    s.open++;
+    res.once('close', () => {
+      s.open--;
+      s.idleSince = Date.now();
+    });
   };
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== '/mcp') return refuse(res, 404, 'the MCP endpoint is /mcp');
+    // S3: the body limit first, before any other check, as `keel serve` (app.ts): a declared length
+    // past it is refused unread, a chunked body as soon as it passes it.
+    let body: unknown;
+    if (req.method === 'POST') {
+      const raw = await readBody(req, maxBody);
+      if (!raw) {
+        return refuse(res, 413, `the request body is larger than ${maxBody} bytes (KEEL_MAX_BODY_BYTES)`, -32600, { connection: 'close' });
+      }
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        return refuse(res, 400, 'the request body is not JSON', -32700);
+      }
+    }
     const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
     const who = m ? o.tokens.verify(m[1]) : undefined;
     if (!who) return refuse(res, 401, 'send Authorization: Bearer TOKEN (keel tokens create makes one)');
     if (!allows(who.role, 'approver')) return refuse(res, 403, `token ${who.name} is a ${who.role}: calling tools needs an approver`);
     const id = req.headers['mcp-session-id'];
-    const existing = typeof id === 'string' ? sessions.get(id) : undefined;
-    if (existing) return existing.transport.handleRequest(req, res);
-    if (req.method !== 'POST') return refuse(res, 400, 'no such MCP session: start one with an initialize request');
+    if (typeof id === 'string') {
+      const existing = sessions.get(id);
+      // Closed (a DELETE, or idle past the timeout): the client starts a new session.
+      if (!existing) return refuse(res, 404, `no MCP session ${id} (closed, or idle too long): start one with an initialize request`);
+      track(existing, res);
+      return existing.transport.handleRequest(req, res, body);
+    }
+    if (req.method !== 'POST') return refuse(res, 400, 'no MCP session: start one with an initialize request');
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (sid) => {
-        sessions.set(sid, { transport, close: c.close });
+        const s: HttpSession = { transport, close: c.close, open: 0, idleSince: Date.now() };
+        sessions.set(sid, s);
+        track(s, res);
       },
     });
     transport.onclose = () => {
@@ -737,13 +1068,33 @@ export async function serveMcpHttp(
     };
     // The token's name is the actor of every answer and audit row; the client's own name is a label.
     const c = await connectMcp(o, pool, transport, who.name);
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
+    // Not an initialize request: no session was made, and its connection is let go.
+    if (!transport.sessionId) await Promise.all([c.close(), transport.close()]);
   };
+  // S3: a client that vanished without a DELETE is gone once its session has been idle for idleMs.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [sid, s] of sessions) {
+        if (s.open > 0 || now - s.idleSince < idleMs) continue;
+        sessions.delete(sid);
+        process.stderr.write(`keel mcp serve: session ${sid} idle for ${Math.round((now - s.idleSince) / 1000)} s: its client is gone\n`);
+        void Promise.all([s.close(), s.transport.close()]).catch((err) =>
+          process.stderr.write(`keel mcp serve: closing a session failed: ${err instanceof Error ? err.message : String(err)}\n`),
+        );
+      }
+    },
+    Math.max(50, Math.min(idleMs / 4, 30_000)),
+  );
+  sweep.unref();
   const http: HttpServer = createServer((req, res) => {
     handle(req, res).catch((err) => {
       if (!res.headersSent) refuse(res, 500, `keel mcp serve failed: ${err instanceof Error ? err.message : String(err)}`);
     });
   });
+  // A connection whose peer vanished without closing it (a held GET stream) is found by TCP keep-alive.
+  http.on('connection', (socket) => socket.setKeepAlive(true, 60_000));
   await new Promise<void>((r, j) => {
     http.once('error', j);
     http.listen(o.port, o.host ?? '127.0.0.1', () => r());
@@ -752,6 +1103,7 @@ export async function serveMcpHttp(
   return {
     url: `http://${addr.address}:${addr.port}/mcp`,
     close: async () => {
+      clearInterval(sweep);
       pool.close();
       for (const s of sessions.values()) await s.close();
       http.closeAllConnections();
