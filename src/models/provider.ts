@@ -157,7 +157,7 @@ export function resolveTarget(kind: string, rest: string, spec: string, env: Nod
 }
 
 /** A pi-ai Model for the target: the registry's entry (prices, limits) when it knows the id, else a plain one. */
-function piModel(pi: Pi, t: ProviderTarget): PiAi.Model<PiApi> {
+function piModel(pi: PiParts, t: ProviderTarget): PiAi.Model<PiApi> {
   const known = ['openai', 'anthropic', 'google'].includes(t.provider)
     ? pi.getModels(t.provider as PiAi.KnownProvider).find((m) => m.id === t.model)
     : undefined;
@@ -182,14 +182,83 @@ function piModel(pi: Pi, t: ProviderTarget): PiAi.Model<PiApi> {
 }
 
 /**
- * Real providers through pi-ai (P1). pi-ai loads here, on first use, not with the CLI; it is an
- * optional package (util/optional.ts): it brings every provider's SDK, which a scripted or
- * local-only application does not need.
+ * What Keel uses of pi-ai: one API's stream function, the model registry (prices, limits) and the
+ * JSON repair it applies to tool arguments. The whole package (`import * as PiAi`) is one of these
+ * too (bench/loop hands it over with its stream replaced).
+ */
+export interface PiParts {
+  stream: Pi['stream'];
+  getModels: Pi['getModels'];
+  parseJsonWithRepair: Pi['parseJsonWithRepair'];
+}
+
+const PI_AI = '@mariozechner/pi-ai';
+
+/**
+ * One API's stream function, from pi-ai's own subpath export for it (its package.json `exports`):
+ * that module and the one SDK it needs, not pi-ai's index, which also loads TypeBox and its compiler
+ * for tool validation Keel does itself (~0.5 s on 2 cores: bench/startup, issue 26).
+ */
+async function apiStream(api: PiApi): Promise<Pi['stream']> {
+  switch (api) {
+    case 'openai-completions':
+      return (await import('@mariozechner/pi-ai/openai-completions')).streamOpenAICompletions as Pi['stream'];
+    case 'anthropic-messages':
+      return (await import('@mariozechner/pi-ai/anthropic')).streamAnthropic as Pi['stream'];
+    case 'google-generative-ai':
+      return (await import('@mariozechner/pi-ai/google')).streamGoogle as Pi['stream'];
+  }
+}
+
+/**
+ * The registry and the JSON repair: pi-ai exports them only from its index, so they are taken from
+ * the index's own files (dist/models.js, dist/utils/json-parse.js, which the provider modules import
+ * themselves: the same module instances). Should a pi-ai release move them, the index is loaded instead.
+ */
+async function piHelpers(): Promise<Omit<PiParts, 'stream'>> {
+  try {
+    const index = import.meta.resolve(PI_AI);
+    const [models, json] = await Promise.all([
+      import(new URL('./models.js', index).href) as Promise<Partial<Pi>>,
+      import(new URL('./utils/json-parse.js', index).href) as Promise<Partial<Pi>>,
+    ]);
+    if (typeof models.getModels === 'function' && typeof json.parseJsonWithRepair === 'function') {
+      return { getModels: models.getModels, parseJsonWithRepair: json.parseJsonWithRepair };
+    }
+  } catch {
+    // moved or renamed: the index has them
+  }
+  const pi = await import('@mariozechner/pi-ai');
+  return { getModels: pi.getModels, parseJsonWithRepair: pi.parseJsonWithRepair };
+}
+
+const loaded = new Map<PiApi, Promise<PiParts>>();
+
+/**
+ * P1: what a provider run loads of pi-ai — its API's module, on first use, once per process. pi-ai is
+ * an optional package (util/optional.ts): a missing one is the error that says how to install it.
+ */
+export function loadPi(api: PiApi, what: string): Promise<PiParts> {
+  let parts = loaded.get(api);
+  if (!parts) {
+    parts = optionalImport(PI_AI, what, async () => {
+      const [stream, helpers] = await Promise.all([apiStream(api), piHelpers()]);
+      return { stream, ...helpers };
+    });
+    // A failed load (pi-ai not installed yet) is tried again next time.
+    parts.catch(() => loaded.delete(api));
+    loaded.set(api, parts);
+  }
+  return parts;
+}
+
+/**
+ * Real providers through pi-ai (P1). pi-ai loads here, on first use, not with the CLI, and only the
+ * part of it the target's API needs (loadPi): a scripted or local-only application loads none of it.
  */
 export async function createProviderModel(kind: string, rest: string, spec: string, env: NodeJS.ProcessEnv): Promise<ModelClient> {
   const target = resolveTarget(kind, rest, spec, env);
-  const pi: Pi = await optionalImport('@mariozechner/pi-ai', `the model ${spec}`, () => import('@mariozechner/pi-ai'));
-  return new ProviderModel(spec, target, pi);
+  return new ProviderModel(spec, target, await loadPi(target.api, `the model ${spec}`));
 }
 
 const ZERO_USAGE: PiAi.Usage = {
@@ -204,7 +273,7 @@ const ZERO_USAGE: PiAi.Usage = {
 export class ProviderModel implements ModelClient {
   readonly spec: string;
   readonly target: ProviderTarget;
-  private readonly pi: Pi;
+  private readonly pi: PiParts;
   private readonly model: PiAi.Model<PiApi>;
   private readonly priced: boolean;
   /** Gemini's thought signatures by call id: Keel's transcript has no field for them (in-process only). */
@@ -214,7 +283,7 @@ export class ProviderModel implements ModelClient {
    * `model`: a pi-ai Model to use as it is instead of one built from the target (a provider pi-ai
    * already knows, e.g. its faux provider in bench/loop).
    */
-  constructor(spec: string, target: ProviderTarget, pi: Pi, model?: PiAi.Model<PiAi.Api>) {
+  constructor(spec: string, target: ProviderTarget, pi: PiParts, model?: PiAi.Model<PiAi.Api>) {
     this.spec = spec;
     this.target = target;
     this.pi = pi;

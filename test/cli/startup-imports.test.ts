@@ -1,15 +1,18 @@
 /**
  * What a one-reply run loads: not the OpenTelemetry API when nothing registered with it, and not
- * ajv when the manifests' verdicts are cached and no call is validated. These are tens of
- * milliseconds each on every `keel run` (bench/startup measures the whole).
+ * ajv when the manifests' verdicts are cached and no call is validated; against a model server, of
+ * pi-ai only the module of that server's API and its SDK (P1, issue 26). These are tens to hundreds
+ * of milliseconds each on every `keel run` (bench/startup measures the whole).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { FIXTURES, ROOT } from '../support/helpers.js';
+import { pathToFileURL } from 'node:url';
+import { FakeGateway } from '../support/fake-gateway.js';
+import { type CliResult, FIXTURES, keel, ROOT } from '../support/helpers.js';
 
 function runAndList(home: string): { answer: string; loaded: string[] } {
   const code = `
@@ -61,4 +64,57 @@ test("the run path's static imports hold none of the heavy packages: they load o
     /^(zod|yaml|ajv|pg|pg-boss|@opentelemetry\/|@modelcontextprotocol\/|@mariozechner\/|ai-tokenizer|hono)/.test(p),
   );
   assert.deepEqual(heavy, []);
+});
+
+const LOAD_LIST = join(ROOT, 'test', 'fixtures', 'load-list', 'register.mjs');
+
+/** The packages (by name) a `keel` command imported, from the URLs the load-list hook recorded. */
+async function packagesLoaded(args: string[], env: Record<string, string>): Promise<{ r: CliResult; packages: Set<string> }> {
+  const list = join(mkdtempSync(join(tmpdir(), 'keel-load-list-')), 'loaded.txt');
+  const r = await keel(args, { ...env, NODE_OPTIONS: `--import=${pathToFileURL(LOAD_LIST).href}`, KEEL_TEST_LOAD_LIST: list });
+  const urls = existsSync(list) ? readFileSync(list, 'utf8').split('\n') : [];
+  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
+  return { r, packages };
+}
+
+test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what its API needs: that SDK, no other, no TypeBox', async () => {
+  // What pi-ai could bring: itself and every package it depends on (each provider's SDK among them).
+  const piDeps = JSON.parse(readFileSync(join(ROOT, 'node_modules', '@mariozechner', 'pi-ai', 'package.json'), 'utf8'));
+  const piPackages = new Set(['@mariozechner/pi-ai', ...Object.keys(piDeps.dependencies)]);
+  assert.ok(piPackages.has('@anthropic-ai/sdk') && piPackages.has('@google/genai') && piPackages.has('typebox'), [...piPackages].join(' '));
+  const g = await FakeGateway.start([{ text: 'Hello from OpenAI.' }, { text: 'Hello from Anthropic.' }], { strict: true });
+  const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
+  try {
+    const runs: { args: string[]; env: Record<string, string>; answer: string; expected: string[] }[] = [
+      {
+        args: ['run', '--model', `openai-compatible:fake-model@${g.openaiBaseUrl}`, 'hello'],
+        env: {},
+        answer: 'Hello from OpenAI.',
+        expected: ['@mariozechner/pi-ai', 'openai', 'partial-json'],
+      },
+      {
+        args: ['run', '--model', 'anthropic:claude-sonnet-4-5', 'hello'],
+        env: { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: g.anthropicBaseUrl },
+        answer: 'Hello from Anthropic.',
+        expected: ['@anthropic-ai/sdk', '@mariozechner/pi-ai', 'partial-json'],
+      },
+    ];
+    for (const run of runs) {
+      const { r, packages } = await packagesLoaded(run.args, { KEEL_HOME: home, KEEL_PLUGINS: '', KEEL_COUNT_TOKENS: '0', ...run.env });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      assert.ok(r.stdout.includes(run.answer), r.stdout);
+      assert.deepEqual(
+        [...packages].filter((p) => piPackages.has(p)).sort(),
+        run.expected,
+        `${run.args[2]} loaded ${[...packages].join(' ')}`,
+      );
+    }
+    assert.deepEqual(
+      g.requests.map((q) => q.status),
+      [200, 200],
+    );
+  } finally {
+    await g.close();
+    rmSync(home, { recursive: true, force: true });
+  }
 });
