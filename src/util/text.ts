@@ -62,6 +62,9 @@ export function storableText(s: string): { text: string; replaced: number } {
  * bounds the value's depth first (bounds.ts): this walks it recursively.
  */
 export function storableValue<T>(value: T): { value: T; replaced: number } {
+  // Fast path, taken on every model reply: a value with nothing to replace is returned as it is,
+  // checked without copying anything.
+  if (!holdsUnstorable(value)) return { value, replaced: 0 };
   let replaced = 0;
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') {
@@ -85,6 +88,21 @@ export function storableValue<T>(value: T): { value: T; replaced: number } {
   };
   const out = walk(value) as T;
   return { value: out, replaced };
+}
+
+/** Whether any string or key in a JSON-like value holds a NUL or a surrogate (storableText's fast test). */
+function holdsUnstorable(v: unknown): boolean {
+  if (typeof v === 'string') return HAS_UNSTORABLE.test(v);
+  if (v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (holdsUnstorable(x)) return true;
+    return false;
+  }
+  for (const k in v) {
+    if (!Object.hasOwn(v, k)) continue;
+    if (HAS_UNSTORABLE.test(k) || holdsUnstorable((v as Record<string, unknown>)[k])) return true;
+  }
+  return false;
 }
 
 /**
