@@ -11,8 +11,11 @@
  *   notifications) and returns naming the card, where to answer it, and that calling again with the
  *   same arguments gets the outcome. Identical calls share one card and one execution (the side-effect
  *   ledger); the same call made after it ran gets its recorded outcome;
- * - over HTTP the bearer token's name answers and audits; a session whose client is gone closes its
- *   pending cards (`client_gone`), unless `keepCards` leaves them to the owner;
+ * - a client that supports MCP tasks may make a write or destructive call a task: `input_required`
+ *   while its card waits (however long), then `completed` or `failed`; `tasks/cancel` rejects the card;
+ * - over HTTP the bearer token's name answers and audits, bodies are limited to KEEL_MAX_BODY_BYTES,
+ *   and a session idle past the timeout has lost its client; a session whose client is gone closes
+ *   its pending cards (`client_gone`), unless `keepCards` leaves them to the owner;
  * - in Plan or Goal mode every tool stays listed, and a restricted one is refused with the mode's
  *   denial before anything of it runs.
  */

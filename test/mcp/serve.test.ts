@@ -362,8 +362,11 @@ test('S3: a client that disconnects with a pending card: the card is closed (rej
   const approve = await srv.api('POST', `/v1/approvals/${id}`, { token: srv.approver, body: { decision: 'approve' } });
   assert.equal(approve.status, 409, JSON.stringify(approve.body));
   assert.match(JSON.stringify(approve.body), /already rejected/);
+  // A3: the one conflict sentence says why the card is closed and that nothing ran.
+  assert.match(JSON.stringify(approve.body), /closed because the MCP client that made the call left \(client_gone\), and nothing ran/);
   const cli = await keel(['approvals', 'approve', id], { KEEL_HOME: home });
   assert.notEqual(cli.code, 0);
+  assert.match(cli.stderr, /the MCP client that made the call left/);
   assert.deepEqual(trashed(home), [], 'nothing ran');
 });
 
