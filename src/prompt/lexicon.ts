@@ -1,3 +1,5 @@
+import { stemmer } from 'stemmer';
+
 /*
  * R23's query expansion: a request word the pool's tools never use can still name what they do.
  * "snooze" is sleep, "bounce the box" is restart the server, 택배 is a parcel, 提醒 a reminder.
@@ -23,7 +25,7 @@ message send = whisper, ping, text, dm, holler, shoot a note, drop a line, let k
 message post channel = announce, broadcast, let everybody, tell everyone, tell the team, everybody, everyone, 공지, 群里, 大家, みんなに
 email = e-mail, correo, surel, 이메일, 메일, 邮件, 电子邮件, メール
 inbox = received, bandeja, kotak masuk, 받은 편지함, 收件箱, 受信
-status busy away = heads-down, heads down, do not disturb, dnd, focus time, deep work, busy, 방해 금지, 勿扰, 忙
+status busy away disturb notifications = heads-down, heads down, do not disturb, dnd, focus time, deep work, busy, 방해 금지, 勿扰, 忙
 mention = pinged, tagged, 멘션, 提到我
 call phone = ring, telepon, 전화, 打电话, 電話
 reminder remind = remember, nudge me, dont let me forget, recordar, recuérdame, ingatkan, ingat, 알려 줘, 잊지, 알림, 提醒, 别忘了, リマインド, 思い出させ
@@ -125,24 +127,21 @@ export interface Lexicon {
   words: Map<string, string[]>;
   /** The same by their stem ("pinging" meets ping, "leaking" leak). */
   stemmed: Map<string, string[]>;
-  /** Latin single words of five letters or more, for "begins with" matches. */
-  stems: string[];
   /** Latin phrases (several words) → English words. */
   phrases: Map<string, string[]>;
+  /** Each phrase's first word, and the most words a phrase has. */
+  phraseStarts: Set<string>;
+  phraseWords: number;
   /** Forms in other scripts, matched anywhere. */
   scripts: Map<string, string[]>;
   /** One regular expression over every non-Latin form, longest first. */
   scriptPattern: RegExp | undefined;
 }
 
-import { stemmer } from 'stemmer';
-
 const LATIN = /^[a-z0-9 '\-áéíóúñü]+$/;
+/** Lower case without accents ("Cuánto" → cuanto) and without apostrophes ("what's" → whats). */
 const fold = (s: string) =>
-  s
-    .normalize('NFD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase();
+  (/[^\t\n\r -~]/.test(s) ? s.normalize('NFD').replace(/[\u0300-\u036f]/g, '') : s).toLowerCase().replace(/['’]/g, '');
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function push(map: Map<string, string[]>, key: string, values: readonly string[]): void {
@@ -154,8 +153,9 @@ export function parseLexicon(table: string): Lexicon {
   const lex: Lexicon = {
     words: new Map(),
     stemmed: new Map(),
-    stems: [],
     phrases: new Map(),
+    phraseStarts: new Set(),
+    phraseWords: 1,
     scripts: new Map(),
     scriptPattern: undefined,
   };
@@ -166,17 +166,20 @@ export function parseLexicon(table: string): Lexicon {
     for (const raw of line.slice(at + 1).split(',')) {
       const form = raw.trim();
       if (!form) continue;
-      const f = fold(form).replace(/['’]/g, '');
+      const f = fold(form);
       if (LATIN.test(f)) {
         const words = f.split(/[\s-]+/).filter(Boolean);
         if (words.length === 1) {
           push(lex.words, words[0], english);
           push(lex.stemmed, stemmer(words[0]), english);
-        } else push(lex.phrases, words.join(' '), english);
+        } else {
+          push(lex.phrases, words.join(' '), english);
+          lex.phraseStarts.add(words[0]);
+          lex.phraseWords = Math.max(lex.phraseWords, words.length);
+        }
       } else push(lex.scripts, form, english);
     }
   }
-  lex.stems = [...lex.words.keys()].filter((w) => w.length >= 5).sort();
   const forms = [...lex.scripts.keys()].sort((a, b) => b.length - a.length);
   lex.scriptPattern = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : undefined;
   return lex;
@@ -198,9 +201,6 @@ function stemOf(w: string): string {
 const NUMBER = /\d+(?:[.,:]\d+)*/g;
 const NUMBERS_ASKED = /\?|\bhow (?:much|many|long|far)\b|\bwhat(?:s| is| does)\b|\bwhich\b/;
 
-/** The longest phrase in the table, in words: how far a phrase match looks ahead. */
-const maxPhrase = Math.max(1, ...[...LEXICON.phrases.keys()].map((p) => p.split(' ').length));
-
 /**
  * The English words the lexicon adds for `text`: the concepts of the words, phrases and
  * other-script forms in it. Bounded: at most `limit` words come back (a long text mentions
@@ -211,9 +211,9 @@ export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): st
   const add = (ws: readonly string[] | undefined) => {
     if (ws) for (const w of ws) if (out.size < limit) out.add(w);
   };
-  const folded = fold(text).replace(/['’]/g, '');
+  const folded = fold(text);
   const words = folded.split(/[^a-z0-9]+/).filter(Boolean);
-  for (let i = 0; i < words.length; i++) {
+  for (let i = 0; i < words.length && out.size < limit; i++) {
     const w = words[i];
     const exact = lex.words.get(w) ?? (/\d/.test(w) ? undefined : lex.stemmed.get(stemOf(w)));
     if (exact) add(exact);
@@ -227,16 +227,20 @@ export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): st
         }
       }
     }
+    if (!lex.phraseStarts.has(w)) continue;
     let phrase = w;
-    for (let k = 1; k < maxPhrase && i + k < words.length; k++) {
+    for (let k = 1; k < lex.phraseWords && i + k < words.length; k++) {
       phrase += ` ${words[i + k]}`;
       add(lex.phrases.get(phrase));
     }
   }
   // A story problem: two numbers or more and a question about them ("… $18 and … $12. Which gets me more?").
   if (NUMBERS_ASKED.test(folded) && (folded.match(NUMBER) ?? []).length >= 2) add(['calculate', 'arithmetic', 'evaluate']);
-  if (lex.scriptPattern && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
-    for (const m of text.matchAll(lex.scriptPattern)) add(lex.scripts.get(m[0]));
+  if (lex.scriptPattern && out.size < limit && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
+    for (const m of text.matchAll(lex.scriptPattern)) {
+      add(lex.scripts.get(m[0]));
+      if (out.size >= limit) break;
+    }
   }
   return [...out];
 }
