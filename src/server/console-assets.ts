@@ -37,7 +37,7 @@ form.login { display:flex; flex-direction:column; gap:.9rem; max-width:24rem; ma
 form.login h1 { margin:0; } form.login input { width:100%; min-width:0; } form.login button { width:100%; background:var(--accent); color:#fff; border-color:var(--accent); }
 label { display:flex; flex-direction:column; gap:.2rem; font-size:.92rem; }
 label.check { flex-direction:row; align-items:center; }
-input[type=text], input[type=password], textarea, select { font:inherit; padding:.45rem .5rem; border:1px solid var(--line); border-radius:6px; min-width:14rem; max-width:100%; }
+input[type=text], input[type=password], textarea, select { font:inherit; font-size:1rem; padding:.45rem .5rem; border:1px solid var(--line); border-radius:6px; min-width:14rem; max-width:100%; }
 textarea { min-height:4rem; width:28rem; }
 button { font:inherit; padding:.5rem .9rem; border-radius:6px; border:1px solid var(--line); background:#f6f8fa; cursor:pointer; min-height:2.6rem; }
 button.approve { background:var(--ok); color:#fff; border-color:var(--ok); }
@@ -56,12 +56,16 @@ td pre { max-height:12rem; overflow:auto; }
 .plugin { border:1px solid var(--line); border-radius:8px; padding:.6rem .9rem; margin:.8rem 0; }
 .row { margin:.3rem 0; } .error { color:var(--bad); } .warning { color:var(--warn); }
 @media (max-width: 600px) {
-  header { gap:.7rem; padding:.4rem .6rem; } header nav { gap:.7rem; } header .role { display:none; } header .name { font-size:.85rem; }
+  header { gap:.6rem; padding:.4rem .6rem; } header nav { gap:.6rem; } header .role { display:none; } header .name { font-size:.85rem; min-width:0; }
+  header:has(nav) .brand .word { position:absolute; width:1px; height:1px; overflow:hidden; clip-path:inset(50%); }
+  header button { padding:.3rem .55rem; font-size:.9rem; }
   main { padding:.6rem; } textarea, input[type=text], input[type=password], select { width:100%; min-width:0; }
   form.answer label, form.start label { flex:1 1 100%; }
   form.login { margin-top:1rem; border:0; padding:.4rem 0; }
-  table, tbody, tr, td { display:block; width:100%; } thead { display:none; }
-  td { border:0; padding:.15rem 0; } tr { border-bottom:1px solid var(--line); padding:.4rem 0; }
+  table, tbody { display:block; width:100%; } thead { display:none; }
+  tr { display:flex; flex-wrap:wrap; gap:.1rem 1rem; border-bottom:1px solid var(--line); padding:.45rem 0; }
+  td { display:block; border:0; padding:.1rem 0; min-width:0; max-width:100%; } td:first-child { flex-basis:100%; font-weight:600; }
+  td:has(pre) { flex-basis:100%; }
   td[data-label]::before { content:attr(data-label) ": "; color:var(--muted); font-size:.85rem; }
   .buttons { width:100%; } .buttons button { flex:1; }
   .menu { columns:1; }
@@ -70,7 +74,7 @@ td pre { max-height:12rem; overflow:auto; }
 
 /**
  * Times: each <time datetime> (rendered as UTC text) is shown in the viewer's own time zone with
- * the relative time, "in 42 min · 14:09", kept current each half minute and after each live update.
+ * the relative time, "in 42 min (2:09 PM)", kept current each half minute and after each live update.
  *
  * Live updates: a region marked `data-live` (an API event stream, opened with the session cookie)
  * and `data-fragment` (where its fresh HTML comes from) is re-rendered after each burst of events.
@@ -82,7 +86,7 @@ const day = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric',
 const ago = (ms) => {
   const m = Math.round(ms / 60000), n = Math.abs(m);
   if (n < 1) return 'just now';
-  const t = n < 60 ? n + ' min' : n < 2880 ? Math.round(n / 60) + ' h' : Math.round(n / 1440) + ' days';
+  const t = n < 90 ? n + ' min' : n < 2880 ? Math.round(n / 60) + ' h' : Math.round(n / 1440) + ' days';
   return m > 0 ? 'in ' + t : t + ' ago';
 };
 const times = (root) => {
@@ -91,7 +95,7 @@ const times = (root) => {
     if (isNaN(d)) continue;
     el.title = el.title || el.textContent;
     const today = d.toDateString() === new Date().toDateString();
-    el.textContent = ago(d - Date.now()) + ' · ' + (today ? clock : day).format(d);
+    el.textContent = ago(d - Date.now()) + ' (' + (today ? clock : day).format(d) + ')';
   }
 };
 times(document);

@@ -64,7 +64,7 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
     <body>
       <header>
         <a class="brand" href="/">
-          Keel
+          <span class="word">Keel</span>
         </a>
         {who && (
           <nav aria-label="Main">
@@ -111,7 +111,7 @@ const Badge: FC<{ kind: string; children?: Child }> = ({ kind, children }) => <s
 
 /**
  * A moment: its ISO time in `datetime`, a readable UTC text that the console script turns into the
- * viewer's local time with the relative time ("in 42 min · 14:09"); without the script the UTC text stays.
+ * viewer's local time with the relative time ("in 42 min (2:09 PM)"); without the script the UTC text stays.
  */
 const Time: FC<{ iso: string }> = ({ iso }) => {
   const d = new Date(iso);
@@ -155,9 +155,8 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, 
         </p>
       ) : (
         <p class={`meta status-${a.status}`}>
-          {`${a.status === 'approved' ? 'Approved' : 'Rejected'} by ${a.answered_by ?? 'someone'}`}
-          {a.answered_at && [' ', <Time iso={a.answered_at} />]}
-          {a.reason ? `: ${a.reason}` : ''}
+          {`${a.status === 'approved' ? 'Approved' : 'Rejected'} by ${a.answered_by ?? 'someone'}${a.reason ? `: ${a.reason}` : ''}`}
+          {a.answered_at && [' · ', <Time iso={a.answered_at} />]}
         </p>
       )}
       {a.status === 'pending' && canAnswer && (

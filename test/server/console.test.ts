@@ -4,10 +4,11 @@
  * scripted run makes appears live; approve it and the run page shows the call ran once and the run
  * finished; reject; a card answered elsewhere disappears; a viewer sees no buttons and is refused
  * anyway; the drift panel; a plan-mode run's page; a wrong token and a post without the CSRF token
- * are refused. Screenshots at desktop and phone width; the inbox's weight and first paint measured.
+ * are refused. The layout at phone and desktop width, each page's weight and first paint, and the
+ * screenshots in docs/screenshots: console-layout.test.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -18,14 +19,11 @@ import { type TestServer, testServer } from '../support/server.js';
 
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
 const FILES = join(ROOT, 'test', 'fixtures', 'modes', 'files');
-/** KEEL_WRITE_SCREENSHOTS=1 refreshes docs/screenshots; otherwise they go to a temp folder. */
-const SHOTS = process.env.KEEL_WRITE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'keel-shots-'));
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1', 'm2'] } };
 
 let s: TestServer;
 let browser: BrowserContext;
 const profile = mkdtempSync(join(tmpdir(), 'keel-chromium-'));
-const figures: Record<string, number> = {};
 
 before(async () => {
   // KEEL_CHROMIUM, Debian's, or the packaged one; none: one line naming what to install (never a skip).
@@ -46,14 +44,12 @@ before(async () => {
       '--disable-sync',
     ],
   });
-  mkdirSync(SHOTS, { recursive: true });
 });
 
 after(async () => {
   await browser?.close();
   await s?.close();
   rmSync(profile, { recursive: true, force: true });
-  if (Object.keys(figures).length) console.log(`console figures: ${JSON.stringify(figures)}`);
 });
 
 async function login(token: string, page?: Page): Promise<Page> {
@@ -104,15 +100,14 @@ test('console: a wrong token is refused; an approver logs in; a card appears liv
   assert.match(await card.innerText(), /Your weekly deals[\s\S]*Flash sale ends tonight/);
   assert.match(await card.innerText(), /reversible with restore_email/);
   assert.match(await card.innerText(), /trash_email\(\{"ids":\["m1","m2"\]\}\)/);
-  await page.screenshot({ path: join(SHOTS, 'inbox-desktop.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, 'inbox-phone.png'), fullPage: true });
-  await page.setViewportSize({ width: 1280, height: 800 });
 
   await card.getByRole('button', { name: 'Approve' }).click();
   // S3: an answer lands on the next card, or on the inbox when none is left, which says what was answered.
   await page.waitForURL(new RegExp(`/\\?answered=${approval_id}$`));
-  await page.locator('.notice', { hasText: 'Approved' }).getByRole('link', { name: `run ${run_id}` }).click();
+  await page
+    .locator('.notice', { hasText: 'Approved' })
+    .getByRole('link', { name: `run ${run_id}` })
+    .click();
   await page.waitForURL(new RegExp(`/runs/${run_id}$`));
   await page.locator('.summary .b-done').waitFor({ timeout: 10_000 });
   const row = page.locator('table.calls tr', { hasText: 'trash_email' });
@@ -120,9 +115,6 @@ test('console: a wrong token is refused; an approver logs in; a card appears liv
   assert.match(await row.innerText(), /t1[\s\S]*ran/);
   assert.match(await page.locator('#h-approvals + ul').innerText(), /approved by ana-phone/);
   assert.deepEqual(trashed(), ['trash_email {"ids":["m1","m2"]}'], 'ran exactly once');
-  await page.screenshot({ path: join(SHOTS, 'run-desktop.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, 'run-phone.png'), fullPage: true });
   await page.close();
 });
 
@@ -201,9 +193,6 @@ test('console: the drift panel shows a degraded plugin with its refused tool and
   assert.match(await drift.locator('.row.drift').first().innerText(), /declared not registered/);
   const mail = page.locator('section.plugin', { has: page.getByRole('heading', { name: /^mail/ }) });
   assert.match(await mail.locator('tr', { hasText: 'trash_email' }).innerText(), /destructive[\s\S]*approval/);
-  await page.screenshot({ path: join(SHOTS, 'plugins-desktop.png'), fullPage: true });
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(SHOTS, 'plugins-phone.png'), fullPage: true });
   await page.close();
 });
 
@@ -222,32 +211,6 @@ test('console: a plan-mode run shows the restricted write declared as unavailabl
   assert.match(await item.innerText(), /write[\s\S]*declared, unavailable/);
   const denied = page.locator('table.calls tr', { hasText: 'write_file' });
   assert.match(await denied.innerText(), /w1[\s\S]*denied by mode/);
-  await page.close();
-});
-
-test('console: the inbox weighs under 100 KB and paints within 300 ms on loopback', async () => {
-  const page = await login(s.approver);
-  let bytes = 0;
-  page.on('response', async (res) => {
-    const len = Number(res.headers()['content-length'] ?? (await res.body().catch(() => Buffer.alloc(0))).length);
-    if (!res.url().includes('/v1/')) bytes += len;
-  });
-  await page.goto(`${s.url}/`, { waitUntil: 'load' });
-  const paint = await page.evaluate(
-    () =>
-      new Promise<number>((res) => {
-        new PerformanceObserver((list) => {
-          const e = list.getEntries().find((x) => x.name === 'first-contentful-paint');
-          if (e) res(e.startTime);
-        }).observe({ type: 'paint', buffered: true });
-        setTimeout(() => res(-1), 3000);
-      }),
-  );
-  figures.inbox_bytes = bytes;
-  figures.inbox_first_contentful_paint_ms = Math.round(paint);
-  assert.ok(bytes > 0 && bytes < 100_000, `inbox weight ${bytes} bytes`);
-  assert.ok(paint > 0, 'painted');
-  writeFileSync(join(SHOTS, 'figures.json'), `${JSON.stringify(figures, null, 2)}\n`);
   await page.close();
 });
 
