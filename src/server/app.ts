@@ -22,6 +22,13 @@ import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js
 import { KeelError } from '../util/errors.js';
 import { storableText } from '../util/text.js';
 import { mountConsole } from './console.js';
+import {
+  MAX_SUBSCRIPTIONS_PER_OWNER as MAX_SUBSCRIPTIONS,
+  Push,
+  PushInfoSchema,
+  PushSubscribeBody,
+  PushSubscriptionSchema,
+} from './push.js';
 import type { Hub, LegRunner } from './runner.js';
 import * as S from './schemas.js';
 import { allows, type Role, type Tokens, type WebSessions } from './tokens.js';
@@ -47,6 +54,8 @@ export interface ServerDeps {
   state(): 'starting' | 'ok' | 'stopping';
   /** How often a live stream looks at the journal without a wake-up (runs worked by another process). */
   pollMs: number;
+  /** Web Push (S7); off when not given. */
+  push?: Push;
 }
 
 interface Who {
@@ -182,6 +191,7 @@ function isFinal(e: RunEvent): boolean {
 export function createApp(d: ServerDeps): Hono {
   const app = new Hono();
   const { keel, store, tokens, hub, runner } = d;
+  const push = d.push ?? Push.off({ store, tokens, env: {} });
   const serverDirs = d.pluginDirs.map((p) => resolve(p));
   const routes: AnyRoute[] = [];
 
@@ -732,6 +742,70 @@ export function createApp(d: ServerDeps): Hono {
     },
   );
 
+  // S7: Web Push. Subscriptions are an approver's or admin's own (they answer cards); src/server/push.ts says what is sent.
+  route(
+    {
+      method: 'get',
+      path: '/v1/push',
+      summary: 'Web Push: whether it is on, and the VAPID public key a browser subscribes with (made on first use)',
+      role: 'approver',
+      ok: { status: 200, description: 'push on this server', schema: PushInfoSchema },
+      errors: [401, 403],
+    },
+    async (c) => json(c, 200, await push.info()),
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/push/subscriptions',
+      summary: "The caller's push subscriptions (an admin with ?all=1: everyone's); never their endpoints whole nor their keys",
+      role: 'approver',
+      query: z.object({ all: z.enum(['0', '1']).optional() }),
+      ok: { status: 200, description: 'the subscriptions', schema: z.object({ subscriptions: z.array(PushSubscriptionSchema) }) },
+      errors: [400, 401, 403],
+    },
+    async (c, { query, who }) => json(c, 200, { subscriptions: await push.list(who, query.all === '1') }),
+  );
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/push/subscriptions',
+      summary: `Subscribe a browser (its PushSubscription.toJSON(), and a label) to a push for each new card or question; at most ${MAX_SUBSCRIPTIONS} a token`,
+      role: 'approver',
+      body: PushSubscribeBody,
+      ok: { status: 201, description: 'subscribed (200 when the endpoint was already: its keys renewed)', schema: PushSubscriptionSchema },
+      errors: [400, 401, 403, 409, 415, 422],
+    },
+    async (c, { body, who }) => {
+      const r = await push.subscribe(who, body);
+      await audit(
+        who,
+        'push_subscribe',
+        r.subscription.id,
+        JSON.stringify({ service: r.subscription.service, label: r.subscription.label, status: r.status }),
+      );
+      return json(c, r.status === 'added' ? 201 : 200, r.subscription);
+    },
+  );
+
+  route(
+    {
+      method: 'delete',
+      path: '/v1/push/subscriptions/:id',
+      summary: "Revoke a push subscription: the caller's own (an admin: anyone's); nothing more is sent to it",
+      role: 'approver',
+      ok: { status: 200, description: 'the revoked subscription', schema: PushSubscriptionSchema },
+      errors: [401, 403, 404],
+    },
+    async (c, { who }) => {
+      const gone = await push.revoke(who, c.req.param('id') as string);
+      await audit(who, 'push_unsubscribe', gone.id, JSON.stringify({ service: gone.service, owner: gone.owner }));
+      return json(c, 200, gone);
+    },
+  );
+
   app.get('/v1/openapi.json', (c) => c.json(openApi(routes, d.version)));
 
   mountConsole(app, {
@@ -745,6 +819,7 @@ export function createApp(d: ServerDeps): Hono {
     audit,
     isQueued: (id) => runner.isQueued(id),
     wake: (id) => hub.wake(id),
+    push,
   });
 
   async function sessionView(id: string) {

@@ -125,7 +125,7 @@ if (region && window.EventSource) {
  * The icon: a white sail and hull on the console's blue, as convex polygons on a 32×32 grid —
  * written out as the SVG, and drawn (4×4 samples a pixel) into the ICO at /favicon.ico.
  */
-const ICON_SHAPES: [number, number][][] = [
+export const ICON_SHAPES: [number, number][][] = [
   [
     [16, 5],
     [16, 19],
@@ -143,12 +143,12 @@ const ICON_SHAPES: [number, number][][] = [
     [9, 26],
   ],
 ];
-const ICON_BLUE = [0x0b, 0x5c, 0xad];
+export const ICON_BLUE = [0x0b, 0x5c, 0xad];
 
 export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0b5cad"/><path fill="#fff" d="${ICON_SHAPES.map((p) => `M${p.map(([x, y]) => `${x} ${y}`).join('L')}Z`).join('')}"/></svg>`;
 
 /** Inside a convex polygon (either winding). */
-function inside(poly: [number, number][], x: number, y: number): boolean {
+export function inside(poly: [number, number][], x: number, y: number): boolean {
   let sign = 0;
   for (let i = 0; i < poly.length; i++) {
     const [ax, ay] = poly[i];

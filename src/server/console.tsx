@@ -15,6 +15,8 @@ import type { Registry } from '../plugin-host/host.js';
 import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-assets.js';
+import { AppHead, mountPushConsole } from './console-push.js';
+import type { Push } from './push.js';
 import { allows, type Role, type WebSessions } from './tokens.js';
 
 interface Who {
@@ -34,6 +36,8 @@ export interface ConsoleDeps {
   audit(who: Who, action: string, subject: string, detail: string): Promise<void>;
   isQueued(runId: string): boolean;
   wake(runId: string): void;
+  /** Web Push (S7): the Notifications page; off when not given. */
+  push?: Push;
 }
 
 const LOGIN_COOKIE = 'keel_login';
@@ -60,6 +64,7 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
       <link rel="icon" href="/favicon.ico" sizes="32x32" />
       <link rel="stylesheet" href="/assets/console.css" />
       <script type="module" src="/assets/console.js" />
+      <AppHead />
     </head>
     <body>
       <header>
@@ -71,6 +76,7 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
             <a href="/">Inbox</a>
             <a href="/runs">Runs</a>
             <a href="/plugins">Plugins</a>
+            {allows(who.role, 'approver') && <a href="/push">Alerts</a>}
           </nav>
         )}
         {who && csrf && (
@@ -867,6 +873,9 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     await d.audit(who, 'set_mode', id, JSON.stringify({ mode, via: 'console' }));
     return c.redirect(`/sessions/${id}`, 303);
   });
+
+  // S7: the installable app (manifest, icons, service worker) and the Notifications page.
+  mountPushConsole(app, { push: d.push, page, session, post, audit: d.audit });
 }
 
 /** Behind TLS (directly or through a proxy that says so), cookies are marked Secure. */

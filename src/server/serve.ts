@@ -15,6 +15,7 @@ import type { LoopEvent, RunStatus, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { createApp } from './app.js';
 import { Notifier } from './notify.js';
+import { Push } from './push.js';
 import { Hub, LegRunner } from './runner.js';
 import { Tokens, WebSessions } from './tokens.js';
 import { handToQueue, startWorker } from './worker.js';
@@ -73,6 +74,8 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   keel.policy();
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
   const notifier = new Notifier(config.notify ?? [], { audit: (row) => store.audit(row), env });
+  // S7: Web Push when KEEL_PUSH_SUBJECT turns it on (a missing web-push stops the server here, exit 2).
+  const push = await Push.start({ store, tokens, env, log });
   const hub = new Hub();
   // #15: on a PostgreSQL store the server queues each leg for the workers (keel worker) instead of
   // driving it; with KEEL_SERVE_WORK=1 (keel serve --work) it also works legs itself, as a worker.
@@ -86,6 +89,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     else {
       hub.wake(runId);
       notify(notifier, runId, e);
+      push.publish(runId, e);
     }
   };
   const runner = new LegRunner({
@@ -118,6 +122,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     version: o.version ?? '0.0.0',
     state: () => state,
     pollMs: positive(env, 'KEEL_SERVE_POLL_MS', 1000),
+    push,
   });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolveListen, reject) => {
@@ -165,7 +170,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
       const settled = await runner.stop(shutdownMs);
       if (!settled) log(`keel serve: legs still running after ${shutdownMs} ms: the next start takes their runs over`);
       if ('closeAllConnections' in server) server.closeAllConnections();
-      await notifier.drain(2000);
+      await Promise.all([notifier.drain(2000), push.drain(2000)]);
       await unlisten?.();
       await keel.close();
     })());

@@ -106,4 +106,18 @@ ALTER TABLE runs ADD COLUMN lease_until TIMESTAMPTZ;
 CREATE INDEX runs_lease ON runs (lease_until) WHERE status = 'running';
 `,
   },
+  {
+    version: 3,
+    name: 'web_push',
+    sql: `
+-- S7: the server's VAPID key pair (one row, made on first use) and the browsers subscribed to Web
+-- Push, per token. A label is bounded text Keel made storable before it was kept.
+CREATE TABLE push_keys (id INTEGER PRIMARY KEY CHECK (id = 1), public_key TEXT NOT NULL, private_key TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE push_subscriptions (
+  ord BIGINT GENERATED ALWAYS AS IDENTITY,
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, owner_id TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
+  label TEXT, created_at TEXT NOT NULL, UNIQUE (owner_id, endpoint)
+);
+`,
+  },
 ];

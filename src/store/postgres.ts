@@ -18,6 +18,7 @@ import type {
   Memory,
   Message,
   Mode,
+  PushSubscriptionRecord,
   RequestTrace,
   RunEvent,
   RunQuery,
@@ -26,6 +27,7 @@ import type {
   SessionRecord,
   Store,
   StoredEvent,
+  VapidKeys,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { optionalImport } from '../util/optional.js';
@@ -1083,6 +1085,56 @@ export class PostgresStore implements Store {
 
   async addFeedback(runId: string, text: string): Promise<void> {
     await this.q('INSERT INTO feedback (run_id, text, at) VALUES ($1, $2, $3)', [runId, jsonb(text), new Date().toISOString()]);
+  }
+
+  async pushKeys(candidate?: VapidKeys): Promise<VapidKeys | undefined> {
+    const read = async () => (await this.q<VapidKeys>('SELECT public_key, private_key, created_at FROM push_keys WHERE id = 1')).rows[0];
+    const kept = await read();
+    if (kept || !candidate) return kept;
+    await this.q('INSERT INTO push_keys (id, public_key, private_key, created_at) VALUES (1, $1, $2, $3) ON CONFLICT (id) DO NOTHING', [
+      candidate.public_key,
+      candidate.private_key,
+      candidate.created_at,
+    ]);
+    return read();
+  }
+
+  async addPushSubscription(
+    sub: PushSubscriptionRecord,
+    max: number,
+  ): Promise<{ status: 'added' | 'updated' | 'full'; subscription?: PushSubscriptionRecord }> {
+    const cols = 'id, owner, owner_id, endpoint, p256dh, auth, label, created_at';
+    return this.transaction(async (c) => {
+      // One owner's subscriptions are counted and added one caller at a time (the bound holds under races).
+      await c.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`keel_push:${sub.owner_id}`]);
+      const had = await c.query<PushSubscriptionRecord>(
+        `UPDATE push_subscriptions SET p256dh = $1, auth = $2, label = $3, owner = $4 WHERE owner_id = $5 AND endpoint = $6 RETURNING ${cols}`,
+        [sub.p256dh, sub.auth, sub.label, sub.owner, sub.owner_id, sub.endpoint],
+      );
+      if (had.rows[0]) return { status: 'updated' as const, subscription: had.rows[0] };
+      const n = Number((await c.query('SELECT COUNT(*) AS n FROM push_subscriptions WHERE owner_id = $1', [sub.owner_id])).rows[0].n);
+      if (n >= max) return { status: 'full' as const };
+      const added = await c.query<PushSubscriptionRecord>(
+        `INSERT INTO push_subscriptions (${cols}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${cols}`,
+        [sub.id, sub.owner, sub.owner_id, sub.endpoint, sub.p256dh, sub.auth, sub.label, sub.created_at],
+      );
+      return { status: 'added' as const, subscription: added.rows[0] };
+    });
+  }
+
+  async listPushSubscriptions(ownerId?: string): Promise<PushSubscriptionRecord[]> {
+    const cols = 'id, owner, owner_id, endpoint, p256dh, auth, label, created_at';
+    const r =
+      ownerId === undefined
+        ? await this.q<PushSubscriptionRecord>(`SELECT ${cols} FROM push_subscriptions ORDER BY created_at, ord`)
+        : await this.q<PushSubscriptionRecord>(`SELECT ${cols} FROM push_subscriptions WHERE owner_id = $1 ORDER BY created_at, ord`, [
+            ownerId,
+          ]);
+    return r.rows;
+  }
+
+  async removePushSubscription(id: string): Promise<boolean> {
+    return (await this.q('DELETE FROM push_subscriptions WHERE id = $1', [id])).rowCount === 1;
   }
 
   async close(): Promise<void> {

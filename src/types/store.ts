@@ -170,8 +170,57 @@ export interface MemoryStore {
   addFeedback(runId: string, text: string): Promise<void>;
 }
 
+/** The server's VAPID key pair (Web Push, S7): P-256, base64url, as browsers and web-push take them. */
+export interface VapidKeys {
+  /** The uncompressed public point (65 bytes): the console's applicationServerKey. */
+  public_key: string;
+  /** The private scalar (32 bytes). */
+  private_key: string;
+  created_at: string;
+}
+
+/** A browser's Web Push subscription, held for the token that made it (S7). */
+export interface PushSubscriptionRecord {
+  id: string;
+  /** The token's name, for people; `owner_id` is what counts (a name may be reused after a revoke). */
+  owner: string;
+  /** The token's id: pushes go only while that token is active and may answer cards. */
+  owner_id: string;
+  /** The push service's URL for this browser (a capability: never shown whole outside its owner's list). */
+  endpoint: string;
+  /** The browser's ECDH P-256 public key (65 bytes, base64url) and auth secret (16 bytes, base64url): RFC 8291. */
+  p256dh: string;
+  auth: string;
+  /** What the owner called it ("phone"), bounded. */
+  label: string | null;
+  created_at: string;
+}
+
+/** Web Push (S7): the server's VAPID keys and the browsers subscribed, per token. */
+export interface PushStore {
+  /**
+   * The VAPID key pair. With `candidate`, a store that has none keeps it — the first writer wins,
+   * across processes — and the pair kept is returned either way; undefined only when none is kept
+   * and no candidate was given.
+   */
+  pushKeys(candidate?: VapidKeys): Promise<VapidKeys | undefined>;
+  /**
+   * Keeps a subscription: a new one (`added`), or the owner's one with the same endpoint given new
+   * keys and label (`updated`, keeping its id). `full`, storing nothing, when the owner holds `max`
+   * already. Counted and written in one step, so two at once never pass the bound.
+   */
+  addPushSubscription(
+    s: PushSubscriptionRecord,
+    max: number,
+  ): Promise<{ status: 'added' | 'updated' | 'full'; subscription?: PushSubscriptionRecord }>;
+  /** Subscriptions, oldest first: one owner's (by token id), or all. */
+  listPushSubscriptions(ownerId?: string): Promise<PushSubscriptionRecord[]>;
+  /** Removes one subscription. False when there was none with that id. */
+  removePushSubscription(id: string): Promise<boolean>;
+}
+
 /** One store: SQLite now, PostgreSQL behind the same interfaces; test/store/conformance.ts checks each. */
-export interface Store extends RunStore, ApprovalStore, MemoryStore {
+export interface Store extends RunStore, ApprovalStore, MemoryStore, PushStore {
   readonly kind: string;
   close(): Promise<void>;
 }

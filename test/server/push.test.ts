@@ -1,0 +1,283 @@
+/**
+ * Web Push (S7, issue 28) through a real `keel serve`, against a local push service (an HTTP server
+ * on 127.0.0.1, allowed by KEEL_PUSH_TEST_ENDPOINTS=1) that decrypts what it gets with the
+ * subscription's keys made here (RFC 8291, test/support/webpush.ts — not web-push's code) and
+ * checks the VAPID signature against the key the server gives browsers.
+ */
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import {
+  CARD_BODY,
+  endpointProblem,
+  keysProblem,
+  MAX_SUBSCRIPTIONS_PER_OWNER,
+  maskArguments,
+  plainTitle,
+  pushSubject,
+  QUESTION_TITLE,
+} from '../../src/server/push.js';
+import { calls, script } from '../support/helpers.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+import { type TestServer, testServer } from '../support/server.js';
+import { browserKeys, checkVapid, decryptPush, pushService } from '../support/webpush.js';
+
+after(() => dropSchemas());
+
+const SUBJECT = 'mailto:ops@example.com';
+const PUSH_ENV = { KEEL_PUSH_SUBJECT: SUBJECT, KEEL_PUSH_TEST_ENDPOINTS: '1' };
+const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1'] } };
+const SEND = {
+  id: 's1',
+  name: 'send_email',
+  args: { to: 'bob@example.com', subject: 'Quarterly numbers for Bob', body: 'the secret figures are 41 and 42' },
+};
+
+async function until<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function cardRun(
+  s: TestServer,
+  request: string,
+  call: { id: string; name: string; args: Record<string, unknown> },
+  name: string,
+): Promise<{ run_id: string; approval_id: string }> {
+  const model = script(s.home, [{ tool_calls: [call] }, { text: 'Done.' }], `${name}.yaml`);
+  const r = await s.api('POST', '/v1/runs', { token: s.approver, body: { request, model } });
+  assert.equal(r.status, 202, JSON.stringify(r.body));
+  const run = await until('the card', async () => {
+    const x = (await s.api('GET', `/v1/runs/${r.body.run_id}`, { token: s.viewer })).body;
+    return x.approval ? x : undefined;
+  });
+  return { run_id: r.body.run_id, approval_id: run.approval.id };
+}
+
+const audits = async (s: TestServer, action: string) => ((await s.srv.keel.store?.listAudit()) ?? []).filter((a) => a.action === action);
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`S7 (${kind}): a new card is one encrypted push to each subscribed browser — its title and link, no argument; a revoked one gets nothing; a 410 one is dropped`, async (t) => {
+    const env: Record<string, string> = { ...PUSH_ENV };
+    if (kind === 'postgres') Object.assign(env, { KEEL_STORE: withSchema(await testPgUrl(), freshSchema()), KEEL_SERVE_WORK: '1' });
+    const svc = await pushService((path) => (path === '/gone' ? 410 : 201));
+    t.after(() => svc.close());
+    const s = await testServer(env);
+    t.after(() => s.close());
+
+    // The VAPID key is made on first use and kept: asked twice, the same.
+    const info = await s.api('GET', '/v1/push', { token: s.approver });
+    assert.equal(info.status, 200, JSON.stringify(info.body));
+    assert.equal(info.body.enabled, true);
+    assert.equal(Buffer.from(info.body.public_key, 'base64url').length, 65);
+    assert.equal((await s.api('GET', '/v1/push', { token: s.admin })).body.public_key, info.body.public_key);
+    assert.equal((await s.srv.keel.store?.pushKeys())?.public_key, info.body.public_key, 'kept in the store');
+
+    // A viewer cannot answer cards, so cannot subscribe.
+    const phone = browserKeys();
+    const sub = (token: string, path: string, keys = phone.keys, label?: string) =>
+      s.api('POST', '/v1/push/subscriptions', { token, body: { endpoint: `${svc.url}${path}`, keys, expirationTime: null, label } });
+    assert.equal((await sub(s.viewer, '/viewer')).status, 403);
+    assert.equal((await s.api('GET', '/v1/push', { token: s.viewer })).status, 403);
+
+    const added = await sub(s.approver, '/phone', phone.keys, 'phone');
+    assert.equal(added.status, 201, JSON.stringify(added.body));
+    assert.deepEqual(Object.keys(added.body).sort(), ['created_at', 'id', 'label', 'owner', 'service'], 'never the endpoint nor the keys');
+    assert.equal(added.body.service, svc.url);
+    const again = await sub(s.approver, '/phone', phone.keys, 'phone');
+    assert.equal(again.status, 200, 'the same endpoint again renews it');
+    assert.equal(again.body.id, added.body.id);
+
+    const old = browserKeys();
+    const oldSub = await sub(s.approver, '/old', old.keys, 'old laptop');
+    assert.equal(oldSub.status, 201);
+    assert.equal((await s.api('DELETE', `/v1/push/subscriptions/${oldSub.body.id}`, { token: s.viewer })).status, 403);
+    const revoked = await s.api('DELETE', `/v1/push/subscriptions/${oldSub.body.id}`, { token: s.approver });
+    assert.equal(revoked.status, 200);
+    assert.equal((await s.api('DELETE', `/v1/push/subscriptions/${oldSub.body.id}`, { token: s.approver })).status, 404);
+
+    // The admin answers cards too; this browser's push service says it is gone.
+    const gone = browserKeys();
+    assert.equal((await sub(s.admin, '/gone', gone.keys)).status, 201);
+    const mine = await s.api('GET', '/v1/push/subscriptions', { token: s.approver });
+    assert.deepEqual(
+      mine.body.subscriptions.map((x: { label: string }) => x.label),
+      ['phone'],
+      "the approver's own only",
+    );
+    assert.equal((await s.api('GET', '/v1/push/subscriptions?all=1', { token: s.admin })).body.subscriptions.length, 2);
+
+    // A card: one push to /phone and to /gone, none to /old.
+    const card = await cardRun(s, 'trash m1', TRASH, 'trash');
+    await until('the pushes', () => svc.to('/phone').length >= 1 && svc.to('/gone').length >= 1);
+    await until('the 410 subscription removed', async () => (await audits(s, 'push_subscription_removed')).length === 1 || undefined);
+    const [p] = svc.to('/phone');
+    assert.equal(p.headers['content-encoding'], 'aes128gcm');
+    assert.equal(p.headers.urgency, 'high');
+    const ttl = Number(p.headers.ttl);
+    assert.ok(ttl > 0 && ttl <= 60 * 60 * 24, `TTL ${ttl}: as long as the card lasts`);
+    const vapid = checkVapid(p.headers.authorization, svc.url);
+    assert.equal(vapid.key, info.body.public_key, 'signed with the key browsers subscribe with');
+    assert.equal(vapid.claims.sub, SUBJECT);
+    const message = JSON.parse(decryptPush(p.body, phone));
+    assert.deepEqual(message, {
+      title: 'Move 1 email(s) to Trash',
+      body: CARD_BODY,
+      url: `/runs/${card.run_id}#card-${card.approval_id}`,
+      tag: card.approval_id,
+    });
+    assert.ok(!decryptPush(p.body, phone).includes('m1'), 'no argument');
+    assert.throws(() => decryptPush(p.body, old), 'only the subscription it was sent to can read it');
+    assert.equal(JSON.parse(decryptPush(svc.to('/gone')[0].body, gone)).title, 'Move 1 email(s) to Trash');
+    assert.equal(svc.to('/old').length, 0, 'a revoked subscription gets nothing');
+    assert.equal(svc.to('/viewer').length, 0);
+    assert.deepEqual(
+      (await s.api('GET', '/v1/push/subscriptions?all=1', { token: s.admin })).body.subscriptions.map((x: { label: string }) => x.label),
+      ['phone'],
+      'the 410 subscription is gone',
+    );
+
+    // A card whose plugin title quotes the call: the push masks every argument value in it.
+    const send = await cardRun(s, 'send an email to bob', SEND, 'send');
+    await until('the second push', () => svc.to('/phone').length >= 2);
+    const second = decryptPush(svc.to('/phone')[1].body, phone);
+    assert.deepEqual(JSON.parse(second), {
+      title: 'Send "…" to …',
+      body: CARD_BODY,
+      url: `/runs/${send.run_id}#card-${send.approval_id}`,
+      tag: send.approval_id,
+    });
+    for (const v of ['bob', 'Quarterly', 'secret', '41']) assert.ok(!second.includes(v), `no argument: ${v}`);
+
+    // Exactly one push a card to each: nothing more comes, and the dropped one got nothing more.
+    await until('both cards audited as sent', async () => ((await audits(s, 'push_sent')).length >= 2 ? true : undefined));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(svc.to('/phone').length, 2);
+    assert.equal(svc.to('/gone').length, 1);
+    assert.equal(svc.got.length, 3);
+    assert.equal((await audits(s, 'push_subscribe')).length, 4);
+    assert.equal((await audits(s, 'push_unsubscribe')).length, 1);
+  });
+}
+
+test('S7: a question pushes Keel’s words, never the model’s question; a push service that never answers blocks no run', async (t) => {
+  const svc = await pushService((path) => (path === '/hang' ? 'hang' : 201));
+  t.after(() => svc.close());
+  const s = await testServer(PUSH_ENV);
+  t.after(() => s.close());
+  const phone = browserKeys();
+  const hang = browserKeys();
+  for (const [path, keys] of [
+    ['/hang', hang.keys],
+    ['/phone', phone.keys],
+  ] as const) {
+    const r = await s.api('POST', '/v1/push/subscriptions', { token: s.approver, body: { endpoint: `${svc.url}${path}`, keys } });
+    assert.equal(r.status, 201);
+  }
+  const model = script(s.home, [
+    { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Wire the 9,000 EUR to account DE89 3704?' } }] },
+    { tool_calls: [TRASH] },
+    { text: 'Done.' },
+  ]);
+  const r = await s.api('POST', '/v1/runs', { token: s.approver, body: { request: 'trash m1 after asking', model } });
+  const runId = r.body.run_id as string;
+  await until('the question push', () => svc.to('/phone').length >= 1);
+  const q = decryptPush(svc.to('/phone')[0].body, phone);
+  const question = JSON.parse(q);
+  assert.deepEqual(
+    { ...question, tag: undefined },
+    { title: QUESTION_TITLE, body: 'Answer it in Keel.', url: `/runs/${runId}`, tag: undefined },
+  );
+  assert.ok(question.tag.startsWith(`${runId}:`));
+  assert.ok(!q.includes('Wire') && !q.includes('DE89'), 'never the question');
+  assert.ok(svc.to('/hang').length >= 1, 'the hanging service was sent its push');
+
+  // The run goes on while that push hangs: answered, it pauses on the card, which is approved, and it ends.
+  assert.equal((await s.api('POST', `/v1/runs/${runId}/answer`, { token: s.approver, body: { text: 'yes' } })).status, 202);
+  const card = await until('the card', async () => {
+    const x = (await s.api('GET', `/v1/runs/${runId}`, { token: s.viewer })).body;
+    return x.approval?.id as string | undefined;
+  });
+  assert.equal((await s.api('POST', `/v1/approvals/${card}`, { token: s.approver, body: { decision: 'approve' } })).status, 200);
+  await until('the run done', async () =>
+    (await s.api('GET', `/v1/runs/${runId}`, { token: s.viewer })).body.status === 'done' ? true : undefined,
+  );
+  assert.equal(calls(s.home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length, 1);
+});
+
+test('S7: push off without KEEL_PUSH_SUBJECT — the API and the Notifications page say how to turn it on; nothing is kept', async (t) => {
+  const s = await testServer();
+  t.after(() => s.close());
+  const info = await s.api('GET', '/v1/push', { token: s.approver });
+  assert.equal(info.status, 200);
+  assert.equal(info.body.enabled, false);
+  assert.equal(info.body.public_key, null);
+  assert.match(info.body.why_off, /KEEL_PUSH_SUBJECT/);
+  const r = await s.api('POST', '/v1/push/subscriptions', {
+    token: s.approver,
+    body: { endpoint: 'https://push.example.com/x', keys: browserKeys().keys },
+  });
+  assert.equal(r.status, 422);
+  assert.match(r.body.detail, /KEEL_PUSH_SUBJECT/);
+  assert.equal(await s.srv.keel.store?.pushKeys(), undefined, 'no key made while push is off');
+});
+
+test('S7: subscriptions — endpoints must be push services, keys must be keys, and a token holds at most MAX_SUBSCRIPTIONS_PER_OWNER', async (t) => {
+  const s = await testServer({ KEEL_PUSH_SUBJECT: SUBJECT });
+  t.after(() => s.close());
+  const keys = browserKeys().keys;
+  const sub = (endpoint: string, k: object = keys) =>
+    s.api('POST', '/v1/push/subscriptions', { token: s.approver, body: { endpoint, keys: k } });
+  for (const bad of [
+    'http://127.0.0.1:9/x', // loopback without KEEL_PUSH_TEST_ENDPOINTS
+    'http://push.example.com/x',
+    'https://10.0.0.7/x',
+    'https://[::1]/x',
+    'https://localhost/x',
+    'https://push.example.com:8443/x',
+    'https://user:pw@push.example.com/x',
+    'ftp://push.example.com/x',
+    'not a url',
+  ]) {
+    const r = await sub(bad);
+    assert.equal(r.status, 400, `${bad}: ${JSON.stringify(r.body)}`);
+    assert.match(r.body.detail, /endpoint/);
+  }
+  assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh.slice(0, 40), auth: keys.auth })).status, 400);
+  assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh, auth: 'AAAA' })).status, 400);
+  assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh })).status, 400);
+  for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_OWNER; i++) assert.equal((await sub(`https://push.example.com/s${i}`)).status, 201);
+  const full = await sub('https://push.example.com/one-more');
+  assert.equal(full.status, 409);
+  assert.match(full.body.detail, /revoke one first/);
+  assert.equal((await sub('https://push.example.com/s0')).status, 200, 'renewing one it has is not one more');
+  assert.equal(
+    (await s.api('GET', '/v1/push/subscriptions', { token: s.approver })).body.subscriptions.length,
+    MAX_SUBSCRIPTIONS_PER_OWNER,
+  );
+});
+
+test('S7: what a push may say — argument values masked, control and direction characters dropped, bounded', () => {
+  assert.equal(maskArguments('Send "Hi Bob" to bob@example.com', [{ to: 'bob@example.com', subject: 'Hi Bob' }]), 'Send "…" to …');
+  assert.equal(maskArguments('Move 3 email(s) to Trash', [{ ids: ['m1', 'm2', 'm3'] }]), 'Move 3 email(s) to Trash');
+  assert.equal(maskArguments('Pay 4200 to ACME', [{ amount: 4200, payee: { name: ' acme ' } }]), 'Pay … to …');
+  assert.equal(
+    plainTitle('Pay\u202e evil\u0000\nnow'),
+    'Pay evil\uFFFD now',
+    'a NUL kept as U+FFFD, the override and the newline as spaces',
+  );
+  assert.equal(plainTitle('x'.repeat(500)).length, 121);
+  assert.equal(endpointProblem('https://fcm.googleapis.com/fcm/send/abc', false), undefined);
+  assert.equal(endpointProblem('http://127.0.0.1:8080/p', true), undefined);
+  assert.notEqual(endpointProblem('http://127.0.0.1:8080/p', false), undefined);
+  assert.notEqual(endpointProblem('http://10.1.2.3/p', true), undefined, 'the test switch allows loopback only');
+  assert.notEqual(keysProblem({ p256dh: 'A'.repeat(87), auth: 'A'.repeat(22) }), undefined, 'not a point (no 0x04)');
+  assert.equal(keysProblem(browserKeys().keys), undefined);
+  assert.equal(pushSubject({ KEEL_PUSH_SUBJECT: 'https://example.com/contact' }), 'https://example.com/contact');
+  assert.equal(pushSubject({}), undefined);
+  assert.throws(() => pushSubject({ KEEL_PUSH_SUBJECT: 'ops@example.com' }), /mailto:/);
+});
