@@ -108,6 +108,9 @@ const EXAMPLES: Record<string, [command: string, comment: string][]> = {
     ['keel approvals approve appr_01H…', ''],
     ['keel approvals approve appr_01H… --reason "checked with Sam"', ''],
     ['keel approvals approve appr_01H… --allow-writes', 'a plan: its writes run without asking again'],
+    ['keel approvals approve appr_01H… --args \'{"ids":["m2"]}\'', 'run the call with your arguments instead'],
+    ['keel approvals approve appr_01A… appr_01B… appr_01C…', 'several cards, each answered once'],
+    ['keel approvals reject --run run_01H…', 'every pending card of a run'],
   ],
   'keel approvals reject': [
     ['keel approvals reject appr_01H…', ''],
@@ -434,6 +437,17 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     });
   registerPluginsInit(plugins, io, VERSION);
 
+  /** A7: `--args JSON`, the owner's arguments for the card's call. */
+  const editArguments = (text: string): Record<string, unknown> => {
+    let v: unknown;
+    try {
+      v = JSON.parse(text);
+    } catch (err) {
+      throw new KeelError('bad_input', `--args: not valid JSON (${(err as Error).message})`);
+    }
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new KeelError('bad_input', '--args: must be a JSON object of arguments');
+    return v as Record<string, unknown>;
+  };
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
   approvals
     .command('list')
@@ -460,25 +474,71 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
           ? 'approve a card: exactly the calls it shows run, once, and its run goes on'
           : 'reject a card: nothing runs, and its run goes on so the model can say so',
       )
-      .argument('<id>', 'approval id (keel approvals list shows them)')
+      .argument('[ids...]', 'approval ids (keel approvals list shows them); several are answered one by one, each once')
+      .option('--run <run>', 'also every pending card of this run')
       .option('-r, --reason <text>', 'why (kept in the audit)')
       .option('--as <actor>', 'who answers (default: the OS user)')
       .option('--json', 'print the continued run as one JSON object')
       .option('-q, --quiet', "print only the run's answer: no tool trace, no status line");
     if (decision === 'approve') {
       cmd.option('--allow-writes', 'a plan or goal: also let the confirm-once writes made while carrying it out run without asking');
+      cmd.option(
+        '--args <json>',
+        'run the card\'s call with these arguments instead (A7): a JSON object; a card of several calls takes {"CALL_ID": {...}}',
+      );
     }
-    cmd.action(async (id: string, o: { reason?: string; as?: string; allowWrites?: boolean } & Shown) => {
+    cmd.action(async (ids: string[], o: { reason?: string; as?: string; allowWrites?: boolean; args?: string; run?: string } & Shown) => {
       const server = remote();
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
-      const { approval, result } = server
-        ? await server.respondToApproval(id, decision, o.reason ?? null, printer(o), { consentWrites: o.allowWrites })
-        : await (await getKeel()).answerCard(id, decision, {
-            actor: o.as ?? osUser(io.env),
-            reason: o.reason ?? null,
-            onEvent: printer(o),
-            consentWrites: o.allowWrites,
-          });
+      const edit = o.args === undefined ? undefined : editArguments(o.args);
+      const all = [...ids];
+      if (o.run !== undefined) {
+        const pending = server
+          ? await server.listApprovals('pending')
+          : await (await getKeel()).listApprovals({ status: 'pending', run_id: o.run });
+        for (const a of pending) if (a.run_id === o.run && !all.includes(a.id)) all.push(a.id);
+        if (!all.length) throw new KeelError('not_found', `run ${o.run} has no pending card`, 'keel approvals list --status pending');
+      }
+      if (!all.length) cmd.error("error: missing required argument 'id'", { exitCode: EXIT.usage, code: 'commander.missingArgument' });
+      if (edit && all.length > 1) throw new KeelError('bad_input', '--args edits one card: give exactly one approval id with it');
+      const answer = (id: string) =>
+        server
+          ? server.respondToApproval(id, decision, o.reason ?? null, printer(o), { consentWrites: o.allowWrites, arguments: edit })
+          : getKeel().then((k) =>
+              k.answerCard(id, decision, {
+                actor: o.as ?? osUser(io.env),
+                reason: o.reason ?? null,
+                onEvent: printer(o),
+                consentWrites: o.allowWrites,
+                arguments: edit,
+              }),
+            );
+      if (all.length > 1) {
+        // A8: each card on its own and once; one answered meanwhile is reported and the others go on.
+        let failed = 0;
+        for (const id of all) {
+          try {
+            const { approval, result } = await answer(id);
+            if (result) live?.stop();
+            io.out(
+              o.json
+                ? `${JSON.stringify({ id, outcome: 'answered', approval, result })}\n`
+                : `${id}: ${status(approval.status)}${result ? `, run ${result.run_id} ${result.status}` : ''}\n`,
+            );
+            if (result?.status === 'failed') failed++;
+          } catch (err) {
+            if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
+            failed++;
+            io.out(
+              o.json ? `${JSON.stringify({ id, outcome: err.code, error: err.message })}\n` : `${id}: not ${decision}d: ${err.message}\n`,
+            );
+          }
+        }
+        code = failed ? EXIT.failed : EXIT.ok;
+        return;
+      }
+      const id = all[0];
+      const { approval, result } = await answer(id);
       if (!result) {
         // An MCP session's card: the MCP server holding the call carries it out (or not) now.
         io.out(

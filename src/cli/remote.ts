@@ -122,12 +122,13 @@ export class Remote {
     decision: 'approve' | 'reject',
     reason: string | null,
     onEvent?: (e: LoopEvent) => void,
-    options: { consentWrites?: boolean } = {},
+    options: { consentWrites?: boolean; arguments?: Record<string, unknown> } = {},
   ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
     const r = await this.call<{ approval: ApprovalRecord; run: Accepted | null }>('POST', `/v1/approvals/${encodeURIComponent(id)}`, {
       decision,
       ...(reason ? { reason } : {}),
       ...(options.consentWrites ? { consent_writes: true } : {}),
+      ...(options.arguments ? { arguments: options.arguments } : {}),
     });
     return { approval: r.approval, result: r.run ? await this.follow(r.run, onEvent) : undefined };
   }

@@ -1,0 +1,60 @@
+/**
+ * Issue 28 from the terminal: `keel approvals approve ID --args JSON` approves the edited call (A7),
+ * a refused edit exits 2 and runs nothing; several ids (or `--run`) answer each card once (A8).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { calls, FIXTURES, keel, script, tempHome } from '../support/helpers.js';
+
+const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
+
+async function card(home: string, id: string): Promise<string> {
+  const model = script(
+    home,
+    [{ tool_calls: [{ id: `t-${id}`, name: 'trash_email', args: { ids: [id] } }] }, { text: 'Done.' }],
+    `${id}.yaml`,
+  );
+  const r = await keel(['run', '--model', model, '--plugins', FIXTURES, `trash email ${id}`], { KEEL_HOME: home });
+  assert.equal(r.code, 3, r.stderr);
+  return /keel approvals approve (\S+)/.exec(r.stderr)?.[1] ?? '';
+}
+
+test('A7: keel approvals approve ID --args JSON runs the edited call once; a refused edit exits 2 and nothing runs', async () => {
+  const home = tempHome();
+  const id = await card(home, 'm1');
+  const bad = await keel(['approvals', 'approve', id, '--args', '{"ids":["m8"]}'], { KEEL_HOME: home });
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /arguments: trash_email refuses them: no email with id m8/);
+  const notJson = await keel(['approvals', 'approve', id, '--args', '{ids'], { KEEL_HOME: home });
+  assert.equal(notJson.code, 2);
+  assert.match(notJson.stderr, /--args: not valid JSON/);
+  assert.equal(trashed(home).length, 0);
+  const ok = await keel(['approvals', 'approve', id, '--args', '{"ids":["m2"]}', '--as', 'ana', '--json'], { KEEL_HOME: home });
+  assert.equal(ok.code, 0, ok.stderr);
+  const run = JSON.parse(ok.stdout);
+  assert.deepEqual(run.steps[0].edited_from, { ids: ['m1'] });
+  assert.equal(run.steps[0].edited_by, 'ana');
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}']);
+});
+
+test('A8: keel approvals approve ID ID ID answers each once, reporting a card already answered; --run takes a run’s pending card', async () => {
+  const home = tempHome();
+  const a = await card(home, 'm1');
+  const b = await card(home, 'm2');
+  const c = await card(home, 'm3');
+  assert.equal((await keel(['approvals', 'reject', b], { KEEL_HOME: home })).code, 0);
+  const r = await keel(['approvals', 'approve', a, b, c], { KEEL_HOME: home });
+  assert.equal(r.code, 1, 'one card could not be approved');
+  assert.match(r.stdout, new RegExp(`${a}: approved`));
+  assert.match(r.stdout, new RegExp(`${b}: not approved: approval ${b} was already rejected`));
+  assert.match(r.stdout, new RegExp(`${c}: approved`));
+  assert.deepEqual(trashed(home).sort(), ['trash_email {"ids":["m1"]}', 'trash_email {"ids":["m3"]}']);
+  const d = await card(home, 'm2');
+  const list = JSON.parse((await keel(['approvals', 'list', '--status', 'pending', '--json'], { KEEL_HOME: home })).stdout);
+  const run = list.find((x: { id: string }) => x.id === d).run_id;
+  const byRun = await keel(['approvals', 'reject', '--run', run], { KEEL_HOME: home });
+  assert.equal(byRun.code, 0, byRun.stderr);
+  assert.equal(trashed(home).length, 2, 'a rejection runs nothing');
+  const none = await keel(['approvals', 'approve'], { KEEL_HOME: home });
+  assert.equal(none.code, 2);
+});
