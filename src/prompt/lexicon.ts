@@ -134,15 +134,14 @@ export interface Lexicon {
   phraseWords: number;
   /** Forms in other scripts, matched anywhere. */
   scripts: Map<string, string[]>;
-  /** One regular expression over every non-Latin form, longest first. */
-  scriptPattern: RegExp | undefined;
+  /** The non-Latin forms by their first character, longest first. */
+  scriptStarts: Map<string, string[]>;
 }
 
 const LATIN = /^[a-z0-9 '\-áéíóúñü]+$/;
 /** Lower case without accents ("Cuánto" → cuanto) and without apostrophes ("what's" → whats). */
 const fold = (s: string) =>
   (/[^\t\n\r -~]/.test(s) ? s.normalize('NFD').replace(/[\u0300-\u036f]/g, '') : s).toLowerCase().replace(/['’]/g, '');
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function push(map: Map<string, string[]>, key: string, values: readonly string[]): void {
   const had = map.get(key);
@@ -157,7 +156,7 @@ export function parseLexicon(table: string): Lexicon {
     phraseStarts: new Set(),
     phraseWords: 1,
     scripts: new Map(),
-    scriptPattern: undefined,
+    scriptStarts: new Map(),
   };
   for (const line of table.split('\n')) {
     const at = line.indexOf('=');
@@ -180,12 +179,16 @@ export function parseLexicon(table: string): Lexicon {
       } else push(lex.scripts, form, english);
     }
   }
-  const forms = [...lex.scripts.keys()].sort((a, b) => b.length - a.length);
-  lex.scriptPattern = forms.length ? new RegExp(forms.map(escapeRegExp).join('|'), 'g') : undefined;
+  for (const form of [...lex.scripts.keys()].sort((a, b) => b.length - a.length)) {
+    const first = form[0];
+    lex.scriptStarts.set(first, [...(lex.scriptStarts.get(first) ?? []), form]);
+  }
   return lex;
 }
 
-export const LEXICON = parseLexicon(TABLE);
+/** The table, parsed on first use: a process whose pool never outgrows the cap never needs it. */
+let parsed: Lexicon | undefined;
+export const lexicon = (): Lexicon => (parsed ??= parseLexicon(TABLE));
 
 /** Request words' stems, remembered (bounded: requests bring new words forever). */
 const stemMemo = new Map<string, string>();
@@ -206,7 +209,7 @@ const NUMBERS_ASKED = /\?|\bhow (?:much|many|long|far)\b|\bwhat(?:s| is| does)\b
  * other-script forms in it. Bounded: at most `limit` words come back (a long text mentions
  * everything).
  */
-export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): string[] {
+export function expansions(text: string, lex: Lexicon = lexicon(), limit = 48): string[] {
   const out = new Set<string>();
   const add = (ws: readonly string[] | undefined) => {
     if (ws) for (const w of ws) if (out.size < limit) out.add(w);
@@ -236,10 +239,15 @@ export function expansions(text: string, lex: Lexicon = LEXICON, limit = 48): st
   }
   // A story problem: two numbers or more and a question about them ("… $18 and … $12. Which gets me more?").
   if (NUMBERS_ASKED.test(folded) && (folded.match(NUMBER) ?? []).length >= 2) add(['calculate', 'arithmetic', 'evaluate']);
-  if (lex.scriptPattern && out.size < limit && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
-    for (const m of text.matchAll(lex.scriptPattern)) {
-      add(lex.scripts.get(m[0]));
-      if (out.size >= limit) break;
+  // Other scripts: at each character the longest form that starts there, then past it (예약 is a booking, not 약 medicine).
+  if (lex.scripts.size && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
+    for (let i = 0; i < text.length && out.size < limit; i++) {
+      const forms = lex.scriptStarts.get(text[i]);
+      const form = forms?.find((f) => text.startsWith(f, i));
+      if (form) {
+        add(lex.scripts.get(form));
+        i += form.length - 1;
+      }
     }
   }
   return [...out];
