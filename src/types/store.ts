@@ -170,7 +170,7 @@ export interface MemoryStore {
   addFeedback(runId: string, text: string): Promise<void>;
 }
 
-/** The server's VAPID key pair (Web Push, S7): P-256, base64url, as browsers and web-push take them. */
+/** The server's VAPID key pair for Web Push: P-256, base64url, as browsers and web-push take them. */
 export interface VapidKeys {
   /** The uncompressed public point (65 bytes): the console's applicationServerKey. */
   public_key: string;
@@ -179,7 +179,7 @@ export interface VapidKeys {
   created_at: string;
 }
 
-/** A browser's Web Push subscription, held for the token that made it (S7). */
+/** A browser's Web Push subscription, held for the token that made it. */
 export interface PushSubscriptionRecord {
   id: string;
   /** The token's name, for people; `owner_id` is what counts (a name may be reused after a revoke). */
@@ -196,7 +196,7 @@ export interface PushSubscriptionRecord {
   created_at: string;
 }
 
-/** Web Push (S7): the server's VAPID keys and the browsers subscribed, per token. */
+/** Web Push: the server's VAPID keys and the browsers subscribed, per token. */
 export interface PushStore {
   /**
    * The VAPID key pair. With `candidate`, a store that has none keeps it — the first writer wins,
