@@ -14,38 +14,87 @@
  * nothing ran that should not have, every call it made was declared on that request's menu, the
  * run ended (or paused) with a reason — not the model's wisdom.
  *
- *   node --import tsx bench/llama-server.ts [--cache DIR] [--model-file PATH] [--only NAME] [--no-write]
+ *   node --import tsx bench/llama-server.ts [--cache DIR] [--model-file PATH] [--only NAME] [--dry-run] [--no-write]
  *
  * --cache DIR       where the build, the packages and the stand-in models are kept (default: the
  *                   OS cache folder, ~/.cache/keel/llama-server); the first build takes ~15 min
  *                   on 2 cores, later runs reuse it.
  * --model-file PATH run the same trials against a GGUF file (a trained model), instead of the
- *                   stand-ins.
+ *                   stand-ins. Its header is read first (before any build): a file that is not
+ *                   GGUF is refused, and the trials that need tools are skipped when its chat
+ *                   template never mentions tools (as the Gemma 3 stand-in's).
  * --only NAME       only the trials whose name contains NAME.
- * Results: bench/results/llama-server.json.
+ * --dry-run         say what would run (the server binary, cached or to build; each model, read
+ *                   from its file; the trials) and stop: nothing is built or served. Without
+ *                   --model-file it writes the stand-in models (no build needed for that).
+ * Results: bench/results/llama-server.json; with --model-file, bench/results/llama-server-model-file.json
+ * (the stand-ins' record is kept).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, homedir, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type StandIn, writeGemma3, writeQwen3 } from './support/gguf.js';
+import { type GgufInfo, readGgufInfo, type StandIn, writeGemma3, writeQwen3 } from './support/gguf.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'keel.js');
+/** A user's mistake in the arguments: said, and exit 2, before anything is built or fetched. */
+function usage(problem: string): never {
+  process.stderr.write(`bench/llama-server: ${problem}\n`);
+  process.exit(2);
+}
+const FLAGS_WITH_VALUE = ['cache', 'model-file', 'only'];
+const FLAGS = ['dry-run', 'no-write', 'full-build'];
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  const name = a.replace(/^--/, '');
+  if (FLAGS_WITH_VALUE.includes(name)) {
+    const v = process.argv[++i];
+    if (v === undefined || v.startsWith('--') || !v.trim()) usage(`${a} needs a value`);
+  } else if (!FLAGS.includes(name))
+    usage(`unknown argument "${a}" (flags: ${[...FLAGS_WITH_VALUE, ...FLAGS].map((f) => `--${f}`).join(' ')})`);
+}
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1] : undefined;
+  return i < 0 ? undefined : process.argv[i + 1];
 };
 const NODE_LLAMA_CPP = '3.22.1';
 const TOKENIZERS = '3.7.2';
 const CACHE =
   arg('cache') ?? process.env.KEEL_BENCH_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'keel', 'llama-server');
-const MODEL_FILE = arg('model-file');
+const MODEL_FILE = modelFile(arg('model-file'));
+const DRY_RUN = process.argv.includes('--dry-run');
+/** A trained model's trials are recorded apart: the stand-ins' record (committed) is kept. */
+const RESULTS = join('bench', 'results', MODEL_FILE ? 'llama-server-model-file.json' : 'llama-server.json');
 const ONLY = arg('only');
 const log = (s: string) => process.stderr.write(`${s}\n`);
+
+/** --model-file: the file as an absolute path with its GGUF header read, or the reason it cannot be served. */
+function modelFile(given: string | undefined): { path: string; info: GgufInfo } | undefined {
+  if (given === undefined) return undefined;
+  const path = resolve(given);
+  if (!existsSync(path)) usage(`--model-file ${given}: no such file (${path})`);
+  if (!statSync(path).isFile()) usage(`--model-file ${given}: not a file`);
+  try {
+    return { path, info: readGgufInfo(path) };
+  } catch (err) {
+    return usage(`--model-file: ${(err as Error).message}`);
+  }
+}
 
 // ---------------------------------------------------------------- the server binary
 
@@ -224,6 +273,33 @@ interface ModelUnderTest {
   /** llama-server flags of its own (logit biases that make a random model call tools and stop). */
   flags: string[];
   note: string;
+}
+
+/** A trained model's GGUF (--model-file), as read from its header: served as it is, with no biases. */
+function givenModel(given: { path: string; info: GgufInfo }): ModelUnderTest {
+  const { path, info } = given;
+  const template = info.chatTemplate;
+  // A template that never mentions tools cannot render them (the server then drops them all: issue 26).
+  const tools = template !== undefined && /\btools\b/.test(template);
+  const what = [info.architecture, info.name && `"${info.name}"`, `GGUF v${info.version}`, `${info.tensors} tensors`]
+    .filter(Boolean)
+    .join(', ');
+  return {
+    name:
+      basename(path)
+        .replace(/\.gguf$/i, '')
+        .replace(/[^A-Za-z0-9._-]+/g, '-') || 'model-file',
+    file: path,
+    tools,
+    flags: [],
+    note: `given: ${basename(path)} (${what}); ${
+      template === undefined
+        ? 'no chat template in the file (the server uses its default; the trials that need tools are skipped)'
+        : tools
+          ? 'its chat template renders tools'
+          : 'its chat template never mentions tools (the trials that need them are skipped)'
+    }`,
+  };
 }
 
 const GGUF_VERSION = 1; // bump when bench/support/gguf.ts writes different files
@@ -632,11 +708,25 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
 async function main(): Promise<void> {
   mkdirSync(CACHE, { recursive: true });
   const t0 = Date.now();
+  const models: ModelUnderTest[] = MODEL_FILE ? [givenModel(MODEL_FILE)] : standIns();
+  if (DRY_RUN) {
+    const cached = [join(CACHE, 'server', 'llama-server'), join(CACHE, 'llama.cpp', 'build', 'bin', 'llama-server')].find((f) =>
+      existsSync(f),
+    );
+    const plan = {
+      server: cached ?? `not built yet: a run builds it under ${CACHE} (~15 min on 2 cores the first time)`,
+      models: models.map((m) => ({ name: m.name, file: m.file, note: m.note, template_renders_tools: m.tools })),
+      trials: models.flatMap((m) =>
+        TRIALS.filter((t) => (!ONLY || t.name.includes(ONLY)) && (!t.needsTools || m.tools)).map((t) => `${m.name}: ${t.name}`),
+      ),
+      endpoints: ['/v1/chat/completions', '/v1/messages'],
+      results: RESULTS,
+    };
+    process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+    return;
+  }
   const bin = await llamaServer();
   const buildNote = `llama.cpp from node-llama-cpp@${NODE_LLAMA_CPP}'s bundle (${execFileSync('git', ['-C', join(CACHE, 'llama.cpp'), 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim()})`;
-  const models: ModelUnderTest[] = MODEL_FILE
-    ? [{ name: 'model-file', file: MODEL_FILE, tools: true, flags: [], note: `given: ${MODEL_FILE.split('/').pop()}` }]
-    : standIns();
   const home = mkdtempSync(join(tmpdir(), 'keel-bench-llama-'));
   const results: unknown[] = [];
   try {
@@ -736,8 +826,8 @@ async function main(): Promise<void> {
   log(JSON.stringify(summary));
   if (!process.argv.includes('--no-write')) {
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-    writeFileSync(join(ROOT, 'bench', 'results', 'llama-server.json'), `${JSON.stringify(out, null, 2)}\n`);
-    log('wrote bench/results/llama-server.json');
+    writeFileSync(join(ROOT, RESULTS), `${JSON.stringify(out, null, 2)}\n`);
+    log(`wrote ${RESULTS}`);
   }
 }
 

@@ -7,7 +7,7 @@
  * The file format (GGUF v3): header, key/value metadata, tensor infos, then the tensor data,
  * each aligned to 32 bytes. Weights are F32, small enough that nothing needs quantizing.
  */
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 
 const T = { u32: 4, i32: 5, f32: 6, bool: 7, str: 8, arr: 9 } as const;
 const ALIGN = 32;
@@ -339,4 +339,101 @@ export function writeGemma3(modelsDir: string, path: string): StandIn {
     ]),
   ];
   return { path, bytes: writeGguf(path, kv, tensors), vocab: tokens.length, ids };
+}
+
+/** What `--model-file` needs to know of a GGUF file before a server loads it: its header's metadata. */
+export interface GgufInfo {
+  version: number;
+  tensors: number;
+  /** general.architecture, general.name. */
+  architecture?: string;
+  name?: string;
+  /** tokenizer.chat_template, when the file carries one. */
+  chatTemplate?: string;
+}
+
+/** Sizes of GGUF's fixed-width value types (u8 i8 u16 i16 u32 i32 f32 bool · · u64 i64 f64). */
+const FIXED: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+
+/**
+ * Reads a GGUF file's header and metadata (not its tensors) through a small window, so a model of
+ * many gigabytes is not read whole. Throws an Error saying what is wrong with a file that is not
+ * GGUF (v2 or v3) or ends inside its metadata.
+ */
+export function readGgufInfo(path: string): GgufInfo {
+  const fd = openSync(path, 'r');
+  try {
+    let buf = Buffer.alloc(0);
+    let start = 0; // the file offset of buf[0]
+    let pos = 0; // the file offset read next
+    const need = (n: number) => {
+      if (pos + n <= start + buf.length) return;
+      const want = Math.max(n, 1 << 20);
+      const more = Buffer.alloc(want);
+      const got = readSync(fd, more, 0, want, start + buf.length);
+      buf = Buffer.concat([buf.subarray(pos - start), more.subarray(0, got)]);
+      start = pos;
+      if (pos + n > start + buf.length) throw new Error(`${path}: the file ends inside its GGUF metadata (at byte ${pos})`);
+    };
+    const u32 = () => {
+      need(4);
+      const v = buf.readUInt32LE(pos - start);
+      pos += 4;
+      return v;
+    };
+    const u64 = () => {
+      need(8);
+      const v = buf.readBigUInt64LE(pos - start);
+      pos += 8;
+      if (v > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`${path}: a GGUF length of ${v} at byte ${pos - 8} is not plausible`);
+      return Number(v);
+    };
+    const str = () => {
+      const n = u64();
+      need(n);
+      const v = buf.toString('utf8', pos - start, pos - start + n);
+      pos += n;
+      return v;
+    };
+    const skip = (type: number): void => {
+      if (type === 8) {
+        const n = u64();
+        need(n);
+        pos += n;
+      } else if (type === 9) {
+        const inner = u32();
+        const n = u64();
+        if (FIXED[inner]) {
+          const bytes = n * FIXED[inner];
+          // Skipped without reading: only the window moves.
+          if (pos + bytes > start + buf.length) {
+            buf = Buffer.alloc(0);
+            start = pos + bytes;
+          }
+          pos += bytes;
+        } else for (let i = 0; i < n; i++) skip(inner);
+      } else if (FIXED[type]) {
+        need(FIXED[type]);
+        pos += FIXED[type];
+      } else throw new Error(`${path}: unknown GGUF value type ${type} at byte ${pos}`);
+    };
+    need(4);
+    if (buf.toString('ascii', 0, 4) !== 'GGUF') throw new Error(`${path} is not a GGUF file (it does not begin with "GGUF")`);
+    pos = 4;
+    const version = u32();
+    if (version !== 2 && version !== 3) throw new Error(`${path}: GGUF version ${version}; llama.cpp reads versions 2 and 3`);
+    const info: GgufInfo = { version, tensors: u64() };
+    const kvs = u64();
+    for (let i = 0; i < kvs; i++) {
+      const key = str();
+      const type = u32();
+      const wanted = { 'general.architecture': 'architecture', 'general.name': 'name', 'tokenizer.chat_template': 'chatTemplate' } as const;
+      const field = wanted[key as keyof typeof wanted];
+      if (field && type === 8) info[field] = str();
+      else skip(type);
+    }
+    return info;
+  } finally {
+    closeSync(fd);
+  }
 }
