@@ -39,8 +39,9 @@ export function openStore(home: string, env: NodeJS.ProcessEnv = process.env): S
   if (dirStat && !dirStat.isDirectory()) throw new KeelError('config', `${where}: ${dir} is a file, not a folder: point it at a folder`);
   const fileStat = statOf(file);
   if (fileStat?.isDirectory()) throw new KeelError('config', `${where}: ${file} is a folder, not a database file`);
+  const leaseMs = leaseFromEnv(env);
   try {
-    return new SqliteStore(file);
+    return new SqliteStore(file, { leaseMs });
   } catch (err) {
     throw new KeelError('config', `${where}: ${explain(err, file, dir)}`);
   }
@@ -80,7 +81,7 @@ function explain(err: unknown, file: string, dir: string): string {
   }
 }
 
-/** KEEL_LEASE_MS: how long a run's lease on PostgreSQL lasts without renewal (default 30 s). */
+/** KEEL_LEASE_MS: how long a run's lease lasts without renewal, on either store (default 30 s). */
 function leaseFromEnv(env: NodeJS.ProcessEnv): number | undefined {
   const v = env.KEEL_LEASE_MS?.trim();
   if (!v) return undefined;

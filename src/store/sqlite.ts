@@ -11,7 +11,6 @@ import type {
   Memory,
   Message,
   Mode,
-  PushSubscriptionRecord,
   RequestTrace,
   RunEvent,
   RunQuery,
@@ -21,8 +20,8 @@ import type {
   Store,
   StoredEvent,
   ToolUsage,
-  VapidKeys,
 } from '../types/index.js';
+import { KeelError } from '../util/errors.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 const SCHEMA = `
@@ -42,6 +41,7 @@ CREATE TABLE IF NOT EXISTS runs (
   notes TEXT NOT NULL DEFAULT '[]',
   warnings TEXT NOT NULL DEFAULT '[]',
   owner TEXT,
+  lease_until INTEGER,
   session_id TEXT NOT NULL,
   seq_base INTEGER NOT NULL DEFAULT 0,
   contract TEXT,
@@ -71,11 +71,6 @@ CREATE INDEX IF NOT EXISTS run_events_run ON run_events(run_id, id);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status, created_at DESC);
-CREATE TABLE IF NOT EXISTS push_keys (id INTEGER PRIMARY KEY CHECK (id = 1), public_key TEXT NOT NULL, private_key TEXT NOT NULL, created_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS push_subscriptions (
-  id TEXT PRIMARY KEY, owner TEXT NOT NULL, owner_id TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
-  label TEXT, created_at TEXT NOT NULL, UNIQUE (owner_id, endpoint)
-);
 `;
 
 type Row = Record<string, unknown>;
@@ -88,6 +83,11 @@ function commitOthers(self: SqliteStore): void {
   for (const s of [...PENDING]) if (s !== self) s.commitEvents();
 }
 type Stored = { messages: number; steps: number; requests: number };
+
+export interface SqliteStoreOptions {
+  /** How long a run's lease lasts without renewal (default 30 s; KEEL_LEASE_MS), as on PostgreSQL. */
+  leaseMs?: number;
+}
 
 /** The embedded store: one SQLite file (WAL), safe to share between processes. */
 export class SqliteStore implements Store {
@@ -107,9 +107,17 @@ export class SqliteStore implements Store {
   private eventsPending = false;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   private readonly stored = new Map<string, Stored>();
+  /** How long a lease lasts without renewal. */
+  readonly leaseMs: number;
+  /** Runs this store holds (created running, claimed, taken over), with the owner that holds them: their leases are renewed. */
+  private readonly held = new Map<string, string>();
+  /** Runs this store held and another process took (its lease ran out): never saved from here again. */
+  private readonly lost = new Map<string, string | null>();
+  private heartbeat: NodeJS.Timeout | undefined;
 
-  constructor(file: string) {
+  constructor(file: string, o: SqliteStoreOptions = {}) {
     this.file = file;
+    this.leaseMs = o.leaseMs ?? 30_000;
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     this.db = new Database(file, { timeout: 5000 });
     // The store holds conversations and approvals: readable by its owner only (SQLite's WAL and
@@ -135,10 +143,14 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,session_id,seq_base,contract,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
+      // S4/R18: a save renews the lease of a running run (and drops it otherwise); a run this store
+      // holds is written only while its owner is still the holder (another process may have taken it).
       updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
-        model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at WHERE id=@id`),
+        model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at,
+        lease_until=@lease_until WHERE id=@id AND (@holder IS NULL OR owner IS @holder)`),
+      ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
@@ -153,8 +165,14 @@ export class SqliteStore implements Store {
       calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
       requests: p(`SELECT r.step, r.meta, s.body AS system, t.body AS tools FROM requests r
         JOIN blobs s ON s.hash = r.system_hash JOIN blobs t ON t.hash = r.tools_hash WHERE r.run_id = ? ORDER BY r.seq`),
-      claim: p("UPDATE runs SET status = 'running', owner = ?, updated_at = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?"),
-      takeOver: p("UPDATE runs SET owner = ?, updated_at = ? WHERE id = ? AND status = 'running' AND pause_seq = ? AND owner IS ?"),
+      claim: p(
+        "UPDATE runs SET status = 'running', owner = ?, updated_at = ?, lease_until = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?",
+      ),
+      // A valid lease always wins (issue 27.3), as on PostgreSQL: its holder is alive somewhere.
+      takeOver: p(`UPDATE runs SET owner = @owner, updated_at = @at, lease_until = @lease_until
+        WHERE id = @id AND status = 'running' AND pause_seq = @seq AND owner IS @dead
+          AND (lease_until IS NULL OR lease_until < @now OR @gone = 1)`),
+      renew: p("UPDATE runs SET lease_until = ? WHERE id = ? AND owner = ? AND status = 'running'"),
       insertApproval:
         p(`INSERT INTO approvals (id,run_id,pause_seq,items,card,status,requested_at,expires_at,answered_at,answered_by,reason,consent_writes)
         VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason,@consent_writes)`),
@@ -218,6 +236,8 @@ export class SqliteStore implements Store {
     const added: [table: string, column: string, definition: string][] = [
       ['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"],
       ['approvals', 'consent_writes', 'INTEGER NOT NULL DEFAULT 0'],
+      // S4/R18: when the run's lease runs out (ms since the epoch); NULL for no lease.
+      ['runs', 'lease_until', 'INTEGER'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -265,21 +285,74 @@ export class SqliteStore implements Store {
       const { system, tools, ...meta } = run.requests[seq];
       this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
     }
-    this.stmt.updateRun.run(this.runParams(run));
+    const holder = this.held.get(run.id) ?? null;
+    const updated = this.stmt.updateRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run), holder }).changes;
+    // Another process took the run (its lease ran out): nothing of this save is kept (the transaction rolls back).
+    if (holder !== null && updated === 0) this.loseRun(run.id, holder);
     this.stored.set(run.id, now);
+  }
+
+  /** A running run's lease from now; none for a paused or ended run. */
+  private leaseFor(run: { status: string }): number | null {
+    return run.status === 'running' ? Date.now() + this.leaseMs : null;
+  }
+
+  /** This store held the run as `holder` and another process has it now: marked lost, never saved from here again. */
+  private loseRun(runId: string, holder: string): void {
+    const row = this.stmt.ownerNow.get(runId) as { owner: string | null; status: string } | undefined;
+    if (row && row.owner === holder) return;
+    this.held.delete(runId);
+    this.lost.set(runId, row?.owner ?? null);
+    throw this.lostError(runId);
+  }
+
+  private lostError(runId: string): KeelError {
+    return new KeelError('conflict', `run ${runId} was taken over by ${this.lost.get(runId) ?? 'another process'}: this process lost its lease`);
+  }
+
+  /** This process holds a run: its lease is renewed (every third of its length) until the run pauses or ends. */
+  private hold(runId: string, owner: string): void {
+    this.held.set(runId, owner);
+    this.lost.delete(runId);
+    if (!this.heartbeat && this.db.open) {
+      this.heartbeat = setInterval(() => this.renewLeases(), Math.max(50, Math.floor(this.leaseMs / 3)));
+      this.heartbeat.unref();
+    }
+  }
+
+  /** Renews the leases of the runs this store holds; a run another process took is marked lost. */
+  renewLeases(): void {
+    if (!this.held.size || !this.db.open) return;
+    try {
+      this.write(() => {
+        this.transaction(() => {
+          const until = Date.now() + this.leaseMs;
+          for (const [id, owner] of [...this.held]) {
+            if (this.stmt.renew.run(until, id, owner).changes === 1) continue;
+            const row = this.stmt.ownerNow.get(id) as { owner: string | null; status: string } | undefined;
+            this.held.delete(id);
+            if (row?.status === 'running' && row.owner !== owner) this.lost.set(id, row.owner);
+          }
+        });
+      });
+    } catch {
+      // The file is busy or gone for a moment: the next beat tries again, well inside the lease.
+    }
   }
 
   async createRun(run: RunState): Promise<void> {
     this.write(() => {
       this.inTransaction(run.id, () => {
-        this.stmt.insertRun.run(this.runParams(run));
+        this.stmt.insertRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run) });
         this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
         this.writeRun(run);
       });
     });
+    if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
   }
 
   async saveRun(run: RunState): Promise<Mode | undefined> {
+    if (this.lost.has(run.id)) throw this.lostError(run.id);
     return this.write(() => {
       let mode: Mode | undefined;
       this.inTransaction(run.id, () => {
@@ -287,6 +360,8 @@ export class SqliteStore implements Store {
         // C5: the session's mode as stored, read in the save's own transaction.
         mode = (this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode;
       });
+      // Paused or ended: no longer held here (a claim holds it again).
+      if (run.status !== 'running') this.held.delete(run.id);
       return mode;
     });
   }
@@ -477,16 +552,38 @@ export class SqliteStore implements Store {
   }
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
-    return this.write(() => {
-      return this.stmt.claim.run(owner, new Date().toISOString(), runId, seq).changes === 1;
+    const claimed = this.write(() => {
+      return this.stmt.claim.run(owner, new Date().toISOString(), Date.now() + this.leaseMs, runId, seq).changes === 1;
     });
+    if (claimed) this.hold(runId, owner);
+    return claimed;
   }
 
-  /** SQLite holds no leases: the caller's check of the owner (ownerAlive) is all there is. */
-  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, _ownerGone?: boolean): Promise<boolean> {
-    return this.write(() => {
-      return this.stmt.takeOver.run(owner, new Date().toISOString(), runId, seq, deadOwner).changes === 1;
+  /**
+   * S4/R18: as on PostgreSQL, a run whose lease is valid is not taken over — its owner renews it
+   * while it lives, wherever it runs (a container sharing the file, whose PID this host cannot
+   * check) — unless the caller saw the owner's process gone (`ownerGone`). A lease this store holds
+   * itself is no obstacle: the process asking is its holder (a leg of its own failed).
+   */
+  async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone = false): Promise<boolean> {
+    const ours = deadOwner !== null && deadOwner === owner && this.held.get(runId) === owner;
+    const taken = this.write(() => {
+      const now = Date.now();
+      return (
+        this.stmt.takeOver.run({
+          owner,
+          at: new Date(now).toISOString(),
+          lease_until: now + this.leaseMs,
+          id: runId,
+          seq,
+          dead: deadOwner,
+          now,
+          gone: ownerGone || ours ? 1 : 0,
+        }).changes === 1
+      );
     });
+    if (taken) this.hold(runId, owner);
+    return taken;
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
@@ -608,65 +705,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  async pushKeys(candidate?: VapidKeys): Promise<VapidKeys | undefined> {
-    const read = () =>
-      this.db.prepare('SELECT public_key, private_key, created_at FROM push_keys WHERE id = 1').get() as VapidKeys | undefined;
-    const kept = read();
-    if (kept || !candidate) return kept;
-    return this.write(() => {
-      this.db
-        .prepare('INSERT OR IGNORE INTO push_keys (id, public_key, private_key, created_at) VALUES (1, ?, ?, ?)')
-        .run(candidate.public_key, candidate.private_key, candidate.created_at);
-      return read();
-    });
-  }
-
-  async addPushSubscription(
-    sub: PushSubscriptionRecord,
-    max: number,
-  ): Promise<{ status: 'added' | 'updated' | 'full'; subscription?: PushSubscriptionRecord }> {
-    const one = (owner_id: string, endpoint: string) =>
-      this.db.prepare('SELECT * FROM push_subscriptions WHERE owner_id = ? AND endpoint = ?').get(owner_id, endpoint) as
-        | PushSubscriptionRecord
-        | undefined;
-    return this.write(() =>
-      // IMMEDIATE: the count and the insert hold the write lock together, across processes too.
-      this.db
-        .transaction(() => {
-          const had = one(sub.owner_id, sub.endpoint);
-          if (had) {
-            this.db
-              .prepare('UPDATE push_subscriptions SET p256dh = ?, auth = ?, label = ?, owner = ? WHERE id = ?')
-              .run(sub.p256dh, sub.auth, sub.label, sub.owner, had.id);
-            return { status: 'updated' as const, subscription: one(sub.owner_id, sub.endpoint) };
-          }
-          const count = this.db.prepare('SELECT COUNT(*) AS n FROM push_subscriptions WHERE owner_id = ?');
-          const { n } = count.get(sub.owner_id) as { n: number };
-          if (n >= max) return { status: 'full' as const };
-          this.db
-            .prepare(
-              'INSERT INTO push_subscriptions (id, owner, owner_id, endpoint, p256dh, auth, label, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-            )
-            .run(sub.id, sub.owner, sub.owner_id, sub.endpoint, sub.p256dh, sub.auth, sub.label, sub.created_at);
-          return { status: 'added' as const, subscription: one(sub.owner_id, sub.endpoint) };
-        })
-        .immediate(),
-    );
-  }
-
-  async listPushSubscriptions(ownerId?: string): Promise<PushSubscriptionRecord[]> {
-    const rows =
-      ownerId === undefined
-        ? this.db.prepare('SELECT * FROM push_subscriptions ORDER BY created_at, rowid').all()
-        : this.db.prepare('SELECT * FROM push_subscriptions WHERE owner_id = ? ORDER BY created_at, rowid').all(ownerId);
-    return rows as PushSubscriptionRecord[];
-  }
-
-  async removePushSubscription(id: string): Promise<boolean> {
-    return this.write(() => this.db.prepare('DELETE FROM push_subscriptions WHERE id = ?').run(id).changes === 1);
-  }
-
   async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    this.heartbeat = undefined;
     this.commitEvents();
     if (this.db.open) this.db.close();
   }

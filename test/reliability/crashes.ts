@@ -10,10 +10,11 @@
  * Races: several processes answering, approving or continuing the same run at once, many rounds:
  * exactly one wins each round, and the pinned call runs once.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { FIXTURES, KEEL_BIN, ROOT, script, tempHome } from '../support/helpers.js';
+import type { ProcessStore } from '../support/stores.js';
 
 interface Cli {
   code: number | null;
@@ -279,6 +280,195 @@ export async function races(rounds = 4, n = 3): Promise<Races> {
         if (new Set(effects).size !== effects.length)
           out.violations.push({ round: label, problem: `a call ran twice: ${JSON.stringify(effects)}` });
       } finally {
+        rmSync(home, { recursive: true, force: true });
+      }
+    }
+  }
+  out.ms = Math.round(performance.now() - started);
+  return out;
+}
+
+/**
+ * The crash matrix's owner rows (issue 27, items 3 and 10; R18, S4): who may take a running run
+ * over, with its owner hung inside a write (KEEL_TEST_HANG_IN_REMINDER) — through the real CLI, on
+ * each store:
+ * - alive, leased, on another host (a UTS namespace of its own: the host name differs, so its PID
+ *   cannot be checked) and silent for 11 minutes by its last save: `keel resume` is refused while its
+ *   lease is renewed; once it is killed and the lease runs out, the run is taken over;
+ * - alive on this host: refused; killed (reaped), its lease still valid: taken over at once;
+ * - killed but a zombie (its parent never reaps it), its lease still valid: dead, taken over at once;
+ * - killed, and its PID reused by a later process (its start time differs), lease valid: dead, taken over.
+ * Invariants: a refusal changes nothing and says why; a takeover reports the hung call as of unknown
+ * outcome and never runs it; the run ends.
+ */
+export interface OwnerMatrix {
+  trials: number;
+  /** Rows this machine cannot make (no UTS namespace for another host name, no PID to reuse), with why. */
+  unavailable: string[];
+  refused: number;
+  taken_over: number;
+  violations: { trial: string; problem: string }[];
+  ms: number;
+}
+
+const HUNG_SCRIPT = [
+  { tool_calls: [{ id: 'r1', name: 'create_reminder', args: { title: 'pay rent' } }] },
+  { text: 'I could not tell whether the reminder was made.' },
+];
+
+/** How to start a process under another host name, if this machine lets us (root, or user namespaces). */
+function otherHostPrefix(): string[] | undefined {
+  for (const prefix of [['unshare', '-u'], ['unshare', '-r', '-u']]) {
+    const r = spawnSync(prefix[0], [...prefix.slice(1), 'sh', '-c', 'hostname keel-other-host && hostname'], { encoding: 'utf8' });
+    if (r.status === 0 && r.stdout.trim() === 'keel-other-host') return prefix;
+  }
+  return undefined;
+}
+
+function procState(pid: number): string | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return text.slice(text.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined;
+  }
+}
+
+async function waitUntil(what: string, f: () => boolean | Promise<boolean>, ms = 90_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await f())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * `keel run` hung inside a write, started through `sh` so that the test decides who reaps it:
+ * `exec sleep` makes the shell a parent that never reaps (a zombie once killed), `wait` one that does.
+ */
+function hungOwner(home: string, env: Record<string, string>, o: { reap: boolean; prefix?: string[] }) {
+  const base = { ...process.env };
+  delete base.KEEL_PLUGINS;
+  delete base.KEEL_TEST_CRASH_AT;
+  const model = script(home, HUNG_SCRIPT as never, 'hung.yaml');
+  const run = ['run', '--json', '--model', model, '--plugins', FIXTURES, 'remind me to pay rent'];
+  const keelCmd = [process.execPath, KEEL_BIN, ...run].map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const host = o.prefix ? 'hostname keel-other-host && ' : '';
+  const log = (f: string) => `'${join(home, f)}'`;
+  const sh = `${host}${keelCmd} >${log('owner.out')} 2>${log('owner.err')} & echo $!; ${o.reap ? 'wait' : 'exec sleep 300'}`;
+  const argv = [...(o.prefix ?? []), 'sh', '-c', sh];
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: ROOT,
+    env: { ...base, ...env, KEEL_TEST_HANG_IN_REMINDER: '1', KEEL_CONFIRM_ONCE_TOOLS: 'none' },
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const pid = new Promise<number>((res) => child.stdout.once('data', (d) => res(Number(String(d).trim().split('\n')[0]))));
+  return { child, pid };
+}
+
+/** Makes the next process this kernel starts take `pid` (root only: ns_last_pid); the process, or undefined. */
+async function reusePid(pid: number): Promise<ReturnType<typeof spawn> | undefined> {
+  for (let i = 0; i < 20; i++) {
+    try {
+      writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
+    } catch {
+      return undefined;
+    }
+    const c = spawn('sleep', ['300'], { stdio: 'ignore' });
+    if (c.pid === pid) return c;
+    c.kill('SIGKILL');
+  }
+  return undefined;
+}
+
+type OwnerRow = 'other-host, alive and leased' | 'this host, alive, then killed' | 'zombie' | 'PID reused';
+const OWNER_ROWS: OwnerRow[] = ['other-host, alive and leased', 'this host, alive, then killed', 'zombie', 'PID reused'];
+
+/** On each of `stores` (test/support/stores.ts), every owner row. */
+export async function ownerMatrix(stores: ProcessStore[]): Promise<OwnerMatrix> {
+  const out: OwnerMatrix = { trials: 0, unavailable: [], refused: 0, taken_over: 0, violations: [], ms: 0 };
+  const started = performance.now();
+  const prefix = otherHostPrefix();
+  for (const st of stores) {
+    for (const row of OWNER_ROWS) {
+      const trial = `${st.name}: ${row}`;
+      if (row.startsWith('other-host') && !prefix) {
+        out.unavailable.push(`${trial}: no UTS namespace here (unshare -u), so no second host name`);
+        continue;
+      }
+      const home = tempHome('keel-owner-');
+      // Another host's owner is judged by its lease alone: a short one, so that it runs out soon once
+      // the owner is killed. This host's owners hold a long one, so that only the OS's word ends them.
+      const env = { KEEL_HOME: home, KEEL_LEASE_MS: row.startsWith('other-host') ? '4000' : '120000', ...(await st.env()) };
+      const owner = hungOwner(home, env, { reap: row !== 'zombie', prefix: row.startsWith('other-host') ? prefix : undefined });
+      const extra: ReturnType<typeof spawn>[] = [];
+      const problem = (p: string) => out.violations.push({ trial, problem: p });
+      try {
+        const pid = await owner.pid;
+        await waitUntil('the write to start', () => existsSync(join(home, 'reminder-started'))).catch((err: Error) => {
+          throw new Error(`${err.message}; the owner said: ${lines(home, 'owner.err').join(' / ').slice(0, 400)}`);
+        });
+        const runId = await latestRun(env);
+        if (!runId) throw new Error('the run is not listed');
+        let recorded: (RunJson & { owner?: string }) | undefined;
+        for (let i = 0; i < 3 && !recorded; i++) recorded = await show(runId, env);
+        if (!recorded?.owner) throw new Error(`keel runs show ${runId} did not show the run's owner`);
+        out.trials++;
+        if (row === 'other-host, alive and leased' || row === 'this host, alive, then killed') {
+          // Silent for 11 minutes by its last save: only its lease says it is alive.
+          if (row.startsWith('other-host')) await st.setUpdatedAt(env, runId, new Date(Date.now() - 11 * 60_000).toISOString());
+          const r = await cli(['resume', runId, '--json'], env);
+          const why = row.startsWith('other-host') ? /still holds its lease/ : /is running in process/;
+          if (r.code !== 2 || !why.test(r.stderr)) problem(`a live owner's run was not refused (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`);
+          else out.refused++;
+          const after = (await show(runId, env)) as (RunJson & { owner?: string }) | undefined;
+          if (after?.status !== 'running' || after.owner !== recorded?.owner)
+            problem(`the refusal changed the run: ${after?.status}, owner ${after?.owner} (was ${recorded?.owner})`);
+        }
+        process.kill(pid, 'SIGKILL');
+        if (row === 'zombie') {
+          await waitUntil('the owner to be a zombie', () => procState(pid) === 'Z');
+        } else {
+          await waitUntil('the owner to be reaped', () => procState(pid) === undefined);
+        }
+        if (row === 'PID reused') {
+          const reuser = await reusePid(pid);
+          if (!reuser) {
+            out.unavailable.push(`${trial}: the PID could not be handed to a new process here (needs root: ns_last_pid)`);
+            out.trials--;
+            continue;
+          }
+          extra.push(reuser);
+        }
+        // Taken over: at once when this host sees the owner dead; on another host once its lease ran out.
+        let r: Cli | undefined;
+        const deadline = Date.now() + 90_000;
+        while (Date.now() < deadline) {
+          r = await cli(['resume', runId, '--json'], env);
+          if (r.code !== 2 || !row.startsWith('other-host') || !/still holds its lease/.test(r.stderr)) break;
+          await new Promise((res) => setTimeout(res, 250));
+        }
+        if (row === 'zombie' && procState(pid) !== 'Z') problem('the zombie was reaped before the takeover: the row proved nothing');
+        if (r?.code !== 0) {
+          problem(`a dead owner's run was not taken over (exit ${r?.code}): ${r?.stderr.trim().slice(0, 300)}`);
+          continue;
+        }
+        out.taken_over++;
+        const done = JSON.parse(r.stdout) as RunJson & { steps: { call_id: string; result: string }[] };
+        if (done.status !== 'done') problem(`the run ended ${done.status} (${done.reason})`);
+        const hung = done.steps.filter((s) => s.call_id === 'r1');
+        if (hung.length !== 1 || !/unknown/.test(hung[0].result)) problem(`the hung call is not reported as of unknown outcome: ${JSON.stringify(hung)}`);
+        if (lines(home, 'reminders.jsonl').length) problem('the hung call ran again after the takeover');
+      } catch (err) {
+        problem(String(err instanceof Error ? err.message : err));
+      } finally {
+        owner.child.kill('SIGKILL');
+        try {
+          process.kill(await owner.pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+        for (const c of extra) c.kill('SIGKILL');
         rmSync(home, { recursive: true, force: true });
       }
     }
