@@ -11,6 +11,7 @@ import type {
   Memory,
   Message,
   Mode,
+  PushSubscriptionRecord,
   RequestTrace,
   RunEvent,
   RunQuery,
@@ -20,6 +21,7 @@ import type {
   Store,
   StoredEvent,
   ToolUsage,
+  VapidKeys,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
@@ -71,6 +73,11 @@ CREATE INDEX IF NOT EXISTS run_events_run ON run_events(run_id, id);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status, created_at DESC);
+CREATE TABLE IF NOT EXISTS push_keys (id INTEGER PRIMARY KEY CHECK (id = 1), public_key TEXT NOT NULL, private_key TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS push_subscriptions (
+  id TEXT PRIMARY KEY, owner TEXT NOT NULL, owner_id TEXT NOT NULL, endpoint TEXT NOT NULL, p256dh TEXT NOT NULL, auth TEXT NOT NULL,
+  label TEXT, created_at TEXT NOT NULL, UNIQUE (owner_id, endpoint)
+);
 `;
 
 type Row = Record<string, unknown>;
@@ -703,6 +710,64 @@ export class SqliteStore implements Store {
     this.write(() => {
       this.stmt.feedback.run(runId, text, new Date().toISOString());
     });
+  }
+
+  async pushKeys(candidate?: VapidKeys): Promise<VapidKeys | undefined> {
+    const read = () =>
+      this.db.prepare('SELECT public_key, private_key, created_at FROM push_keys WHERE id = 1').get() as VapidKeys | undefined;
+    const kept = read();
+    if (kept || !candidate) return kept;
+    return this.write(() => {
+      this.db
+        .prepare('INSERT OR IGNORE INTO push_keys (id, public_key, private_key, created_at) VALUES (1, ?, ?, ?)')
+        .run(candidate.public_key, candidate.private_key, candidate.created_at);
+      return read();
+    });
+  }
+
+  async addPushSubscription(
+    sub: PushSubscriptionRecord,
+    max: number,
+  ): Promise<{ status: 'added' | 'updated' | 'full'; subscription?: PushSubscriptionRecord }> {
+    const one = (owner_id: string, endpoint: string) =>
+      this.db.prepare('SELECT * FROM push_subscriptions WHERE owner_id = ? AND endpoint = ?').get(owner_id, endpoint) as
+        | PushSubscriptionRecord
+        | undefined;
+    return this.write(() =>
+      // IMMEDIATE: the count and the insert hold the write lock together, across processes too.
+      this.db
+        .transaction(() => {
+          const had = one(sub.owner_id, sub.endpoint);
+          if (had) {
+            this.db
+              .prepare('UPDATE push_subscriptions SET p256dh = ?, auth = ?, label = ?, owner = ? WHERE id = ?')
+              .run(sub.p256dh, sub.auth, sub.label, sub.owner, had.id);
+            return { status: 'updated' as const, subscription: one(sub.owner_id, sub.endpoint) };
+          }
+          const count = this.db.prepare('SELECT COUNT(*) AS n FROM push_subscriptions WHERE owner_id = ?');
+          const { n } = count.get(sub.owner_id) as { n: number };
+          if (n >= max) return { status: 'full' as const };
+          this.db
+            .prepare(
+              'INSERT INTO push_subscriptions (id, owner, owner_id, endpoint, p256dh, auth, label, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+            )
+            .run(sub.id, sub.owner, sub.owner_id, sub.endpoint, sub.p256dh, sub.auth, sub.label, sub.created_at);
+          return { status: 'added' as const, subscription: one(sub.owner_id, sub.endpoint) };
+        })
+        .immediate(),
+    );
+  }
+
+  async listPushSubscriptions(ownerId?: string): Promise<PushSubscriptionRecord[]> {
+    const rows =
+      ownerId === undefined
+        ? this.db.prepare('SELECT * FROM push_subscriptions ORDER BY created_at, rowid').all()
+        : this.db.prepare('SELECT * FROM push_subscriptions WHERE owner_id = ? ORDER BY created_at, rowid').all(ownerId);
+    return rows as PushSubscriptionRecord[];
+  }
+
+  async removePushSubscription(id: string): Promise<boolean> {
+    return this.write(() => this.db.prepare('DELETE FROM push_subscriptions WHERE id = ?').run(id).changes === 1);
   }
 
   async close(): Promise<void> {
