@@ -150,11 +150,37 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     },
     decide: async (approval) => {
       const writes = approval.card.offers_write_consent;
+      const where = { kind: 'card' as const, run_id: current ?? '', approval_id: approval.id };
+      if (approval.refused) o.out(`✗ edit refused: ${approval.refused}\n  (the card still waits)\n`);
+      else o.out(`${renderCard(approval.card, approval.id)}\n`);
       o.out(
-        `${renderCard(approval.card, approval.id)}\n${writes ? 'approve? [y = approve, w = approve and let its writes run, N = reject] ' : 'approve? [y/N] '}`,
+        writes
+          ? 'approve? [y = approve, w = approve and let its writes run, e = edit the arguments, N = reject] '
+          : 'approve? [y/e = edit the arguments/N] ',
       );
-      const line = await ask({ kind: 'card', run_id: current ?? '', approval_id: approval.id });
+      const line = await ask(where);
       if (line === undefined) return undefined;
+      if (/^\s*e/i.test(line)) {
+        // A7: the owner's own arguments, as JSON; Keel checks them as it checks the model's.
+        const several = approval.card.items.length > 1;
+        o.out(
+          several
+            ? 'arguments as JSON, {"CALL_ID": {...}} for each call you change (keel approvals list --json shows the ids): '
+            : `arguments for ${approval.card.items[0]?.tool ?? 'the call'} as one JSON object (the exact call above shows the model's): `,
+        );
+        for (let text = await ask(where); text !== undefined; text = await ask(where)) {
+          try {
+            const args: unknown = JSON.parse(text);
+            if (args && typeof args === 'object' && !Array.isArray(args)) {
+              return { decision: 'approve', actor: osUser(), arguments: args as Record<string, unknown> };
+            }
+            o.out('the arguments must be one JSON object: ');
+          } catch (err) {
+            o.out(`not valid JSON (${(err as Error).message}); arguments: `);
+          }
+        }
+        return undefined;
+      }
       const consentWrites = Boolean(writes) && /^\s*w/i.test(line);
       return { decision: consentWrites || /^\s*y/i.test(line) ? 'approve' : 'reject', actor: osUser(), consentWrites };
     },

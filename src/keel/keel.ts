@@ -138,6 +138,8 @@ export interface ApprovalAnswer {
   actor: string;
   reason?: string | null;
   consentWrites?: boolean;
+  /** A7: approve the call with these arguments instead (see ApprovalOptions.arguments). */
+  arguments?: Record<string, unknown>;
 }
 
 /** The options a run's continuations reuse within one Keel (see RunOptions). */
@@ -147,8 +149,11 @@ type Kept = Omit<ContinueOptions, 'signal' | 'onEvent'>;
 export interface PauseResponder {
   /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no. */
   answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
-  /** A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run. */
-  decide(approval: { id: string; card: ApprovalCard }): Promise<ApprovalAnswer | undefined>;
+  /**
+   * A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run.
+   * Asked again with `refused` when the approver's edit of the arguments was refused (A7): the card is still pending.
+   */
+  decide(approval: { id: string; card: ApprovalCard; refused?: string }): Promise<ApprovalAnswer | undefined>;
 }
 
 /**
@@ -826,15 +831,28 @@ export class Keel {
         pauses++;
         result = await this.answer(result.run_id, answer, opts);
       } else if (result.reason === 'awaiting_approval') {
-        const d = await responder.decide(result.approval);
-        if (!d) break;
+        let refused: string | undefined;
+        let next: RunResult<T> | undefined;
+        while (!next) {
+          const d = await responder.decide(refused === undefined ? result.approval : { ...result.approval, refused });
+          if (!d) break;
+          try {
+            next = await this.decide(result.approval.id, d.decision, {
+              ...opts,
+              actor: d.actor,
+              reason: d.reason ?? null,
+              consentWrites: d.consentWrites,
+              arguments: d.arguments,
+            });
+          } catch (err) {
+            // A7: a refused edit leaves the card pending: the approver is asked again, told why.
+            if (!(d.arguments && err instanceof KeelError && err.code === 'bad_input')) throw err;
+            refused = err.message;
+          }
+        }
+        if (!next) break;
         pauses++;
-        result = await this.decide(result.approval.id, d.decision, {
-          ...opts,
-          actor: d.actor,
-          reason: d.reason ?? null,
-          consentWrites: d.consentWrites,
-        });
+        result = next;
       } else break;
     }
     return { result, pauses };

@@ -58,3 +58,17 @@ test('A8: keel approvals approve ID ID ID answers each once, reporting a card al
   const none = await keel(['approvals', 'approve'], { KEEL_HOME: home });
   assert.equal(none.code, 2);
 });
+
+test('A7: keel chat — "e" at a card asks for the arguments; a refused edit says why and asks again; the edited call runs once', async () => {
+  const home = tempHome();
+  const model = script(home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Done.' }], 'chat.yaml');
+  const r = await keel(
+    ['chat', '--model', model, '--plugins', FIXTURES],
+    { KEEL_HOME: home },
+    'trash email m1\ne\n{"ids": oops}\n{"ids":["m9"]}\ne\n{"ids":["m3"]}\n/quit\n',
+  );
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /not valid JSON/);
+  assert.match(r.stdout, /✗ edit refused: arguments: trash_email refuses them: no email with id m9/);
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m3"]}']);
+});
