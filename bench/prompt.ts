@@ -464,6 +464,7 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         targets: { mean_token_ratio_max: TARGET.ratio, recall_min: TARGET.recall, shortlist_ms_max: TARGET.ms },
         misses,
+        misses_plain_bm25f: rows.flatMap((r) => r.missing_plain.map((tool) => ({ request: r.request, needed_tool: tool }))),
         hard_kinds: {
           definition:
             'recall = requests whose every needed tool is on the menu (shortlist) or, after one find_tools call with the restatement, on the menu or among the five found; extra_model_calls = requests whose menu lacked a needed tool (one search each)',
@@ -493,6 +494,7 @@ async function main(): Promise<void> {
           tokens: r.tokens,
           ratio: round(r.ratio),
           missing: r.missing,
+          missing_plain_bm25f: r.missing_plain,
         })),
       };
       writeFileSync(join(ROOT, 'bench', 'results', 'prompt.json'), `${JSON.stringify(out, null, 2)}\n`);

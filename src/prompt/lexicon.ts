@@ -14,6 +14,9 @@ import { stemmer } from 'stemmer';
  * labelled set and its hard kinds, and test/prompt/lexicon.test.ts checks requests the table was not
  * written for. No model, no network: a table and a scan.
  *
+ * No single-word form is one of the shortlist's stop words ("show", "off"): a request says them
+ * about anything.
+ *
  * One concept a line: `english words = surface forms, comma-separated`. A Latin surface form of one
  * word matches a request word equal to it or, from five letters, one it begins ("reservar" →
  * reservarla); one of several words matches those words in a row; a form in another script
@@ -95,7 +98,7 @@ account balance = saldo, rekening, tabungan, cuenta, 잔액, 계좌, 余额, 账
 credit card = tarjeta, kartu kredit, 카드, 信用卡, クレジットカード
 bills due pay = due, owe, payment due, deadline to pay, tagihan, bayar, factura, vencimiento, 납부, 내야, 청구서, 账单, 到期, 缴费, 支払い, 請求書
 invoice = bill a client, charge a client, faktur, factura, 인보이스, 发票, 請求書
-tickets event concert = gig, show, game, match, seats, spots, tiket, konser, entradas, concierto, 콘서트, 티켓, 演唱会, 门票, 票, コンサート, チケット
+tickets event concert = gig, game, match, seats, spots, tiket, konser, entradas, concierto, 콘서트, 티켓, 演唱会, 门票, 票, コンサート, チケット
 buy purchase = grab, get us, pick up, snag, beli, comprar, 구매, 사, 买, 購入
 assignments homework = turn in, hand in, due for school, coursework, tugas sekolah, tarea, 숙제, 과제, 作业, 宿題
 grades = report card, marks, nilai, notas escolares, 성적, 成绩, 成績
@@ -108,14 +111,14 @@ customer = client, buyer, pelanggan, cliente, 고객, 客户, 顧客
 damaged = broken, rusak, roto, 파손, 损坏, 破損
 order = purchase, pesanan, pedido, 주문, 订单, 外卖, 注文
 food delivery = takeout, take-out, takeaway, delivery, doordash, ubereats, 배달, 外卖, 出前
-calculate arithmetic evaluate = how much is, how many, what does each, total, altogether, in all, percent, per cent, split, each person, owe, left over, remaining, average, sum, mileage, gross pay, overtime, discount, off, tip, tax, divide, times, quarter, half, hitung, calcular, 계산, 计算, 計算
+calculate arithmetic evaluate = how much is, how many, what does each, total, altogether, in all, percent, per cent, split, each person, owe, left over, remaining, average, sum, mileage, gross pay, overtime, discount, tip, tax, divide, times, quarter, half, hitung, calcular, 계산, 计算, 計算
 convert units = grams, gram, ounces, ounce, kilos, kilo, kilograms, pounds, lbs, kilometres, kilometers, km, miles, mile, inches, inch, feet, foot, metres, meters, centimetres, celsius, fahrenheit, gallons, litres, liters, cups, tablespoons, mph, kph, 단위, 换算, 换成, 換算
 currency convert exchange rate = euros, euro, yen, baht, dollars, dollar, pounds sterling, pesos, rupiah, won, yuan, rmb, francs, rupees, in dollars, 환율, 汇率, 为替
 date days between = days old, how many days, how many weeks, how many nights, years and months, ago, since, until, anniversary, born on, birthday, runs out, expires, from the start, berapa hari, cuántos días, 며칠, 几天, 何日
 time zone clock = my time, her time, his time, their time, local time, kicks off, what time is that, time difference, zona waktu, hora en, 시차, 时差, 時差
 loan mortgage = borrowing, borrow, financing, monthly payment, pinjaman, préstamo, hipoteca, 대출, 贷款, ローン
 savings interest = put aside, put away, sits in an account, earning, compound, grow to, nest egg, menabung, ahorro, 저축, 이자, 存款, 利息, 貯金
-podcast = episode, show, 팟캐스트, 播客, ポッドキャスト
+podcast = episode, 팟캐스트, 播客, ポッドキャスト
 contract sign = signature, e-sign, docusign, firmar, tanda tangan, 계약, 서명, 合同, 签字, 契約
 wiki page docs = documentation, knowledge base, handbook, 위키, 文档, ドキュメント
 code repository pull request = pr, merge, branch, commit, diff, github, 코드, 代码, コード

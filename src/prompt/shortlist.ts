@@ -38,6 +38,9 @@ function stem(w: string): string {
   return w.length <= 2 || /\d/.test(w) ? w : stemmer(w);
 }
 
+/** Whether the ranking ignores `word` (lower case): the lexicon's own words must not be among these. */
+export const isStopWord = (word: string): boolean => STOP.has(word);
+
 // --- terms
 
 const stems = new Map<string, string>();

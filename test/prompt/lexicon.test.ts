@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
-import { expansions, parseLexicon } from '../../src/prompt/lexicon.js';
+import { expansions, lexicon, parseLexicon } from '../../src/prompt/lexicon.js';
 import { buildMenu } from '../../src/prompt/menu.js';
-import { bm25Shortlist, searchTools } from '../../src/prompt/shortlist.js';
+import { bm25Shortlist, isStopWord, searchTools } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/types/index.js';
 
@@ -98,4 +98,12 @@ test('R23: the expansion is bounded however long the request', () => {
   assert.ok(expansions(long).length <= 48);
   // The shortlist still ranks it.
   assert.ok(menu(long).length > 0);
+});
+
+test('R23: no single word of the table is one of the ranking\'s stop words ("show me …" is no concert)', () => {
+  assert.deepEqual(
+    [...lexicon().words.keys()].filter((w) => isStopWord(w)),
+    [],
+  );
+  assert.deepEqual(expansions('Show me the social notifications from this week'), []);
 });
