@@ -1,6 +1,6 @@
 /**
  * The console's only assets, served by Keel itself (no CDN, no build step): a stylesheet, a small
- * script and the icon, drawn here in code. Phone first (S3): at 600 px and below every table is a
+ * script and the icon, drawn here in code. Phone first (S8): at 600 px and below every table is a
  * list whose cells carry their column's name (`data-label`), the header stays one line, and nothing
  * is wider than the screen.
  */

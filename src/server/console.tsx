@@ -82,7 +82,7 @@ const Layout: FC<{ title: string; who?: Who; csrf?: string; children?: Child }> 
         {who && csrf && (
           <form method="post" action="/logout" class="who">
             <input type="hidden" name="csrf" value={csrf} />
-            {/* S3: on a phone the header stays one line — the name is cut short (its title has it whole), the role hidden. */}
+            {/* S8: on a phone the header stays one line — the name is cut short (its title has it whole), the role hidden. */}
             <span class="name" title={`${who.name} (${who.role})`}>
               {who.name} <span class="role">({who.role})</span>
             </span>
@@ -301,7 +301,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     c.header('referrer-policy', 'same-origin');
   });
 
-  // S3: every page is a standards-mode document (a doctype first: without it Chromium lays it out in quirks mode).
+  // S8: every page is a standards-mode document (a doctype first: without it Chromium lays it out in quirks mode).
   const page = (c: Context, status: number, title: string, body: Child, who?: Who, csrf?: string) =>
     c.html(
       html`<!DOCTYPE html>${(

@@ -102,7 +102,7 @@ test('console: a wrong token is refused; an approver logs in; a card appears liv
   assert.match(await card.innerText(), /trash_email\(\{"ids":\["m1","m2"\]\}\)/);
 
   await card.getByRole('button', { name: 'Approve' }).click();
-  // S3: an answer lands on the next card, or on the inbox when none is left, which says what was answered.
+  // S8: an answer lands on the next card, or on the inbox when none is left, which says what was answered.
   await page.waitForURL(new RegExp(`/\\?answered=${approval_id}$`));
   await page
     .locator('.notice', { hasText: 'Approved' })
