@@ -57,7 +57,7 @@ function usage(problem: string): never {
   process.stderr.write(`bench/llama-server: ${problem}\n`);
   process.exit(2);
 }
-const FLAGS_WITH_VALUE = ['cache', 'model-file', 'only'];
+const FLAGS_WITH_VALUE = ['cache', 'model-file', 'only', 'demo'];
 const FLAGS = ['dry-run', 'no-write', 'full-build'];
 for (let i = 2; i < process.argv.length; i++) {
   const a = process.argv[i];
@@ -586,9 +586,11 @@ interface Trial {
 
 /** The demo's own requests (examples/), those that need no scripted setup. */
 const DEMO_REQUESTS = (arg('demo') ?? '01,02').split(',').map((n) => {
-  const file = readdirSync(join(ROOT, 'examples')).find((f) => f.startsWith(`${n}-`)) ?? '';
+  const file = readdirSync(join(ROOT, 'examples')).find((f) => f.startsWith(`${n.trim()}-`));
+  if (!n.trim() || !file) usage(`--demo ${n}: no examples/${n.trim()}-… (give the numbers of examples/, e.g. --demo 01,02)`);
   const m = /^request: (.*)$/m.exec(readFileSync(join(ROOT, 'examples', file), 'utf8'));
-  return (m?.[1] ?? '').replace(/^(["'])(.*)\1$/, '$2');
+  if (!m) usage(`--demo ${n}: examples/${file} has no "request:" line`);
+  return m[1].replace(/^(["'])(.*)\1$/, '$2');
 });
 
 const TRIALS: Trial[] = [
