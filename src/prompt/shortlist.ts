@@ -235,6 +235,17 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   };
 }
 
+/** The lexicon's English words as terms: a fixed table's few hundred words, each made once. */
+const expansionMemo = new Map<string, string[]>();
+function expansionTerms(word: string): string[] {
+  let t = expansionMemo.get(word);
+  if (t === undefined) {
+    if (expansionMemo.size > 5_000) expansionMemo.clear();
+    expansionMemo.set(word, (t = terms(word)));
+  }
+  return t;
+}
+
 /** Index terms longer than `term` that begin with it. */
 function extensions(ix: Index, term: string): string[] {
   let hit = ix.prefixCache.get(term);
@@ -318,8 +329,13 @@ function rank(
   }
   // The lexicon's words for what the request says in words no tool uses (lexicon.ts): index terms only, at a lower weight.
   if (expand) {
-    for (const term of new Set(terms(expansions(text).join(' ')))) {
-      if (!own.has(term)) add(ix.postings.get(term), TUNING.expandWeight);
+    const added = new Set<string>();
+    for (const word of expansions(text)) {
+      for (const term of expansionTerms(word)) {
+        if (own.has(term) || added.has(term)) continue;
+        added.add(term);
+        add(ix.postings.get(term), TUNING.expandWeight);
+      }
     }
   }
 
