@@ -23,6 +23,8 @@ const FILES = join(ROOT, 'test', 'fixtures', 'modes', 'files');
 const SHOTS = process.env.KEEL_WRITE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'keel-shots-'));
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1', 'm2'] } };
 const TITLE = 'Move 2 email(s) to Trash';
+/** Web Push on (S7), so its Notifications page is one of the pages checked. */
+const PUSH = { KEEL_PUSH_SUBJECT: 'mailto:ops@example.com' };
 
 /** Both sizes, each in a zone far from UTC (Kolkata is +05:30, New York −05:00 in December). */
 const SIZES = [
@@ -40,7 +42,7 @@ let done: { run_id: string; session_id: string };
 
 before(async () => {
   const bin = testChromium();
-  s = await testServer({}, tempHome('keel-layout-'), [FIXTURES, join(BAD, 'undeclared'), join(BAD, 'drift', 'declared_only'), FILES]);
+  s = await testServer(PUSH, tempHome('keel-layout-'), [FIXTURES, join(BAD, 'undeclared'), join(BAD, 'drift', 'declared_only'), FILES]);
   browser = await chromium.launch({
     executablePath: bin.executablePath,
     env: bin.env,
@@ -131,6 +133,7 @@ const PAGES = () => [
   { name: 'run', path: `/runs/${done.run_id}`, cells: true },
   { name: 'plugins', path: '/plugins', cells: true },
   { name: 'session', path: `/sessions/${done.session_id}`, cells: true },
+  { name: 'alerts', path: '/push' },
   { name: 'not-found', path: '/runs/run_nosuchrun' },
 ];
 
@@ -376,7 +379,7 @@ for (const size of SIZES) {
 
 test('console: screenshots of every page at both sizes, on a server of their own (docs/screenshots with KEEL_WRITE_SCREENSHOTS=1)', async (t) => {
   // What an owner sees on a working day: a call approved and one rejected, two cards and a question waiting.
-  const shots = await testServer({}, tempHome('keel-shots-home-'), [
+  const shots = await testServer(PUSH, tempHome('keel-shots-home-'), [
     FIXTURES,
     join(BAD, 'undeclared'),
     join(BAD, 'drift', 'declared_only'),
@@ -410,6 +413,7 @@ test('console: screenshots of every page at both sizes, on a server of their own
       ['run', `/runs/${approved.run_id}`],
       ['runs', '/runs'],
       ['plugins', '/plugins'],
+      ['alerts', '/push'],
     ]) {
       await page.goto(`${shots.url}${path}`, { waitUntil: 'load' });
       await page.screenshot({ path: join(SHOTS, `${name}-${size.name}.png`), fullPage: true });
