@@ -5,6 +5,7 @@
  * checks the VAPID signature against the key the server gives browsers.
  */
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
 import {
   CARD_BODY,
@@ -16,7 +17,10 @@ import {
   pushSubject,
   QUESTION_TITLE,
 } from '../../src/server/push.js';
-import { calls, script } from '../support/helpers.js';
+import { PostgresStore } from '../../src/store/postgres.js';
+import { SqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/types/index.js';
+import { calls, script, tempHome } from '../support/helpers.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 import { type TestServer, testServer } from '../support/server.js';
 import { browserKeys, checkVapid, decryptPush, pushService } from '../support/webpush.js';
@@ -281,3 +285,45 @@ test('S7: what a push may say — argument values masked, control and direction 
   assert.equal(pushSubject({}), undefined);
   assert.throws(() => pushSubject({ KEEL_PUSH_SUBJECT: 'ops@example.com' }), /mailto:/);
 });
+
+for (const kind of ['sqlite', 'postgres'] as const) {
+  test(`S7 (${kind} store): the first VAPID key pair kept wins; a token's subscriptions stay within the bound when added all at once`, async (t) => {
+    const store: Store =
+      kind === 'sqlite'
+        ? new SqliteStore(join(tempHome('keel-push-store-'), 'keel.db'))
+        : new PostgresStore(withSchema(await testPgUrl(), freshSchema()));
+    t.after(() => store.close());
+    assert.equal(await store.pushKeys(), undefined);
+    const pair = (n: number) => ({ public_key: `pub${n}`, private_key: `priv${n}`, created_at: `2026-01-0${n}T00:00:00.000Z` });
+    const kept = await Promise.all([1, 2, 3].map((n) => store.pushKeys(pair(n))));
+    assert.ok(
+      kept.every((k) => k?.public_key === kept[0]?.public_key),
+      'every caller is given the one kept',
+    );
+    assert.deepEqual(await store.pushKeys(pair(4)), kept[0]);
+
+    const row = (i: number, owner = 'tok_a') => ({
+      id: `psub_${owner}_${i}`,
+      owner: 'ana',
+      owner_id: owner,
+      endpoint: `https://push.example.com/${i}`,
+      p256dh: 'k',
+      auth: 'a',
+      label: null,
+      created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+    });
+    const results = await Promise.all(Array.from({ length: 25 }, (_, i) => store.addPushSubscription(row(i), 10)));
+    assert.equal(results.filter((r) => r.status === 'added').length, 10);
+    assert.equal(results.filter((r) => r.status === 'full').length, 15);
+    assert.equal((await store.listPushSubscriptions('tok_a')).length, 10);
+    const renewed = await store.addPushSubscription({ ...row(0), id: 'psub_other', p256dh: 'k2' }, 10);
+    assert.equal(renewed.status, 'updated');
+    assert.equal(renewed.subscription?.id, 'psub_tok_a_0', 'the same endpoint keeps its id');
+    assert.equal(renewed.subscription?.p256dh, 'k2');
+    assert.equal((await store.addPushSubscription(row(0, 'tok_b'), 10)).status, 'added', 'the bound is per token');
+    assert.equal((await store.listPushSubscriptions()).length, 11);
+    assert.equal(await store.removePushSubscription('psub_tok_a_0'), true);
+    assert.equal(await store.removePushSubscription('psub_tok_a_0'), false);
+    assert.equal((await store.listPushSubscriptions('tok_a')).length, 9);
+  });
+}
