@@ -641,7 +641,8 @@ class McpSession {
       if (watch) {
         if (!told) await watch.waiting(a.id, SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl));
         told = true;
-        await new Promise((r) => setTimeout(r, poll));
+        // A task may wait as long as its card lives: looked at once a second, not at a plain call's pace.
+        await new Promise((r) => setTimeout(r, Math.max(poll, TASK_POLL_MS)));
         continue;
       }
       if (waited >= nextProgress) {

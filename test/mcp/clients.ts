@@ -19,14 +19,16 @@ export function mcpEnv(home: string, extra: Record<string, string> = {}): Record
   return { ...e, KEEL_HOME: home, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}`, ...extra };
 }
 
-function newClient(name: string, elicit?: () => 'accept' | 'decline'): Client {
+type Elicit = (message: string) => 'accept' | 'decline';
+
+function newClient(name: string, elicit?: Elicit): Client {
   const client = new Client({ name, version: '1.0.0' }, { capabilities: elicit ? { elicitation: {} } : {} });
-  if (elicit) client.setRequestHandler(ElicitRequestSchema, async () => ({ action: elicit(), content: {} }));
+  if (elicit) client.setRequestHandler(ElicitRequestSchema, async (req) => ({ action: elicit(String(req.params.message)), content: {} }));
   return client;
 }
 
 /** The SDK client over stdio, `keel mcp serve ARGS` its child; without `elicit` it cannot be asked. */
-export async function stdioClient(home: string, args: string[], elicit?: () => 'accept' | 'decline'): Promise<Client> {
+export async function stdioClient(home: string, args: string[], elicit?: Elicit): Promise<Client> {
   ensureBuilt();
   const client = newClient('test-client', elicit);
   await client.connect(
@@ -47,7 +49,7 @@ export interface HttpServe {
   child: ChildProcessWithoutNullStreams;
   stderr: () => string;
   /** A new SDK client session over Streamable HTTP with the token. */
-  connect(elicit?: () => 'accept' | 'decline'): Promise<{ client: Client; transport: StreamableHTTPClientTransport }>;
+  connect(elicit?: Elicit): Promise<{ client: Client; transport: StreamableHTTPClientTransport }>;
   close(): void;
 }
 

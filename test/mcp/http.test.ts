@@ -150,7 +150,8 @@ test('S3: KEEL_MAX_BODY_BYTES bounds the MCP endpoint: a declared or chunked POS
   const LIMIT = 64 * 1024;
   const srv = await httpServe(home, ['--plugins', FIXTURES], { KEEL_MAX_BODY_BYTES: String(LIMIT) });
   t.after(() => srv.close());
-  for (const declared of [60_000_000, 'chunked'] as const) {
+  // 1 MB: under the MCP SDK's own 4 MiB bound, so only KEEL_MAX_BODY_BYTES refuses it.
+  for (const declared of [1_000_000, 60_000_000, 'chunked'] as const) {
     const r = await oversized(srv.url, srv.token, declared, 4 * LIMIT);
     assert.equal(r.status, 413, `${declared}: ${r.body}`);
     assert.match(r.body, /larger than 65536 bytes \(KEEL_MAX_BODY_BYTES\)/);

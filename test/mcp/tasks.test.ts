@@ -186,3 +186,23 @@ test('S3 tasks (Streamable HTTP): approve → completed and ran once; reject →
 
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m1"]}'], 'the approved call ran once; the others never');
 });
+
+test('S3 tasks (stdio) with elicitation: the card is shown in the client while the task is input_required; accepted there, the task completes and the tool ran once', async (t) => {
+  const home = tempHome('keel-mcp-tasks-');
+  const asked: string[] = [];
+  const client = await stdioClient(home, ['--plugins', FIXTURES], (message) => {
+    asked.push(message);
+    return 'accept';
+  });
+  t.after(() => client.close());
+  const task = await callAsTask(client, 'trash_email', { ids: ['m2'] });
+  const done = await until('ended', status(client, task.taskId), (x) => x.status === 'completed' || x.status === 'failed');
+  assert.equal(done.status, 'completed');
+  assert.match(textOf(await client.experimental.tasks.getTaskResult(task.taskId, CallToolResultSchema)), /Moved 1 email/);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0], /Approve this call\?/);
+  const [card] = await cards(home);
+  assert.equal(card.status, 'approved');
+  assert.equal(card.answered_by, 'mcp:test-client');
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}']);
+});
