@@ -6,13 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { after, type TestContext, test } from 'node:test';
 import { Keel } from '../../src/keel/keel.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import { defineTool } from '../../src/tools/define.js';
 import type { Mode, Store } from '../../src/types/index.js';
 import { script, tempHome } from '../support/helpers.js';
+import { modeTools } from '../support/mode-tools.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 
 after(() => dropSchemas());
@@ -36,49 +36,31 @@ const STORES: [string, Opener][] = [
   ],
 ];
 
-/** Keel A drives the run; `probe` (a read) switches the session's mode through Keel B while step 1 works. */
-function setup(stores: [Store, Store], switchTo: Mode) {
+/**
+ * Keel A drives the run; `probe` (a read) switches the session's mode through Keel B while step 1
+ * works. Both are closed when the test ends.
+ */
+async function twoKeels(t: TestContext, open: Opener, switchTo: Mode) {
+  const stores = await open();
   const home = tempHome();
-  const stamped: string[] = [];
   let other: Keel | undefined;
-  const probe = defineTool({
-    name: 'probe',
-    description: 'Look at something',
-    parameters: { type: 'object', properties: {} } as const,
-    effect: 'read',
-    execute: async (_args, ctx) => {
-      const run = await other!.getRun(ctx.run_id);
-      await other!.setMode(run.session_id, switchTo);
-      return 'looked';
-    },
+  const { tools, stamped } = modeTools(async (runId) => {
+    const run = await other!.getRun(runId);
+    await other!.setMode(run.session_id, switchTo);
   });
-  const stamp = defineTool({
-    name: 'stamp',
-    description: 'Stamp a document',
-    parameters: { type: 'object', properties: { doc: { type: 'string' } }, required: ['doc'] } as const,
-    effect: 'write',
-    confirm: 'never',
-    // C3: kept declared (labelled unavailable) in Plan, so a call of it is denied by mode (C2), not unknown.
-    contract_modes: 'declare',
-    execute: ({ doc }) => {
-      stamped.push(doc);
-      return `Stamped ${doc}.`;
-    },
-  });
-  const a = new Keel({ home, store: stores[0], tools: [probe, stamp] });
-  const b = new Keel({ home, store: stores[1], tools: [probe, stamp] });
+  const a = new Keel({ home, store: stores[0], tools });
+  const b = new Keel({ home, store: stores[1], tools });
   other = b;
+  t.after(async () => {
+    await a.close();
+    await b.close();
+  });
   return { home, a, b, stamped };
 }
 
 for (const [name, open] of STORES) {
   test(`${name}: C2/C5 a switch to Plan made through another Keel during step 1 denies step 2's write (issue 27.1)`, async (t) => {
-    const stores = await open();
-    const { home, a, b, stamped } = setup(stores, 'plan');
-    t.after(async () => {
-      await a.close();
-      await b.close();
-    });
+    const { home, a, b, stamped } = await twoKeels(t, open, 'plan');
     const model = script(home, [
       { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
       { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'contract' } }] },
@@ -101,12 +83,7 @@ for (const [name, open] of STORES) {
   });
 
   test(`${name}: C7 a switch back to Agent made through another Keel lets the next step's write run`, async (t) => {
-    const stores = await open();
-    const { home, a, b, stamped } = setup(stores, 'agent');
-    t.after(async () => {
-      await a.close();
-      await b.close();
-    });
+    const { home, a, b, stamped } = await twoKeels(t, open, 'agent');
     const model = script(home, [
       { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
       { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'memo' } }] },
@@ -119,12 +96,7 @@ for (const [name, open] of STORES) {
   });
 
   test(`${name}: C1/C2 a run paused in one Keel, switched to Plan through another, continues in Plan: its write is denied`, async (t) => {
-    const stores = await open();
-    const { home, a, b, stamped } = setup(stores, 'plan');
-    t.after(async () => {
-      await a.close();
-      await b.close();
-    });
+    const { home, a, b, stamped } = await twoKeels(t, open, 'plan');
     const model = script(home, [
       { tool_calls: [{ id: 'q', name: 'ask_user', args: { question: 'Which document?' } }] },
       { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'lease' } }] },

@@ -3,7 +3,9 @@
  * mode switched by another process over the same store, on SQLite and on PostgreSQL. Each round
  * the run makes one write per step (an in-code `stamp`, kept declared in Plan so a call of it is
  * denied by mode, C3); at a step chosen at random its read tool `probe` has a second process
- * switch the session to Plan (and waits for that process to exit). Invariants: every write before
+ * switch the session to Plan — in turn a Keel of its own (switch-mode.ts, as `keel chat`'s /mode or
+ * another library user would; the probe waits for it to exit) and a `keel serve` on the same store
+ * (`PUT /v1/sessions/{id}/mode`, as the console's Switch). Invariants: every write before
  * the switch ran; no write after it ran (each is denied by mode); the run ends in Plan and its trace
  * notes the switch.
  */
@@ -11,8 +13,9 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Keel } from '../../src/keel/keel.js';
-import { defineTool } from '../../src/tools/define.js';
 import { ROOT, script, tempHome } from '../support/helpers.js';
+import { modeTools } from '../support/mode-tools.js';
+import { call, cliServer } from '../support/server.js';
 
 export interface ModeSwitches {
   rounds: number;
@@ -20,6 +23,8 @@ export interface ModeSwitches {
   writes: number;
   ran: number;
   denied: number;
+  /** Rounds whose switch came through `keel serve` (PUT /v1/sessions/{id}/mode); the rest through a Keel process. */
+  server_rounds: number;
   violations: { round: string; problem: string }[];
   ms: number;
 }
@@ -45,7 +50,7 @@ export async function modeSwitches(
   rounds = 3,
   steps = 5,
 ): Promise<ModeSwitches> {
-  const out: ModeSwitches = { rounds: 0, writes: 0, ran: 0, denied: 0, violations: [], ms: 0 };
+  const out: ModeSwitches = { rounds: 0, writes: 0, ran: 0, denied: 0, server_rounds: 0, violations: [], ms: 0 };
   const started = performance.now();
   let seed = 27;
   const random = () => {
@@ -57,47 +62,35 @@ export async function modeSwitches(
       const home = tempHome('keel-modes-');
       const url = await st.url();
       const env: Record<string, string> = { KEEL_HOME: home, ...(url ? { KEEL_STORE: url } : {}) };
-      const label = `${st.name} round ${round + 1}`;
+      const label = `${st.name} round ${round + 1} (${round % 2 === 1 ? 'a server switches' : 'a process switches'})`;
       const at = 1 + Math.floor(random() * (steps - 1)); // the step whose probe switches: 1..steps-1
-      const stamped: number[] = [];
+      // Odd rounds switch through a server process: started before the run, on the same store.
+      const via = round % 2 === 1 ? 'server' : 'process';
       let keel: Keel | undefined;
+      let server: Awaited<ReturnType<typeof cliServer>> | undefined;
       try {
-        const probe = defineTool({
-          name: 'probe',
-          description: 'Look at something',
-          parameters: { type: 'object', properties: {} } as const,
-          effect: 'read',
-          execute: async (_args, ctx) => {
-            const run = await keel!.getRun(ctx.run_id);
-            await switchFromAnotherProcess(env, run.session_id, 'plan');
-            return 'looked';
-          },
+        if (via === 'server') server = await cliServer(home, env);
+        const admin = server ? (/admin token: (\S+)/.exec(server.stdout())?.[1] ?? '') : '';
+        const { tools, stamped } = modeTools(async (runId) => {
+          const run = await keel!.getRun(runId);
+          if (!server) return switchFromAnotherProcess(env, run.session_id, 'plan');
+          const r = await call(server.url, 'PUT', `/v1/sessions/${run.session_id}/mode`, { token: admin, body: { mode: 'plan' } });
+          if (r.status !== 200) throw new Error(`PUT /v1/sessions/${run.session_id}/mode: ${r.status} ${JSON.stringify(r.body)}`);
         });
-        const stamp = defineTool({
-          name: 'stamp',
-          description: 'Stamp a document',
-          parameters: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } as const,
-          effect: 'write',
-          confirm: 'never',
-          contract_modes: 'declare',
-          execute: ({ n }) => {
-            stamped.push(n);
-            return `Stamped ${n}.`;
-          },
-        });
-        keel = new Keel({ home, env: { ...process.env, ...env }, tools: [probe, stamp] });
+        keel = new Keel({ home, env: { ...process.env, ...env }, tools });
         const entries: unknown[] = [];
         for (let i = 1; i <= steps; i++) {
-          const calls: unknown[] = [{ id: `s${i}`, name: 'stamp', args: { n: i } }];
+          const calls: unknown[] = [{ id: `s${i}`, name: 'stamp', args: { doc: String(i) } }];
           if (i === at) calls.push({ id: 'p', name: 'probe', args: {} });
           entries.push({ tool_calls: calls });
         }
         entries.push({ text: 'Done.' });
         const r = await keel.run('stamp the documents', { model: script(home, entries as never), pluginDirs: [] });
         out.rounds++;
+        if (server) out.server_rounds++;
         out.writes += steps;
         out.ran += stamped.length;
-        const expected = Array.from({ length: at }, (_, i) => i + 1);
+        const expected = Array.from({ length: at }, (_, i) => String(i + 1));
         if (JSON.stringify(stamped) !== JSON.stringify(expected)) {
           out.violations.push({
             round: label,
@@ -115,6 +108,10 @@ export async function modeSwitches(
       } catch (err) {
         out.violations.push({ round: label, problem: String(err instanceof Error ? err.message : err) });
       } finally {
+        if (server) {
+          server.child.kill('SIGTERM');
+          await server.exited;
+        }
         await keel?.close();
         rmSync(home, { recursive: true, force: true });
       }
