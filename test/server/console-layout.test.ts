@@ -274,7 +274,7 @@ for (const size of SIZES) {
     await answer(a.approval_id, 'reject');
   });
 
-  test(`console (${size.name}): Approve lands on the next pending card, and the last answer on the inbox, which says what was answered`, async () => {
+  test(`console (${size.name}): Approve lands on the next pending card, the last answer on the inbox (which says what was answered), an answered question on the card waiting`, async () => {
     await clearCards();
     const a = await startCardRun('trash the first');
     const b = await startCardRun('trash the second');
@@ -298,7 +298,26 @@ for (const size of SIZES) {
     assert.match(await page.locator('.notice').innerText(), /^Rejected: /);
     await page.getByText('Nothing waits for approval.').waitFor();
     assert.equal(trashed(), before + 1, 'nothing more ran');
+
+    // A question answered in the inbox leads to the card waiting meanwhile.
+    const model = script(
+      s.home,
+      [{ tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which folder?' } }] }, { text: 'Filed.' }],
+      `q-${size.name}.yaml`,
+    );
+    const asked = (await s.api('POST', '/v1/runs', { token: s.approver, body: { request: 'file my receipts', model } })).body
+      .run_id as string;
+    await waitRun(asked, (r) => r.status === 'paused');
+    const c = await startCardRun('trash the third');
+    await page.goto(`${s.url}/`);
+    const question = page.locator('article.question', { hasText: 'Which folder?' });
+    await question.getByLabel('Answer').fill('Receipts');
+    await question.getByRole('button', { name: 'Answer' }).click();
+    await page.waitForURL(new RegExp(`/\\?answered=${asked}#card-${c.approval_id}$`));
+    assert.match(await page.locator('.notice').innerText(), new RegExp(`^Answered · run ${asked}`));
+    await waitRun(asked, (r) => r.status === 'done');
     await page.close();
+    await answer(c.approval_id, 'reject');
   });
 
   test(`console (${size.name}): times read in the viewer's zone (${size.timezoneId}) with the relative time — also on a card that arrives live — and as UTC without the script`, async () => {
