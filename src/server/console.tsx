@@ -12,9 +12,10 @@ import type { Child, FC } from 'hono/jsx';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import type { Registry } from '../plugin-host/host.js';
-import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store } from '../types/index.js';
+import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-assets.js';
+import { BatchCheck, BatchForm, BatchResults, batchSelection, EditForm, editedArguments } from './console-edit.js';
 import { AppHead, mountPushConsole } from './console-push.js';
 import type { Push } from './push.js';
 import { allows, type Role, type WebSessions } from './tokens.js';
@@ -125,7 +126,14 @@ const Time: FC<{ iso: string }> = ({ iso }) => {
 };
 
 /** One title per card: a card of one call is titled by that call (its tool beside it), not twice. */
-const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, canAnswer, csrf }) => {
+/** A pending card's answer may edit its calls (A7: `tools`, the run's pool) and join a batch (A8: `batch`). */
+const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; tools?: ReadonlyMap<string, ToolSpec>; batch?: boolean }> = ({
+  a,
+  canAnswer,
+  csrf,
+  tools,
+  batch,
+}) => {
   const single = a.card.items.length === 1 ? a.card.items[0] : undefined;
   return (
     <article class="card" id={`card-${a.id}`} aria-labelledby={`t-${a.id}`}>
@@ -151,6 +159,15 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, 
           <code class="call">{i.call}</code>
         </section>
       ))}
+      {a.items
+        .filter((i) => i.original_args)
+        .map((i) => (
+          <p class="edited">
+            {`Edited by ${i.edited_by ?? 'the approver'}: ran as `}
+            <code>{`${i.tool}(${JSON.stringify(i.args)})`}</code>
+          </p>
+        ))}
+      {a.status === 'pending' && canAnswer && batch && <BatchCheck id={a.id} title={single ? single.title : a.card.title} />}
       {a.status === 'pending' ? (
         <p class="meta">
           Expires <Time iso={a.expires_at} />
@@ -186,6 +203,7 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string }> = ({ a, 
           </div>
         </form>
       )}
+      {a.status === 'pending' && canAnswer && tools && <EditForm a={a} tools={tools} csrf={csrf} />}
     </article>
   );
 };
@@ -427,6 +445,21 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     });
   }
 
+  /** A7: the tools of each card's run (its pool), for the edit form; a run whose plugins no longer mount gets none. */
+  async function cardTools(cards: readonly ApprovalRecord[]): Promise<Map<string, ReadonlyMap<string, ToolSpec>>> {
+    const byDirs = new Map<string, ReadonlyMap<string, ToolSpec> | undefined>();
+    const out = new Map<string, ReadonlyMap<string, ToolSpec>>();
+    for (const a of cards) {
+      const run = await store.loadRun(a.run_id);
+      if (!run) continue;
+      const key = JSON.stringify(run.plugin_dirs);
+      if (!byDirs.has(key)) byDirs.set(key, await keel.registry(run.plugin_dirs).then((r) => r.byName, () => undefined));
+      const tools = byDirs.get(key);
+      if (tools) out.set(a.id, tools);
+    }
+    return out;
+  }
+
   async function inbox(who: Who, csrf: string) {
     // A4: a card past its expiry is expired and its run ended, through the server's runner.
     await keel.expireApprovals({ drive: (leg) => void d.accepted(leg).catch(() => {}) });
@@ -442,12 +475,24 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       if (run?.pause?.kind === 'ask_user') questions.push(run);
     }
     const can = allows(who.role, 'approver');
+    const tools = can ? await cardTools(pending) : new Map<string, ReadonlyMap<string, ToolSpec>>();
+    // A8: several cards may be answered in one action; a run with several pending cards (an MCP session's) offers them all.
+    const perRun = new Map<string, number>();
+    for (const a of pending) perRun.set(a.run_id, (perRun.get(a.run_id) ?? 0) + 1);
+    const batch = can && pending.length > 1;
     return (
       <div>
         <h1>Inbox</h1>
         <section aria-labelledby="h-cards">
           <h2 id="h-cards">Waiting for approval ({pending.length})</h2>
-          {pending.length ? pending.map((a) => <Card a={a} canAnswer={can} csrf={csrf} />) : <p>Nothing waits for approval.</p>}
+          {batch && (
+            <BatchForm csrf={csrf} runs={[...perRun].filter(([, n]) => n > 1).map(([id, count]) => ({ id, count }))} />
+          )}
+          {pending.length ? (
+            pending.map((a) => <Card a={a} canAnswer={can} csrf={csrf} tools={tools.get(a.id)} batch={batch} />)
+          ) : (
+            <p>Nothing waits for approval.</p>
+          )}
         </section>
         <section aria-labelledby="h-q">
           <h2 id="h-q">Questions ({questions.length})</h2>
@@ -636,7 +681,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
             <pre class="answer-text">{run.answer}</pre>
           </section>
         )}
-        {pendingCard?.status === 'pending' && <Card a={pendingCard} canAnswer={can} csrf={csrf} />}
+        {pendingCard?.status === 'pending' && <Card a={pendingCard} canAnswer={can} csrf={csrf} tools={can ? registry?.byName : undefined} />}
         {run.pause?.kind === 'ask_user' && <Question run={run} canAnswer={can} csrf={csrf} />}
         <section aria-labelledby="h-calls">
           <h2 id="h-calls">Calls</h2>
@@ -739,10 +784,59 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     );
   }
 
+  // A8: several cards in one action, each answered on its own and once (registered before /approvals/:id).
+  post('/approvals/answer', 'approver', async (c, who, data) => {
+    const decision = data.decision === 'approve' ? 'approve' : data.decision === 'reject' ? 'reject' : undefined;
+    if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
+    const { ids, runs } = batchSelection(data);
+    if (!ids.length && !runs.length) throw new KeelError('bad_input', 'select the cards to answer first');
+    const o = { actor: who.name, reason: data.reason?.trim() || null };
+    const answers = await keel.answerApprovals(ids, decision, o);
+    for (const run of runs) answers.push(...(await keel.answerApprovals([], decision, { ...o, run })));
+    const results = [];
+    for (const { leg, ...r } of answers) {
+      if (r.approval) d.wake(r.approval.run_id);
+      if (leg) await d.accepted(leg);
+      results.push({ ...r, run_id: r.approval?.run_id });
+    }
+    return page(c, 200, 'Answered', <BatchResults results={results} />, who, data.csrf);
+  });
+
   post('/approvals/:id', 'approver', async (c, who, data) => {
     const decision = data.decision === 'approve' ? 'approve' : data.decision === 'reject' ? 'reject' : undefined;
     if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
-    const { approval, leg } = await keel.answerApproval(c.req.param('id') as string, decision, {
+    const id = c.req.param('id') as string;
+    // A7: the edit form's fields, turned back into arguments; answerApproval checks them (schema, validate).
+    let edit: Record<string, unknown> | undefined;
+    if (data.edit === '1') {
+      const a = await store.getApproval(id);
+      if (!a) throw new KeelError('not_found', `no approval ${id}`);
+      const tools = (await cardTools([a])).get(a.id) ?? new Map<string, ToolSpec>();
+      try {
+        edit = editedArguments(a, tools, data);
+        const { approval, leg } = await keel.answerApproval(id, decision, { actor: who.name, arguments: edit });
+        d.wake(approval.run_id);
+        if (leg) await d.accepted(leg);
+        return nextCard(c, approval.id);
+      } catch (err) {
+        if (!(err instanceof KeelError && err.code === 'bad_input')) throw err;
+        // Refused on the page: why, and the card again (still pending) to fix the edit.
+        const fresh = (await store.getApproval(id)) ?? a;
+        return page(
+          c,
+          400,
+          'Edit refused',
+          <div>
+            <h1>Edit refused</h1>
+            <p class="error" role="alert">{`Not approved: ${err.message}. Nothing ran; the card still waits.`}</p>
+            <Card a={fresh} canAnswer={fresh.status === 'pending'} csrf={data.csrf} tools={tools} />
+          </div>,
+          who,
+          data.csrf,
+        );
+      }
+    }
+    const { approval, leg } = await keel.answerApproval(id, decision, {
       actor: who.name,
       reason: data.reason?.trim() || null,
       consentWrites: data.consent_writes === '1',
