@@ -120,10 +120,8 @@ interface Job {
   /** The card's id, or the run's for a question: the audit rows' subject. */
   subject: string;
   message: PushMessage;
-  /** Seconds a push service keeps the push while the browser is offline. */
-  ttl: number;
-  /** A card's: the seconds until it expires, read from the store off the request path. */
-  ttlFrom?: Promise<number>;
+  /** A card's id: its push lives until the card expires (read from the store by the sender, off the run's path). */
+  approvalId?: string;
 }
 
 type Lib = typeof WebPush;
@@ -405,16 +403,7 @@ export class Push {
         void this.audit('push_failed', subject, { status: `dropped: ${MAX_QUEUE} cards already wait to be pushed` });
         return;
       }
-      const job: Job = { subject, message, ttl: QUESTION_TTL_S };
-      this.queue.push(job);
-      if (e.pause.kind === 'approval') {
-        // The push lives as long as the card: a phone that comes online after it expired is not buzzed.
-        const id = e.pause.approval_id;
-        job.ttlFrom = this.deps.store.getApproval(id).then(
-          (a) => (a ? Math.max(0, Math.floor((Date.parse(a.expires_at) - this.now().getTime()) / 1000)) : QUESTION_TTL_S),
-          () => QUESTION_TTL_S,
-        );
-      }
+      this.queue.push({ subject, message, approvalId: e.pause.kind === 'approval' ? e.pause.approval_id : undefined });
       this.kick();
     } catch (err) {
       this.warn(`keel: push: not sent: ${errorText(err)}`);
@@ -448,6 +437,8 @@ export class Push {
   }
 
   private async work(): Promise<void> {
+    // Nothing of a push is done on the caller's turn (the run's): the store and token reads come after it.
+    await new Promise((r) => setImmediate(r));
     for (let job = this.queue.shift(); job; job = this.queue.shift()) {
       try {
         await this.deliver(job);
@@ -487,13 +478,21 @@ export class Push {
     const subs = await this.recipients();
     if (subs.length === 0) return;
     const keys = await this.vapidKeys();
-    const ttl = job.ttlFrom ? await job.ttlFrom : job.ttl;
+    const ttl = await this.ttlOf(job);
     const payload = JSON.stringify(job.message);
     let next = 0;
     const lane = async () => {
       for (let i = next++; i < subs.length; i = next++) await this.send(subs[i], job, payload, ttl, keys);
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, subs.length) }, lane));
+  }
+
+  /** Seconds a push service keeps the push for a browser that is offline: a card's until it expires (none after). */
+  private async ttlOf(job: Job): Promise<number> {
+    if (!job.approvalId) return QUESTION_TTL_S;
+    const a = await this.deps.store.getApproval(job.approvalId).catch(() => undefined);
+    if (!a) return QUESTION_TTL_S;
+    return Math.min(QUESTION_TTL_S * 28, Math.max(0, Math.floor((Date.parse(a.expires_at) - this.now().getTime()) / 1000)));
   }
 
   private async send(s: PushSubscriptionRecord, job: Job, payload: string, ttl: number, keys: VapidKeys): Promise<void> {

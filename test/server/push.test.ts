@@ -155,7 +155,10 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       url: `/runs/${send.run_id}#card-${send.approval_id}`,
       tag: send.approval_id,
     });
-    for (const v of ['bob', 'Quarterly', 'secret', '41']) assert.ok(!second.includes(v), `no argument: ${v}`);
+    // (The ids in the link are random text: the short values are looked for where words are shown.)
+    const shown = `${JSON.parse(second).title} ${JSON.parse(second).body}`;
+    for (const v of ['bob', 'Quarterly', 'secret', '41']) assert.ok(!shown.includes(v), `no argument: ${v}`);
+    for (const v of ['example.com', 'Quarterly', 'secret figures']) assert.ok(!second.includes(v), `no argument anywhere: ${v}`);
 
     // Exactly one push a card to each: nothing more comes, and the dropped one got nothing more.
     await until('both cards audited as sent', async () => ((await audits(s, 'push_sent')).length >= 2 ? true : undefined));
