@@ -1,16 +1,22 @@
 /**
- * bench/startup: what a user waits for before Keel does anything — `keel --help`, `keel --version`
- * and a one-reply scripted `keel run` as whole processes — against bare `node -e 0` measured in the
- * same run, interleaved. Targets: --help within 60 ms of bare Node; a one-reply run (the bundled
- * plugins, as installed) within 150 ms. A run with a TypeScript plugin is reported beside it.
+ * bench/startup: what a user waits for before Keel does anything — `keel --help`, `keel --version`,
+ * a one-reply scripted `keel run` and a one-reply run against a local OpenAI-compatible server (the
+ * wire tests' fake gateway, test/support/fake-gateway.ts, in a process of its own) as whole
+ * processes — against bare `node -e 0` measured in the same run, interleaved. Targets: --help within
+ * 60 ms of bare Node; a one-reply scripted run (the bundled plugins, as installed) within 150 ms; a
+ * one-reply server run (pi-ai installed, as a provider needs) within 250 ms (issue 26). Reported
+ * beside them: a run with a TypeScript plugin; the server run with ai-tokenizer's token counts (on
+ * by default where it is installed, as in this repository); and what importing pi-ai costs by the
+ * route a provider run takes now (one API's module) and by its index (the route before).
  *
  *   node --import tsx bench/startup.ts [--reps 15] [--no-write]
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ScriptedReply } from '../test/support/fake-gateway.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'keel.js');
@@ -24,35 +30,82 @@ const script = join(home, 'script.yaml');
 writeFileSync(script, '- text: "Hello."\n');
 const env = { ...process.env, KEEL_HOME: home, KEEL_PLUGINS: '', KEEL_STORE: '', OTEL_EXPORTER_OTLP_ENDPOINT: '' };
 
-const cases: Record<string, string[]> = {
-  'node -e 0': ['-e', '0'],
-  'keel --version': [BIN, '--version'],
-  'keel --help': [BIN, '--help'],
+/**
+ * The fake gateway the wire tests use, in a process of its own (the runs are timed with spawnSync,
+ * which holds this one's event loop), with one "Hello." reply for each server run the bench makes.
+ */
+async function startGateway(replies: number): Promise<{ url: string; stop: () => void }> {
+  const reply: ScriptedReply = { text: 'Hello.' };
+  const code = `import { FakeGateway } from ${JSON.stringify(join(ROOT, 'test', 'support', 'fake-gateway.ts'))};
+    const g = await FakeGateway.start(Array.from({ length: ${replies} }, () => (${JSON.stringify(reply)})), { strict: true });
+    console.log(g.openaiBaseUrl);
+    process.stdin.on('end', () => g.close().then(() => process.exit(0))).resume();`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((res, rej) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d;
+      const line = out.split('\n')[0];
+      if (out.includes('\n')) res(line.trim());
+    });
+    child.once('exit', (c) => rej(new Error(`the fake gateway exited ${c} before it listened`)));
+  });
+  return { url, stop: () => child.stdin.end() };
+}
+
+interface Case {
+  args: string[];
+  env?: Record<string, string>;
+}
+/** The server runs use the gateway; the rest do not. */
+const SERVER_RUN = 'keel run (one reply, openai-compatible server)';
+const SERVER_RUN_COUNTED = 'keel run (one reply, server), token counts';
+const serverRuns = [SERVER_RUN, SERVER_RUN_COUNTED];
+const gateway = await startGateway((REPS + 2) * serverRuns.length);
+const serverSpec = `openai-compatible:fake-model@${gateway.url}`;
+const importCode = (code: string) => ['--input-type=module', '-e', code];
+
+const cases: Record<string, Case> = {
+  'node -e 0': { args: ['-e', '0'] },
+  'keel --version': { args: [BIN, '--version'] },
+  'keel --help': { args: [BIN, '--help'] },
   // What a user gets: the bundled reference plugins (compiled JavaScript, as installed).
-  'keel run (one scripted reply)': [BIN, 'run', '--model', `script:${script}`, 'hello'],
+  'keel run (one scripted reply)': { args: [BIN, 'run', '--model', `script:${script}`, 'hello'] },
   // For comparison: plugins written in TypeScript start tsx's loader (the test fixtures hold one).
-  'keel run, a TypeScript plugin': [
-    BIN,
-    'run',
-    '--model',
-    `script:${script}`,
-    '--plugins',
-    join(ROOT, 'test', 'fixtures', 'plugins'),
-    'hello',
-  ],
+  'keel run, a TypeScript plugin': {
+    args: [BIN, 'run', '--model', `script:${script}`, '--plugins', join(ROOT, 'test', 'fixtures', 'plugins'), 'hello'],
+  },
+  // A provider as a user who installed pi-ai has it: no ai-tokenizer, so no token counts (src/prompt/tokens.ts).
+  [SERVER_RUN]: { args: [BIN, 'run', '--model', serverSpec, 'hello'], env: { KEEL_COUNT_TOKENS: '0' } },
+  // The same with ai-tokenizer installed (this repository has it): each request's tokens are counted.
+  [SERVER_RUN_COUNTED]: { args: [BIN, 'run', '--model', serverSpec, 'hello'] },
+  // What importing pi-ai costs, alone: the route a provider run takes (src/models/provider.ts loadPi:
+  // one API's module and the registry and JSON repair it imports itself), and pi-ai's index.
+  'import pi-ai: openai-completions only': {
+    args: importCode(
+      `const i = import.meta.resolve('@mariozechner/pi-ai'); await Promise.all([import('@mariozechner/pi-ai/openai-completions'), import(new URL('./models.js', i).href), import(new URL('./utils/json-parse.js', i).href)]);`,
+    ),
+  },
+  'import pi-ai: its index (before)': { args: importCode(`await import('@mariozechner/pi-ai');`) },
 };
 const times: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
 /** Bare Node's start-up (median) on this kind of machine when the targets were set (bench/results, 2026-12). */
 const REFERENCE_NODE_MS = 62;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))];
+const median = (xs: number[]) => quantile(xs, 0.5);
 
 try {
   for (let rep = 0; rep < REPS + 2; rep++) {
-    for (const [name, args] of Object.entries(cases)) {
+    for (const [name, c] of Object.entries(cases)) {
       const t0 = process.hrtime.bigint();
-      const r = spawnSync(process.execPath, args, { env, encoding: 'utf8' });
+      const r = spawnSync(process.execPath, c.args, { env: { ...env, ...c.env }, cwd: ROOT, encoding: 'utf8' });
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       if (r.status !== 0) throw new Error(`${name} exited ${r.status}: ${r.stderr}`);
+      if (serverRuns.includes(name) && !r.stdout.includes('Hello.'))
+        throw new Error(`${name} did not print the server's reply: ${r.stdout}`);
       if (rep >= 2) times[name].push(ms); // two warm-up rounds (the OS file cache)
     }
   }
@@ -61,20 +114,23 @@ try {
   const node = times['node -e 0'];
   const base = median(node);
   const rows = Object.entries(times).map(([name, xs]) => {
-    const over = median(xs.map((x, i) => x - node[i]));
+    const paired = xs.map((x, i) => x - node[i]);
+    const over = median(paired);
     return {
       name,
       median_ms: median(xs),
+      p90_ms: quantile(xs, 0.9),
       min_ms: Math.min(...xs),
       over_node_ms: over,
+      over_node_p90_ms: quantile(paired, 0.9),
       // The same, in units of bare Node's start-up now: comparable across a machine's fast and slow phases.
       over_node_in_node_starts: over / base,
     };
   });
-  console.log('case                                median ms    min ms   over bare node (paired)   in node starts');
+  console.log(`${'case'.padEnd(46)} median ms    p90 ms    min ms   over bare node (paired: median, p90)   in node starts`);
   for (const r of rows)
     console.log(
-      `${r.name.padEnd(34)} ${r.median_ms.toFixed(1).padStart(9)} ${r.min_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)} ms ${r.over_node_in_node_starts.toFixed(2).padStart(20)}`,
+      `${r.name.padEnd(46)} ${r.median_ms.toFixed(1).padStart(9)} ${r.p90_ms.toFixed(1).padStart(9)} ${r.min_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)} ms ${r.over_node_p90_ms.toFixed(1).padStart(9)} ms ${r.over_node_in_node_starts.toFixed(2).padStart(20)}`,
     );
   const row = (name: string) => rows.find((r) => r.name === name);
   // The targets were set in milliseconds when bare Node started in REFERENCE_NODE_MS on this kind of
@@ -86,7 +142,11 @@ try {
     const scaled = (r?.over_node_in_node_starts ?? Number.NaN) * REFERENCE_NODE_MS;
     return `${what} within ${limit} ms of bare Node: ${ms <= limit ? 'MEETS' : 'MISSES'} as measured (${ms.toFixed(1)} ms, bare Node ${base.toFixed(1)} ms); ${scaled <= limit ? 'MEETS' : 'MISSES'} scaled to a ${REFERENCE_NODE_MS} ms bare Node (${scaled.toFixed(1)} ms)`;
   };
-  const targets = [judge('--help', 'keel --help', 60), judge('a one-reply scripted run', 'keel run (one scripted reply)', 150)];
+  const targets = [
+    judge('--help', 'keel --help', 60),
+    judge('a one-reply scripted run', 'keel run (one scripted reply)', 150),
+    judge('a one-reply run against a local OpenAI-compatible server', SERVER_RUN, 250),
+  ];
   for (const t of targets) console.log(t);
   if (!process.argv.includes('--no-write')) {
     writeFileSync(
@@ -95,5 +155,6 @@ try {
     );
   }
 } finally {
+  gateway.stop();
   rmSync(home, { recursive: true, force: true });
 }
