@@ -411,7 +411,8 @@ class McpSession {
     if (!entry) return 'Cancelled by the client.';
     const card = entry.card;
     const cancel = (async () => {
-      if (!card) return 'Cancelled by the client before anything ran.';
+      // Not waiting on a card: asking by elicitation (nothing ran), or already running (told to stop).
+      if (!card) return 'Cancelled by the client while it was not waiting on a card: a call already running was told to stop.';
       try {
         const a = await recordApprovalAnswer(this.store, card, 'reject', this.who.actor, TASK_CANCELLED);
         return a.status === 'expired'

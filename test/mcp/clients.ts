@@ -104,7 +104,7 @@ export const cards = async (home: string, status?: string) =>
   json<Card[]>(await keel(['approvals', 'list', ...(status ? ['--status', status] : []), '--json'], { KEEL_HOME: home }));
 
 /** Waits until `check` holds (a few seconds at most), returning its last value. */
-export async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean, tries = 200, everyMs = 50): Promise<T> {
+export async function until<T>(what: string, read: () => Promise<T>, check: (v: T) => boolean, tries = 600, everyMs = 50): Promise<T> {
   let v = await read();
   for (let i = 0; i < tries && !check(v); i++) {
     await new Promise((r) => setTimeout(r, everyMs));
