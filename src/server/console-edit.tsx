@@ -258,8 +258,9 @@ export const BatchCheck: FC<{ id: string; title: string }> = ({ id, title }) => 
 
 /** A8: the inbox's batch bar: approve or reject the selected cards (and every card of the chosen runs) in one action. */
 export const BatchForm: FC<{ csrf: string; runs: { id: string; count: number }[] }> = ({ csrf, runs }) => (
-  <form method="post" action="/approvals/answer" id="batch" class="batch">
+  <form method="post" action="/approvals/answer" id="batch" class="batch" aria-label="Answer the selected cards">
     <input type="hidden" name="csrf" value={csrf} />
+    <p class="meta">Tick Select on the cards below to answer them together: each is answered on its own, once.</p>
     {runs.map((r) => (
       <label class="check">
         <input type="checkbox" name={`run.${r.id}`} value="1" /> {`All ${r.count} from run ${r.id}`}

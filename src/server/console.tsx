@@ -9,7 +9,7 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
-import type { Keel } from '../keel/keel.js';
+import { isMcpSession, type Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store, ToolSpec } from '../types/index.js';
@@ -451,9 +451,17 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     const out = new Map<string, ReadonlyMap<string, ToolSpec>>();
     for (const a of cards) {
       const run = await store.loadRun(a.run_id);
-      if (!run) continue;
+      // An MCP session's card: its client made the call, and its arguments are not the owner's to change (A7).
+      if (!run || isMcpSession(run)) continue;
       const key = JSON.stringify(run.plugin_dirs);
-      if (!byDirs.has(key)) byDirs.set(key, await keel.registry(run.plugin_dirs).then((r) => r.byName, () => undefined));
+      if (!byDirs.has(key))
+        byDirs.set(
+          key,
+          await keel.registry(run.plugin_dirs).then(
+            (r) => r.byName,
+            () => undefined,
+          ),
+        );
       const tools = byDirs.get(key);
       if (tools) out.set(a.id, tools);
     }
@@ -485,9 +493,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
         <h1>Inbox</h1>
         <section aria-labelledby="h-cards">
           <h2 id="h-cards">Waiting for approval ({pending.length})</h2>
-          {batch && (
-            <BatchForm csrf={csrf} runs={[...perRun].filter(([, n]) => n > 1).map(([id, count]) => ({ id, count }))} />
-          )}
+          {batch && <BatchForm csrf={csrf} runs={[...perRun].filter(([, n]) => n > 1).map(([id, count]) => ({ id, count }))} />}
           {pending.length ? (
             pending.map((a) => <Card a={a} canAnswer={can} csrf={csrf} tools={tools.get(a.id)} batch={batch} />)
           ) : (
@@ -681,7 +687,9 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
             <pre class="answer-text">{run.answer}</pre>
           </section>
         )}
-        {pendingCard?.status === 'pending' && <Card a={pendingCard} canAnswer={can} csrf={csrf} tools={can ? registry?.byName : undefined} />}
+        {pendingCard?.status === 'pending' && (
+          <Card a={pendingCard} canAnswer={can} csrf={csrf} tools={can && !isMcpSession(run) ? registry?.byName : undefined} />
+        )}
         {run.pause?.kind === 'ask_user' && <Question run={run} canAnswer={can} csrf={csrf} />}
         <section aria-labelledby="h-calls">
           <h2 id="h-calls">Calls</h2>
@@ -704,6 +712,13 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
                     </td>
                     <td data-label="Arguments">
                       <code>{JSON.stringify(r.args)}</code>
+                      {r.edited_from && (
+                        // A7: the owner changed the call on its card: what the model asked for, and who changed it.
+                        <p class="edited">
+                          {`edited by ${r.edited_by ?? 'the approver'}; the model asked `}
+                          <code>{JSON.stringify(r.edited_from)}</code>
+                        </p>
+                      )}
                     </td>
                     <td data-label="Result">
                       <pre>{r.result}</pre>

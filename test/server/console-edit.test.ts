@@ -111,6 +111,8 @@ for (const size of SIZES) {
     assert.equal(step.edited_by, 'ana-phone');
     // The run page shows the card as edited, by whom.
     await page.goto(`${s.url}/runs/${a.run_id}`);
+    const row = (await page.locator('table.calls tr', { hasText: 'send_email' }).textContent()) ?? '';
+    assert.match(row, new RegExp(`carol-${size.name}@example\\.com[\\s\\S]*edited by ana-phone; the model asked \\{"to":"bob@example\\.com","subject":"Hi"\\}`));
     await page.close();
   });
 
