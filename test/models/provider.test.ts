@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import * as PiAi from '@mariozechner/pi-ai';
 import { getModel } from '@mariozechner/pi-ai';
 import { createModel } from '../../src/models/index.js';
-import { ollamaBaseUrl } from '../../src/models/provider.js';
+import { loadPi, ollamaBaseUrl } from '../../src/models/provider.js';
 import { type AssistantReply, ModelError, type ModelEvent, type ModelRequest } from '../../src/models/types.js';
 import type { Message, ToolDeclaration } from '../../src/types/index.js';
 import { declaredTools, FakeGateway, history, type ScriptedReply } from '../support/fake-gateway.js';
@@ -49,6 +50,22 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((r) => s.close(() => r()));
   return port;
 }
+
+test("P1: a provider run's parts of pi-ai are pi-ai's own: its API module's stream function, the registry and JSON repair its index exports", async () => {
+  const subpaths = {
+    'openai-completions': (await import('@mariozechner/pi-ai/openai-completions')).streamOpenAICompletions,
+    'anthropic-messages': (await import('@mariozechner/pi-ai/anthropic')).streamAnthropic,
+    'google-generative-ai': (await import('@mariozechner/pi-ai/google')).streamGoogle,
+  } as const;
+  for (const [api, stream] of Object.entries(subpaths)) {
+    const parts = await loadPi(api as keyof typeof subpaths, 'the test');
+    assert.equal(parts.stream, stream, api);
+    // The same module instances the index re-exports, not copies: one registry, one repair.
+    assert.equal(parts.getModels, PiAi.getModels, api);
+    assert.equal(parts.parseJsonWithRepair, PiAi.parseJsonWithRepair, api);
+    assert.equal(await loadPi(api as keyof typeof subpaths, 'the test'), parts, `${api}: loaded once`);
+  }
+});
 
 describe('model specs (P1)', () => {
   test('a missing API key is a ModelError naming the variable', async () => {
