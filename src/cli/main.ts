@@ -484,7 +484,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       cmd.option('--allow-writes', 'a plan or goal: also let the confirm-once writes made while carrying it out run without asking');
       cmd.option(
         '--args <json>',
-        'run the card\'s call with these arguments instead (A7): a JSON object; a card of several calls takes {"CALL_ID": {...}}',
+        'run the card\'s call with these arguments instead, checked as the model’s are: a JSON object; a card of several calls takes {"CALL_ID": {...}}',
       );
     }
     cmd.action(async (ids: string[], o: { reason?: string; as?: string; allowWrites?: boolean; args?: string; run?: string } & Shown) => {
