@@ -3,12 +3,16 @@
  * many cards in one action (A8) — through the library, the one path every surface takes.
  */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import { Keel } from '../../src/keel/keel.js';
+import { PostgresStore } from '../../src/store/postgres.js';
 import { defineTool } from '../../src/tools/define.js';
 import { KeelError } from '../../src/util/errors.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
 import { assertPaired, Harness } from '../support/keel.js';
+import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+
+after(() => dropSchemas());
 
 const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
 const refusal = (field: RegExp) => (err: unknown) => err instanceof KeelError && err.code === 'bad_input' && field.test(err.message);
@@ -171,4 +175,22 @@ test('A8: two answers at once to one card — one wins, the other is a conflict;
   const a = (await h.keel.listApprovals({ run_id: r.run_id }))[0];
   assert.deepEqual(trashed(h.home), [`trash_email ${JSON.stringify(a.items[0].args)}`]);
   assert.equal(a.items[0].edited_by, a.answered_by);
+});
+
+test('A7 (postgres): the edited calls are stored with the answer in one update, and the run takes them from the store', async (t) => {
+  const home = tempHome();
+  const store = new PostgresStore(withSchema(await testPgUrl(), freshSchema()));
+  const keel = new Keel({ home, store });
+  t.after(() => keel.close());
+  const model = script(home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Done.' }]);
+  const r = await keel.run('trash the deals mail', { model, pluginDirs: [FIXTURES] });
+  const id = r.approval?.id ?? '';
+  await assert.rejects(keel.approve(id, { actor: 'ana', arguments: { ids: ['m9'] } }), refusal(/no email with id m9/));
+  assert.deepEqual((await store.getApproval(id))?.items[0].args, { ids: ['m1'] }, 'a refused edit stores nothing');
+  const done = await keel.approve(id, { actor: 'ana', arguments: { ids: ['m2'] } });
+  assert.equal(done.status, 'done');
+  const a = await store.getApproval(id);
+  assert.deepEqual(a?.items[0].args, { ids: ['m2'] });
+  assert.deepEqual(a?.items[0].original_args, { ids: ['m1'] });
+  assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}']);
 });
