@@ -642,6 +642,23 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     );
   });
 
+  test(`${name}: A7 answerApproval with items stores the owner's edited calls in the same update; a conflict stores none`, async (t) => {
+    const store = await fresh(t);
+    await store.createApproval(approval('ap-e', 'run-1', 0));
+    const before = (await store.getApproval('ap-e'))?.items ?? [];
+    const edited = before.map((i) => ({ ...i, args: { ids: ['m9'], note: 'nul-free \u00e9' }, original_args: i.args, edited_by: 'ana' }));
+    assert.equal(await store.answerApproval('ap-e', 'approved', 'ana', null, at(5), false, edited), true);
+    const a = await store.getApproval('ap-e');
+    assert.equal(a?.status, 'approved');
+    assert.deepEqual(a?.items, edited);
+    const other = edited.map((i) => ({ ...i, args: { ids: ['m1'] }, edited_by: 'bob' }));
+    assert.equal(await store.answerApproval('ap-e', 'approved', 'bob', null, at(6), false, other), false, 'a second answer: conflict');
+    assert.deepEqual((await store.getApproval('ap-e'))?.items, edited, 'the conflict stored no items');
+    await store.createApproval(approval('ap-f', 'run-1', 1));
+    assert.equal(await store.answerApproval('ap-f', 'approved', 'ana', null, at(7)), true);
+    assert.deepEqual((await store.getApproval('ap-f'))?.items, before, 'no items given: the card keeps its calls');
+  });
+
   test(`${name}: S4/A3 audit rows are listed by subject and all, in insertion order`, async (t) => {
     const store = await fresh(t);
     assert.deepEqual(await store.listAudit(), []);
