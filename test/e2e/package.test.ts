@@ -82,4 +82,14 @@ test('the installed Keel has none of the optional packages, nor a compiler; what
   const otlp = keel(['run', '--model', reply, 'hi'], { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:1' });
   assert.equal(otlp.status, 2, otlp.stdout + otlp.stderr);
   assert.ok(otlp.stderr.includes(installCommand('@opentelemetry/sdk-trace-base')), otlp.stderr);
+
+  // S7: push turned on without web-push: the server does not start (it would not stay silent).
+  const push = spawnSync(bin, ['serve', '--port', '0'], {
+    cwd: project,
+    env: { ...env, KEEL_PUSH_SUBJECT: 'mailto:ops@example.com' },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  assert.equal(push.status, 2, push.stdout + push.stderr);
+  assert.ok(push.stderr.includes(installCommand('web-push')), push.stderr);
 });
