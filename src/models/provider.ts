@@ -199,14 +199,15 @@ const PI_AI = '@mariozechner/pi-ai';
  * that module and the one SDK it needs, not pi-ai's index, which also loads TypeBox and its compiler
  * for tool validation Keel does itself (~0.5 s on 2 cores: bench/startup, issue 26).
  */
-async function apiStream(api: PiApi): Promise<Pi['stream']> {
+async function apiStream(api: PiApi, what: string): Promise<Pi['stream']> {
   switch (api) {
     case 'openai-completions':
-      return (await import('@mariozechner/pi-ai/openai-completions')).streamOpenAICompletions as Pi['stream'];
+      return (await optionalImport(PI_AI, what, () => import('@mariozechner/pi-ai/openai-completions')))
+        .streamOpenAICompletions as Pi['stream'];
     case 'anthropic-messages':
-      return (await import('@mariozechner/pi-ai/anthropic')).streamAnthropic as Pi['stream'];
+      return (await optionalImport(PI_AI, what, () => import('@mariozechner/pi-ai/anthropic'))).streamAnthropic as Pi['stream'];
     case 'google-generative-ai':
-      return (await import('@mariozechner/pi-ai/google')).streamGoogle as Pi['stream'];
+      return (await optionalImport(PI_AI, what, () => import('@mariozechner/pi-ai/google'))).streamGoogle as Pi['stream'];
   }
 }
 
@@ -215,7 +216,7 @@ async function apiStream(api: PiApi): Promise<Pi['stream']> {
  * the index's own files (dist/models.js, dist/utils/json-parse.js, which the provider modules import
  * themselves: the same module instances). Should a pi-ai release move them, the index is loaded instead.
  */
-async function piHelpers(): Promise<Omit<PiParts, 'stream'>> {
+async function piHelpers(what: string): Promise<Omit<PiParts, 'stream'>> {
   try {
     const index = import.meta.resolve(PI_AI);
     const [models, json] = await Promise.all([
@@ -228,7 +229,7 @@ async function piHelpers(): Promise<Omit<PiParts, 'stream'>> {
   } catch {
     // moved or renamed: the index has them
   }
-  const pi = await import('@mariozechner/pi-ai');
+  const pi = await optionalImport(PI_AI, what, () => import('@mariozechner/pi-ai'));
   return { getModels: pi.getModels, parseJsonWithRepair: pi.parseJsonWithRepair };
 }
 
@@ -242,7 +243,7 @@ export function loadPi(api: PiApi, what: string): Promise<PiParts> {
   let parts = loaded.get(api);
   if (!parts) {
     parts = optionalImport(PI_AI, what, async () => {
-      const [stream, helpers] = await Promise.all([apiStream(api), piHelpers()]);
+      const [stream, helpers] = await Promise.all([apiStream(api, what), piHelpers(what)]);
       return { stream, ...helpers };
     });
     // A failed load (pi-ai not installed yet) is tried again next time.
