@@ -148,7 +148,7 @@ export const ICON_BLUE = [0x0b, 0x5c, 0xad];
 export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#0b5cad"/><path fill="#fff" d="${ICON_SHAPES.map((p) => `M${p.map(([x, y]) => `${x} ${y}`).join('L')}Z`).join('')}"/></svg>`;
 
 /** Inside a convex polygon (either winding). */
-export function inside(poly: [number, number][], x: number, y: number): boolean {
+function inside(poly: [number, number][], x: number, y: number): boolean {
   let sign = 0;
   for (let i = 0; i < poly.length; i++) {
     const [ax, ay] = poly[i];
