@@ -36,10 +36,17 @@ form.answer, form.start, form.mode, form.filters { display:flex; flex-wrap:wrap;
 form.login { display:flex; flex-direction:column; gap:.9rem; max-width:24rem; margin:8vh auto 0; padding:1.2rem; border:1px solid var(--line); border-radius:10px; }
 form.login h1 { margin:0; } form.login input { width:100%; min-width:0; } form.login button { width:100%; background:var(--accent); color:#fff; border-color:var(--accent); }
 label { display:flex; flex-direction:column; gap:.2rem; font-size:.92rem; }
-label.check { flex-direction:row; align-items:center; }
-input[type=text], input[type=password], textarea, select { font:inherit; font-size:1rem; padding:.45rem .5rem; border:1px solid var(--line); border-radius:6px; min-width:14rem; max-width:100%; }
+label.check { flex-direction:row; align-items:center; gap:.45rem; min-height:2rem; }
+label.check input { width:1.15rem; height:1.15rem; margin:0; }
+input[type=text], input[type=password], input[type=number], input[type=url], input[type=email], textarea, select { font:inherit; font-size:1rem; padding:.45rem .5rem; border:1px solid var(--line); border-radius:6px; min-width:14rem; max-width:100%; }
 textarea { min-height:4rem; width:28rem; }
 button { font:inherit; padding:.5rem .9rem; border-radius:6px; border:1px solid var(--line); background:#f6f8fa; cursor:pointer; min-height:2.6rem; }
+form.batch { display:flex; flex-wrap:wrap; gap:.6rem; align-items:flex-end; padding:.7rem .9rem; margin:.7rem 0; border:1px solid var(--line); border-radius:8px; background:#f6f8fa; }
+form.batch .meta, form.batch label.check { flex-basis:100%; margin:0; }
+details.edit { margin-top:.6rem; } details.edit summary { cursor:pointer; color:var(--accent); min-height:2rem; }
+details.edit fieldset { border:1px solid var(--line); border-radius:6px; padding:.4rem .8rem .6rem; margin:.4rem 0 .6rem; min-width:0; }
+details.edit legend { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:.88rem; padding:0 .3rem; }
+.field { display:flex; flex-direction:column; gap:.2rem; margin:.4rem 0; } textarea.json { width:100%; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:.88rem; }
 button.approve { background:var(--ok); color:#fff; border-color:var(--ok); }
 button.reject { background:#fff; color:var(--bad); border-color:var(--bad); }
 .buttons { display:flex; gap:.5rem; }
@@ -59,8 +66,8 @@ td pre { max-height:12rem; overflow:auto; }
   header { gap:.6rem; padding:.4rem .6rem; } header nav { gap:.6rem; } header .role { display:none; } header .name { font-size:.85rem; min-width:0; }
   header:has(nav) .brand .word { position:absolute; width:1px; height:1px; overflow:hidden; clip-path:inset(50%); }
   header button { padding:.3rem .55rem; font-size:.9rem; }
-  main { padding:.6rem; } textarea, input[type=text], input[type=password], select { width:100%; min-width:0; }
-  form.answer label, form.start label { flex:1 1 100%; }
+  main { padding:.6rem; } textarea, input[type=text], input[type=password], input[type=number], input[type=url], input[type=email], select { width:100%; min-width:0; }
+  form.answer label, form.start label, form.batch label { flex:1 1 100%; }
   form.login { margin-top:1rem; border:0; padding:.4rem 0; }
   table, tbody { display:block; width:100%; } thead { display:none; }
   tr { display:flex; flex-wrap:wrap; gap:.1rem 1rem; border-bottom:1px solid var(--line); padding:.45rem 0; }
