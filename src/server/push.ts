@@ -63,9 +63,9 @@ export const CONFIRM_TITLE = 'A run waits for your yes or no';
 export const QUESTION_BODY = 'Answer it in Keel.';
 
 /** The body of `POST /v1/push/subscriptions`: a browser's `PushSubscription.toJSON()`, and a label. */
-export const PushSubscribeBody = z.object({
+export const PushSubscribeBody = z.strictObject({
   endpoint: z.string().min(1).max(MAX_ENDPOINT_CHARS),
-  keys: z.object({ p256dh: z.string().min(1).max(200), auth: z.string().min(1).max(100) }),
+  keys: z.strictObject({ p256dh: z.string().min(1).max(200), auth: z.string().min(1).max(100) }),
   /** Sent by browsers; not kept. */
   expirationTime: z.number().nullable().optional(),
   label: z.string().max(MAX_LABEL_CHARS).optional(),

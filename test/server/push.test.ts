@@ -231,6 +231,24 @@ test('S7: push off without KEEL_PUSH_SUBJECT — the API and the Notifications p
   assert.equal(r.status, 422);
   assert.match(r.body.detail, /KEEL_PUSH_SUBJECT/);
   assert.equal(await s.srv.keel.store?.pushKeys(), undefined, 'no key made while push is off');
+
+  // The Notifications page, logged in as a browser would: it says the same, and offers no button.
+  const login = await fetch(`${s.url}/login`);
+  const nonce = /keel_login=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')?.[1] ?? '';
+  const posted = await fetch(`${s.url}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: `keel_login=${nonce}` },
+    body: new URLSearchParams({ csrf: nonce, token: s.approver }).toString(),
+  });
+  const cookie = posted.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .find((c) => !c.startsWith('keel_login=') && !c.endsWith('='));
+  const page = await (await fetch(`${s.url}/push`, { headers: { cookie: cookie ?? '' } })).text();
+  assert.match(page, /Web Push is off on this server: start keel serve with KEEL_PUSH_SUBJECT=/);
+  assert.doesNotMatch(page, /data-push-key/);
+  assert.equal(await s.srv.keel.store?.pushKeys(), undefined);
 });
 
 test('S7: subscriptions — endpoints must be push services, keys must be keys, and a token holds at most MAX_SUBSCRIPTIONS_PER_OWNER', async (t) => {
@@ -257,6 +275,7 @@ test('S7: subscriptions — endpoints must be push services, keys must be keys, 
   assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh.slice(0, 40), auth: keys.auth })).status, 400);
   assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh, auth: 'AAAA' })).status, 400);
   assert.equal((await sub('https://push.example.com/a', { p256dh: keys.p256dh })).status, 400);
+  assert.equal((await sub('https://push.example.com/a', { ...keys, extra: 1 })).status, 400, 'nothing but the keys');
   for (let i = 0; i < MAX_SUBSCRIPTIONS_PER_OWNER; i++) assert.equal((await sub(`https://push.example.com/s${i}`)).status, 201);
   const full = await sub('https://push.example.com/one-more');
   assert.equal(full.status, 409);
