@@ -1,4 +1,3 @@
-import { validateProblem } from '../loop/pipeline.js';
 import type { ApprovalItem, ApprovalRecord, Store, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { canonicalJson } from '../util/json.js';
@@ -31,6 +30,8 @@ function journal(
 export interface ApprovalEdit {
   arguments: Record<string, unknown>;
   tool: (name: string) => ToolSpec | undefined;
+  /** The plugin's `validate` as the loop runs it before a card is made: its problem with the call, if any. */
+  validate: (tool: ToolSpec, args: Record<string, unknown>) => Promise<string | undefined>;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -81,7 +82,7 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     const copy = JSON.parse(JSON.stringify(args)) as Record<string, unknown>;
     const schema = tool.checkArgs(copy);
     if (schema) throw new KeelError('bad_input', `${where}: do not fit ${item.tool}'s parameters: ${schema}`);
-    const problem = await validateProblem(tool, copy);
+    const problem = await edit.validate(tool, copy);
     if (problem) throw new KeelError('bad_input', `${where}: ${item.tool} refuses them: ${problem}`);
     changed = true;
     items.push({

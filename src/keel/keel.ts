@@ -5,6 +5,7 @@ import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
+import { validateProblem } from '../loop/pipeline.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -113,7 +114,7 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   /** For a plan or goal card (`card.offers_write_consent`): its confirm-once writes may also run without asking. */
   consentWrites?: boolean;
   /**
-   * A7: approve the call with these arguments instead of the model's: for a card with one call, its
+   * Approve the call with these arguments instead of the model's: for a card with one call, its
    * arguments; for several, `{ "<call_id>": {...} }`. Checked against the tool's JSON Schema and by
    * its `validate` (refused: bad_input naming the field, the card stays pending); exactly the edited
    * call runs, once.
@@ -121,7 +122,7 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   arguments?: Record<string, unknown>;
 }
 
-/** A8: one card of a batch answer: answered (or found expired), or why not — the others went on. */
+/** One card of a batch answer: answered (or found expired), or why not — the others went on. */
 export interface BatchAnswer {
   id: string;
   /** `error`: the answer is recorded but the run could not go on (the message says how to carry it on). */
@@ -138,7 +139,7 @@ export interface ApprovalAnswer {
   actor: string;
   reason?: string | null;
   consentWrites?: boolean;
-  /** A7: approve the call with these arguments instead (see ApprovalOptions.arguments). */
+  /** Approve the call with these arguments instead (see ApprovalOptions.arguments). */
   arguments?: Record<string, unknown>;
 }
 
@@ -151,7 +152,7 @@ export interface PauseResponder {
   answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
   /**
    * A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run.
-   * Asked again with `refused` when the approver's edit of the arguments was refused (A7): the card is still pending.
+   * Asked again with `refused` when the approver's edit of the arguments was refused: the card is still pending.
    */
   decide(approval: { id: string; card: ApprovalCard; refused?: string }): Promise<ApprovalAnswer | undefined>;
 }
@@ -593,7 +594,7 @@ export class Keel {
   }
 
   /**
-   * A8: answers several cards in one action — each through `answerApproval`, on its own and once
+   * Answers several cards in one action — each through `answerApproval`, on its own and once
    * (audited each), in the order given; a card answered meanwhile (or unknown, or refused) is
    * reported as such and the others proceed. `run` adds every pending card of that run. The legs
    * returned are the runs' continuations, to be driven (or queued) by the caller.
@@ -623,7 +624,7 @@ export class Keel {
     return out;
   }
 
-  /** A7: an edit is checked against the tools of the card's run (its pool: plugins and app tools). */
+  /** An edit is checked against the tools of the card's run (its pool: plugins and app tools). */
   private async editOf(id: string, o: ApprovalOptions): Promise<ApprovalEdit | undefined> {
     const card = await this.requireStore().getApproval(id);
     if (!card) return undefined; // not_found, said by recordApprovalAnswer
@@ -637,7 +638,7 @@ export class Keel {
     }
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs;
     const { registry } = await this.registries.forRun(dirs, this.appTools(this.kept(run.id, o).tools));
-    return { arguments: o.arguments as Record<string, unknown>, tool: (name) => registry.byName.get(name) };
+    return { arguments: o.arguments as Record<string, unknown>, tool: (name) => registry.byName.get(name), validate: validateProblem };
   }
 
   /** The answer is stored whatever happens next: an error after it says so, and how to carry the run on. */

@@ -149,7 +149,7 @@ export async function prepareApproval(callId: string, tool: ToolSpec, args: Reco
   return { kind: 'approval', item: { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) } };
 }
 
-/** The plugin's own `validate`: its problem with the call, if any (a validate that throws is one). A7 checks an owner's edit with it. */
+/** The plugin's own `validate`: its problem with the call, if any (a validate that throws is one); an owner's edit is checked with it too (A7). */
 export async function validateProblem(tool: ToolSpec, args: Record<string, unknown>): Promise<string | undefined> {
   if (!tool.validate) return undefined;
   try {

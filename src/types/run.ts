@@ -72,9 +72,9 @@ export interface CallRecord {
   decision?: 'yes' | 'no';
   /** On an approved submit_plan/submit_goal, the approver let its confirm-once writes run unasked. */
   consent_writes?: true;
-  /** A7: the owner changed the arguments before approving: the model's (`args` holds what ran). */
+  /** The owner changed the arguments before approving: the model's (`args` holds what ran). */
   edited_from?: Record<string, unknown>;
-  /** A7: who changed them. */
+  /** Who changed them. */
   edited_by?: string;
 }
 
@@ -122,12 +122,12 @@ export interface PendingResult {
 export interface ApprovalItem {
   call_id: string;
   tool: string;
-  /** The call's arguments: the model's, or the owner's edit once approved with one (A7). */
+  /** The call's arguments: the model's, or the owner's edit once approved with one. */
   args: Record<string, unknown>;
   card: CardText;
-  /** A7: the owner changed the arguments before approving: what the model asked for. */
+  /** The owner changed the arguments before approving: what the model asked for. */
   original_args?: Record<string, unknown>;
-  /** A7: who changed them (the approver). */
+  /** Who changed them (the approver). */
   edited_by?: string;
 }
 

@@ -143,7 +143,7 @@ export interface ApprovalStore {
   listApprovals(filter?: { status?: ApprovalStatus; run_id?: string }): Promise<ApprovalRecord[]>;
   /**
    * Moves a pending approval to a final status. False when it was no longer pending (conflict).
-   * `items`, when given (A7: the owner edited a call's arguments), replace the card's calls in the same update.
+   * `items`, when given (the owner edited a call's arguments), replace the card's calls in the same update.
    */
   answerApproval(
     id: string,

@@ -27,7 +27,7 @@ export interface Declaration {
   contract_modes: 'declare' | 'hide';
   /** Calling it again with the same arguments changes nothing more (an MCP client is told so). */
   idempotent?: boolean;
-  /** A7: false forbids the owner to change a call's arguments on its card (default: editable). */
+  /** False forbids the owner to change a call's arguments on its card (default: editable). */
   editable?: boolean;
 }
 
@@ -84,7 +84,7 @@ export interface DeclarationFields {
   undo?: string;
   /** Calling it again with the same arguments changes nothing more (told to MCP clients). */
   idempotent?: boolean;
-  /** A7: false forbids the owner to change a call's arguments on its approval card (default true). */
+  /** False forbids the owner to change a call's arguments on its approval card (default true). */
   editable?: boolean;
   /** Not for reads: in Plan and Goal modes, stay offered but labelled unavailable (`declare`) or be left out (`hide`, the default). */
   contract_modes?: 'declare' | 'hide';
