@@ -314,7 +314,10 @@ export class SqliteStore implements Store {
   }
 
   private lostError(runId: string): KeelError {
-    return new KeelError('conflict', `run ${runId} was taken over by ${this.lost.get(runId) ?? 'another process'}: this process lost its lease`);
+    return new KeelError(
+      'conflict',
+      `run ${runId} was taken over by ${this.lost.get(runId) ?? 'another process'}: this process lost its lease`,
+    );
   }
 
   /** This process holds a run: its lease is renewed (every third of its length) until the run pauses or ends. */

@@ -83,7 +83,7 @@ for (const [name, open] of STORES) {
   });
 
   test(`${name}: C7 a switch back to Agent made through another Keel lets the next step's write run`, async (t) => {
-    const { home, a, b, stamped } = await twoKeels(t, open, 'agent');
+    const { home, a, stamped } = await twoKeels(t, open, 'agent');
     const model = script(home, [
       { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
       { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'memo' } }] },

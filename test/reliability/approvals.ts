@@ -64,8 +64,17 @@ function cliAnswer(env: Record<string, string>, id: string, decision: 'approve' 
 }
 
 async function httpAnswer(who: string, url: string, token: string, id: string, decision: 'approve' | 'reject'): Promise<Answer> {
-  const r = await call(url, 'POST', `/v1/approvals/${id}`, { token, body: { decision, reason: decision === 'reject' ? `no (${who})` : undefined } });
-  return { who, decision, won: r.status === 200, conflict: r.status === 409, detail: `${r.status} ${JSON.stringify(r.body).slice(0, 200)}` };
+  const r = await call(url, 'POST', `/v1/approvals/${id}`, {
+    token,
+    body: { decision, reason: decision === 'reject' ? `no (${who})` : undefined },
+  });
+  return {
+    who,
+    decision,
+    won: r.status === 200,
+    conflict: r.status === 409,
+    detail: `${r.status} ${JSON.stringify(r.body).slice(0, 200)}`,
+  };
 }
 
 /** What server A, server B and the CLI answer, card by card in turn: all approve, all reject, or they disagree. */
@@ -116,17 +125,19 @@ export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<
       const runs: { run: string; card: string; subject: string }[] = [];
       for (let i = 0; i < cards; i++) {
         const subject = `${st.name} note ${i + 1}`;
-        const model = script(home, [
-          { tool_calls: [{ id: `e${i}`, name: 'send_email', args: { to: 'ana', subject } }] },
-          { text: `Sent ${subject}.` },
-        ] as never, `card-${i}.yaml`);
+        const model = script(
+          home,
+          [{ tool_calls: [{ id: `e${i}`, name: 'send_email', args: { to: 'ana', subject } }] }, { text: `Sent ${subject}.` }] as never,
+          `card-${i}.yaml`,
+        );
         const r = await call(a.url, 'POST', '/v1/runs', { token, body: { request: 'send the email to ana', model } });
         if (r.status !== 202) throw new Error(`POST /v1/runs: ${r.status} ${JSON.stringify(r.body)}`);
         const run = r.body.run_id as string;
         const card = await poll(`run ${run}'s card`, async () => {
           const v = await call(a.url, 'GET', `/v1/runs/${run}`, { token });
           if (v.body?.status === 'paused' && v.body.approval?.id) return v.body.approval.id as string;
-          if (v.body?.status === 'done' || v.body?.status === 'failed') throw new Error(`run ${run} ended without a card: ${JSON.stringify(v.body).slice(0, 300)}`);
+          if (v.body?.status === 'done' || v.body?.status === 'failed')
+            throw new Error(`run ${run} ended without a card: ${JSON.stringify(v.body).slice(0, 300)}`);
           return undefined;
         });
         runs.push({ run, card, subject });

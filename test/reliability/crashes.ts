@@ -318,7 +318,10 @@ const HUNG_SCRIPT = [
 
 /** How to start a process under another host name, if this machine lets us (root, or user namespaces). */
 function otherHostPrefix(): string[] | undefined {
-  for (const prefix of [['unshare', '-u'], ['unshare', '-r', '-u']]) {
+  for (const prefix of [
+    ['unshare', '-u'],
+    ['unshare', '-r', '-u'],
+  ]) {
     const r = spawnSync(prefix[0], [...prefix.slice(1), 'sh', '-c', 'hostname keel-other-host && hostname'], { encoding: 'utf8' });
     if (r.status === 0 && r.stdout.trim() === 'keel-other-host') return prefix;
   }
@@ -419,7 +422,8 @@ export async function ownerMatrix(stores: ProcessStore[]): Promise<OwnerMatrix> 
           if (row.startsWith('other-host')) await st.setUpdatedAt(env, runId, new Date(Date.now() - 11 * 60_000).toISOString());
           const r = await cli(['resume', runId, '--json'], env);
           const why = row.startsWith('other-host') ? /still holds its lease/ : /is running in process/;
-          if (r.code !== 2 || !why.test(r.stderr)) problem(`a live owner's run was not refused (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`);
+          if (r.code !== 2 || !why.test(r.stderr))
+            problem(`a live owner's run was not refused (exit ${r.code}): ${r.stderr.trim().slice(0, 300)}`);
           else out.refused++;
           const after = (await show(runId, env)) as (RunJson & { owner?: string }) | undefined;
           if (after?.status !== 'running' || after.owner !== recorded?.owner)
@@ -457,7 +461,8 @@ export async function ownerMatrix(stores: ProcessStore[]): Promise<OwnerMatrix> 
         const done = JSON.parse(r.stdout) as RunJson & { steps: { call_id: string; result: string }[] };
         if (done.status !== 'done') problem(`the run ended ${done.status} (${done.reason})`);
         const hung = done.steps.filter((s) => s.call_id === 'r1');
-        if (hung.length !== 1 || !/unknown/.test(hung[0].result)) problem(`the hung call is not reported as of unknown outcome: ${JSON.stringify(hung)}`);
+        if (hung.length !== 1 || !/unknown/.test(hung[0].result))
+          problem(`the hung call is not reported as of unknown outcome: ${JSON.stringify(hung)}`);
         if (lines(home, 'reminders.jsonl').length) problem('the hung call ran again after the takeover');
       } catch (err) {
         problem(String(err instanceof Error ? err.message : err));
