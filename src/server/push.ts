@@ -203,29 +203,70 @@ function leaves(v: unknown, out: string[], limit: number, depth = 0): void {
   else if (v && typeof v === 'object') for (const x of Object.values(v)) leaves(x, out, limit, depth + 1);
 }
 
+/** Lower case, one code unit for one (a letter whose lower case is longer is kept): indexes stay the same. */
+function fold(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const l = s[i].toLowerCase();
+    out += l.length === 1 ? l : s[i];
+  }
+  return out;
+}
+
+/** How many characters of argument text a title is compared with, and how long a title may be. */
+const MASK_HAYSTACK = 50_000;
+const MASK_TITLE = 1_000;
+/** A run of the title this long that also appears in an argument is masked; shorter values only as whole words. */
+const MASK_RUN = 4;
+
 /**
- * `title` with every argument value it contains (a string or number of two characters or more,
- * also trimmed, matched case-insensitively) replaced by "…": a plugin's card title may quote the
- * call ("Send \"Q3 numbers\" to bob@example.com"), and a push never carries the arguments.
+ * `title` with the argument text in it replaced by "…": a plugin's card title may quote the call
+ * ("Send \"Q3 numbers\" to bob@example.com"), whole or cut or joined otherwise ("Send email to
+ * a@x.com, b@y.com" from "a@x.com,b@y.com"), and a push never carries the arguments. Every run of
+ * MASK_RUN or more characters that also appears inside an argument value (a string or a number,
+ * nested, compared case-insensitively) is masked, and a shorter value of two or three characters
+ * where it stands as a whole word. It may mask a word the plugin wrote that an argument happens to
+ * hold too: a push says less rather than more.
  */
 export function maskArguments(title: string, args: readonly unknown[]): string {
   const values: string[] = [];
   for (const a of args) leaves(a, values, 1000);
-  const needles = [...new Set(values.flatMap((v) => [v, v.trim()]).filter((v) => v.length >= 2))].sort((a, b) => b.length - a.length);
-  let out = title;
-  for (const n of needles) {
-    const lower = out.toLowerCase();
-    const needle = n.toLowerCase();
-    if (!lower.includes(needle)) continue;
-    let i = lower.indexOf(needle);
-    let built = '';
-    let from = 0;
-    while (i !== -1) {
-      built += `${out.slice(from, i)}…`;
-      from = i + needle.length;
-      i = lower.indexOf(needle, from);
+  const t = title.slice(0, MASK_TITLE);
+  const low = fold(t);
+  // NUL between values: no run spans two of them (a title made storable holds no NUL).
+  const hay = fold(values.join('\u0000')).slice(0, MASK_HAYSTACK);
+  const masked = new Uint8Array(t.length);
+  for (let i = 0; i < t.length; ) {
+    // The longest run from i found in the arguments (every prefix of a match matches too).
+    let lo = 0;
+    let hi = t.length - i;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (hay.includes(low.slice(i, i + mid))) lo = mid;
+      else hi = mid - 1;
     }
-    out = built + out.slice(from);
+    if (lo >= MASK_RUN) {
+      // The spaces around a run stay: "to …", not "to…".
+      let from = i;
+      let to = i + lo;
+      while (from < to && /\s/.test(t[from])) from++;
+      while (to > from && /\s/.test(t[to - 1])) to--;
+      masked.fill(1, from, to);
+      i += lo;
+    } else i++;
+  }
+  for (const v of new Set(values.map((x) => fold(x.trim())))) {
+    if (v.length < 2 || v.length >= MASK_RUN) continue;
+    for (let at = low.indexOf(v); at !== -1; at = low.indexOf(v, at + 1)) {
+      const before = low[at - 1] ?? ' ';
+      const after = low[at + v.length] ?? ' ';
+      if (!/[\p{L}\p{N}]/u.test(before) && !/[\p{L}\p{N}]/u.test(after)) masked.fill(1, at, at + v.length);
+    }
+  }
+  let out = '';
+  for (let i = 0; i < t.length; i++) {
+    if (!masked[i]) out += t[i];
+    else if (!masked[i - 1] || i === 0) out += '…';
   }
   return out;
 }
@@ -241,7 +282,8 @@ export function pushMessage(runId: string, pause: Pause): PushMessage | undefine
       ),
     );
     return {
-      title: title || 'An action needs your approval',
+      // A title left with no word of its own (all of it was argument text) says only what it is.
+      title: /[\p{L}\p{N}]/u.test(title) ? title : 'An action needs your approval',
       body: CARD_BODY,
       url: `/runs/${run}#card-${encodeURIComponent(pause.approval_id)}`,
       tag: pause.approval_id.slice(0, 100),

@@ -291,6 +291,10 @@ test('S7: what a push may say — argument values masked, control and direction 
   assert.equal(maskArguments('Send "Hi Bob" to bob@example.com', [{ to: 'bob@example.com', subject: 'Hi Bob' }]), 'Send "…" to …');
   assert.equal(maskArguments('Move 3 email(s) to Trash', [{ ids: ['m1', 'm2', 'm3'] }]), 'Move 3 email(s) to Trash');
   assert.equal(maskArguments('Pay 4200 to ACME', [{ amount: 4200, payee: { name: ' acme ' } }]), 'Pay … to …');
+  // Cut, or joined otherwise than the model wrote it: still masked.
+  assert.equal(maskArguments('Send email to a@x.com, b@y.com', [{ to: 'a@x.com,b@y.com', subject: 'Hi' }]), 'Send email to … …');
+  assert.equal(maskArguments('Reply to "Quarterly numb…"', [{ subject: 'Quarterly numbers for Bob' }]), 'Reply to "……"');
+  assert.equal(maskArguments('Email Al', [{ to: 'Al' }, { note: 'also' }]), 'Email …', 'a short value as a whole word only');
   assert.equal(
     plainTitle('Pay\u202e evil\u0000\nnow'),
     'Pay evil\uFFFD now',
