@@ -17,7 +17,7 @@ test('A2/A3/S4: two servers and a CLI answer the same cards at once, on SQLite a
     `approvals: ${r.cards} cards × ${r.contenders} processes on ${r.stores.join(' and ')}, ${r.approved} approved, ${r.rejected} rejected, ${r.conflicts} conflicts, ${r.executions} executions, ${r.ms} ms`,
   );
   assert.deepEqual(r.violations, []);
-  assert.equal(r.cards, 12);
+  assert.equal(r.cards, 24);
   assert.equal(r.conflicts, r.cards * (r.contenders - 1), 'every answer but one per card lost with a conflict');
   assert.equal(r.executions, r.approved, 'each approved call ran once, no rejected one ran');
   assert.ok(r.approved > 0 && r.rejected > 0, `both decisions won some cards (${r.approved} approved, ${r.rejected} rejected)`);

@@ -5,11 +5,13 @@
  * the same cards at the same moment. Each card asks for one pinned `send_email` with a subject of its
  * own; its three answers (server A's, server B's and the CLI's: all approve, all reject, or they
  * disagree) are sent together, and every card's at the same moment. Invariants: each card is answered exactly once (one winner, whose decision it records);
- * every loser gets 409 (the CLI: exit 2, a conflict); each approved call runs exactly once and a
- * rejected one never; every run ends.
+ * every loser gets 409 (the CLI: exit 2, a conflict); the card and the audit name the winner, with
+ * one decision; each approved call runs exactly once and a rejected one never; every run ends.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
+import { openStore } from '../../src/store/open.js';
+import type { Store } from '../../src/types/index.js';
 import { calls, KEEL_BIN, keel, ROOT, script, tempHome } from '../support/helpers.js';
 import { call, cliServer } from '../support/server.js';
 import type { ProcessStore } from '../support/stores.js';
@@ -31,6 +33,8 @@ export interface ApprovalRaces {
 
 interface Answer {
   who: string;
+  /** The actor it answers as (its token's name, or the CLI's --as): whom the card and the audit must name if it wins. */
+  actor: string;
   decision: 'approve' | 'reject';
   won: boolean;
   conflict: boolean;
@@ -54,6 +58,7 @@ function cliAnswer(env: Record<string, string>, id: string, decision: 'approve' 
     child.on('close', (code) =>
       resolve({
         who: 'cli',
+        actor: 'cli-owner',
         decision,
         won: code === 0 || code === 3,
         conflict: code === 2 && /already|conflict|answered|not waiting/i.test(err),
@@ -63,13 +68,21 @@ function cliAnswer(env: Record<string, string>, id: string, decision: 'approve' 
   });
 }
 
-async function httpAnswer(who: string, url: string, token: string, id: string, decision: 'approve' | 'reject'): Promise<Answer> {
+async function httpAnswer(
+  who: string,
+  actor: string,
+  url: string,
+  token: string,
+  id: string,
+  decision: 'approve' | 'reject',
+): Promise<Answer> {
   const r = await call(url, 'POST', `/v1/approvals/${id}`, {
     token,
     body: { decision, reason: decision === 'reject' ? `no (${who})` : undefined },
   });
   return {
     who,
+    actor,
     decision,
     won: r.status === 200,
     conflict: r.status === 409,
@@ -94,7 +107,7 @@ async function poll<T>(what: string, f: () => Promise<T | undefined>, ms = 60_00
   }
 }
 
-export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<ApprovalRaces> {
+export async function approvalRaces(stores: ProcessStore[], cards = 12): Promise<ApprovalRaces> {
   const out: ApprovalRaces = {
     stores: stores.map((s) => s.name),
     cards: 0,
@@ -113,10 +126,16 @@ export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<
     // PostgreSQL: each server queues legs and works them too, so either may carry a run on.
     const serverEnv = st.name === 'postgres' ? { ...env, KEEL_SERVE_WORK: '1' } : env;
     const children: ChildProcess[] = [];
+    let store: Store | undefined;
     try {
-      const made = await keel(['tokens', 'create', '--name', 'ana-phone', '--role', 'approver', '--json'], env);
-      if (made.code !== 0) throw new Error(`keel tokens create: ${made.stderr}`);
-      const token = JSON.parse(made.stdout).token as string;
+      // One approver per contender, so that the card and the audit say which one answered.
+      const tokenOf = async (name: string) => {
+        const made = await keel(['tokens', 'create', '--name', name, '--role', 'approver', '--json'], env);
+        if (made.code !== 0) throw new Error(`keel tokens create: ${made.stderr}`);
+        return JSON.parse(made.stdout).token as string;
+      };
+      const token = await tokenOf('ana-phone');
+      const tokenB = await tokenOf('ben-laptop');
       const a = await cliServer(home, serverEnv);
       children.push(a.child);
       const b = await cliServer(home, serverEnv);
@@ -147,12 +166,14 @@ export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<
         runs.map(async ({ card }, i) => {
           const [da, db, dc] = DECISIONS[i % DECISIONS.length];
           return Promise.all([
-            httpAnswer('server A', a.url, token, card, da),
-            httpAnswer('server B', b.url, token, card, db),
+            httpAnswer('server A', 'ana-phone', a.url, token, card, da),
+            httpAnswer('server B', 'ben-laptop', b.url, tokenB, card, db),
             cliAnswer(env, card, dc),
           ]);
         }),
       );
+      // The store itself, for the audit (no API lists it).
+      store = openStore(home, env);
       for (let i = 0; i < runs.length; i++) {
         const { run, card, subject } = runs[i];
         const label = `${st.name} card ${i + 1} (${card})`;
@@ -173,6 +194,12 @@ export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<
         if (!decided) problem(`the card is ${approval?.status}, not answered`);
         if (winners.length === 1 && decided !== winners[0].decision)
           problem(`the card records ${approval?.status}, but ${winners[0].who}'s ${winners[0].decision} won`);
+        if (winners.length === 1 && approval?.answered_by !== winners[0].actor)
+          problem(`the card names ${approval?.answered_by} as its answerer, but ${winners[0].who} (${winners[0].actor}) won`);
+        // Answered once: one decision in the audit, by the winner.
+        const decisions = (await store.listAudit(card)).filter((row) => row.action === 'approved' || row.action === 'rejected');
+        if (decisions.length !== 1 || (winners.length === 1 && decisions[0].actor !== winners[0].actor))
+          problem(`the audit holds ${decisions.length} decisions: ${decisions.map((d) => `${d.action} by ${d.actor}`).join(', ')}`);
         if (decided === 'approve') out.approved++;
         if (decided === 'reject') out.rejected++;
         const ran = calls(home, 'mail-calls.log').filter((l) => l === `send_email ${JSON.stringify({ to: 'ana', subject })}`).length;
@@ -183,6 +210,7 @@ export async function approvalRaces(stores: ProcessStore[], cards = 6): Promise<
     } catch (err) {
       out.violations.push({ card: `${st.name}`, problem: String(err instanceof Error ? err.message : err) });
     } finally {
+      await store?.close();
       for (const c of children) c.kill('SIGTERM');
       await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : null)));
       rmSync(home, { recursive: true, force: true });
