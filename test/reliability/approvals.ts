@@ -127,6 +127,7 @@ export async function approvalRaces(stores: ProcessStore[], cards = 12): Promise
     const serverEnv = st.name === 'postgres' ? { ...env, KEEL_SERVE_WORK: '1' } : env;
     const children: ChildProcess[] = [];
     let store: Store | undefined;
+    const servers: Awaited<ReturnType<typeof cliServer>>[] = [];
     try {
       // One approver per contender, so that the card and the audit say which one answered.
       const tokenOf = async (name: string) => {
@@ -138,8 +139,10 @@ export async function approvalRaces(stores: ProcessStore[], cards = 12): Promise
       const tokenB = await tokenOf('ben-laptop');
       const a = await cliServer(home, serverEnv);
       children.push(a.child);
+      servers.push(a);
       const b = await cliServer(home, serverEnv);
       children.push(b.child);
+      servers.push(b);
       // The cards: one run each, started through server A, each pausing on its own send_email card.
       const runs: { run: string; card: string; subject: string }[] = [];
       for (let i = 0; i < cards; i++) {
@@ -208,7 +211,12 @@ export async function approvalRaces(stores: ProcessStore[], cards = 12): Promise
         if (final.status !== 'done') problem(`the run ended ${final.status} (${final.reason})`);
       }
     } catch (err) {
-      out.violations.push({ card: `${st.name}`, problem: String(err instanceof Error ? err.message : err) });
+      const e = err as Error & { cause?: unknown };
+      const cause = e?.cause ? ` (${String((e.cause as Error)?.message ?? e.cause)})` : '';
+      const logs = servers
+        .map((x, i) => `server ${'AB'[i]} exit ${x.child.exitCode ?? x.child.signalCode ?? 'running'}: ${x.stderr().trim().slice(-300)}`)
+        .join(' | ');
+      out.violations.push({ card: `${st.name}`, problem: `${String(e?.message ?? err)}${cause}; ${logs}` });
     } finally {
       await store?.close();
       for (const c of children) c.kill('SIGTERM');
