@@ -155,8 +155,8 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       else o.out(`${renderCard(approval.card, approval.id)}\n`);
       o.out(
         writes
-          ? 'approve? [y = approve, w = approve and let its writes run, e = edit the arguments, N = reject] '
-          : 'approve? [y/e = edit the arguments/N] ',
+          ? 'approve? [y/N, w = approve and let its writes run, e = edit the arguments] '
+          : 'approve? [y/N, e = edit the arguments] ',
       );
       const line = await ask(where);
       if (line === undefined) return undefined;

@@ -70,7 +70,7 @@ test('keel chat under tmux: a question answered inline, an approval card answere
   await waitFor(session, /Reminder set\.\n\(done: final_answer, 5 model calls\)/);
   assert.equal(calls(home, 'reminders.jsonl').length, 0, 'the reference calendar keeps reminders in its own database');
   type('trash the travel deal');
-  await waitFor(session, /Approval needed .*\n[\s\S]*approve\? \[y\/N\] /);
+  await waitFor(session, /Approval needed .*\n[\s\S]*approve\? \[y\/N, e = edit the arguments\] /);
   type('y');
   await waitFor(session, /Trashed it\./);
   type('/mode plan');
@@ -259,7 +259,7 @@ test('S6: Ctrl-C at a card or a confirmation says how to answer it later, and ex
   const card = `keel-card-${process.pid}`;
   const type = await chatUnderTmux(card, home, ['--plugins', FIXTURES, '--model', script(home, TRASH)]);
   type('trash the promotions');
-  const asked = await waitFor(card, /approve\? \[y\/N\] $/m);
+  const asked = await waitFor(card, /approve\? \[y\/N, e = edit the arguments\] $/m);
   const run = /▶ (run_\w+): trash the promotions/.exec(asked)?.[1];
   const id = /Approval needed \((apr_\w+)\)/.exec(asked)?.[1];
   assert.ok(run && id, asked);
