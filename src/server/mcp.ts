@@ -975,6 +975,9 @@ export function mcpHttpLimits(env: NodeJS.ProcessEnv): { maxBodyBytes: number; i
 }
 
 /** A request's body, read up to `max` bytes: undefined past it (the rest is left unread). */
+/** How long a client refused with 413 may go on sending (its bytes dropped) before its connection is cut. */
+const LINGER_MS = 5_000;
+
 function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > max) return Promise.resolve(undefined);
@@ -1039,7 +1042,14 @@ export async function serveMcpHttp(
     if (req.method === 'POST') {
       const raw = await readBody(req, maxBody);
       if (!raw) {
-        return refuse(res, 413, `the request body is larger than ${maxBody} bytes (KEEL_MAX_BODY_BYTES)`, -32600, { connection: 'close' });
+        // What the client still sends is read and dropped (never kept), so it reads the 413 instead of
+        // a connection reset mid-upload; one that keeps sending past LINGER_MS is cut off.
+        req.resume();
+        const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+        cut.unref();
+        req.once('end', () => clearTimeout(cut));
+        req.once('close', () => clearTimeout(cut));
+        return refuse(res, 413, `the request body is larger than ${maxBody} bytes (KEEL_MAX_BODY_BYTES)`, -32600);
       }
       try {
         body = JSON.parse(raw.toString('utf8'));

@@ -152,7 +152,9 @@ test('S3: KEEL_MAX_BODY_BYTES bounds the MCP endpoint: a declared or chunked POS
   t.after(() => srv.close());
   // 1 MB: under the MCP SDK's own 4 MiB bound, so only KEEL_MAX_BODY_BYTES refuses it.
   for (const declared of [1_000_000, 60_000_000, 'chunked'] as const) {
-    const r = await oversized(srv.url, srv.token, declared, 4 * LIMIT);
+    const r = await oversized(srv.url, srv.token, declared, 4 * LIMIT).catch((e) => {
+      throw new Error(`${declared}: ${e.message}`);
+    });
     assert.equal(r.status, 413, `${declared}: ${r.body}`);
     assert.match(r.body, /larger than 65536 bytes \(KEEL_MAX_BODY_BYTES\)/);
   }
