@@ -570,11 +570,12 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * S4/R18: as on PostgreSQL, a run whose lease is valid is not taken over — its owner renews it
+   * As on PostgreSQL, a run whose lease is valid is not taken over — its owner renews it
    * while it lives, wherever it runs (a container sharing the file, whose PID this host cannot
    * check) — unless the caller saw the owner's process gone (`ownerGone`). A lease this store holds
    * itself is no obstacle: the process asking is its holder (a leg of its own failed).
    */
+  // S4/R18: the lease rule of both stores.
   async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone = false): Promise<boolean> {
     const ours = deadOwner !== null && deadOwner === owner && this.held.get(runId) === owner;
     const taken = this.write(() => {
