@@ -93,11 +93,12 @@ export interface RunStore {
   /**
    * Takes over a run left 'running' at pause `seq` by a process that died (`deadOwner`). False
    * when another process took it first, or while the run's lease is valid (both stores hold runs
-   * by lease, S4): a valid lease always wins (issue 27.3), unless `ownerGone` says the caller saw
+   * by lease): a valid lease always wins, unless `ownerGone` says the caller saw
    * the owner's process gone (on its own host: exited, a zombie, or its PID reused), so that no one
    * renews the lease any more. The process that holds a run renews its lease while the run is
    * 'running' and can no longer save it once another process took it.
    */
+  // S4/R18 (issue 27.3): the lease rule.
   takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone?: boolean): Promise<boolean>;
   getSession(id: string): Promise<SessionRecord | undefined>;
   saveSession(s: SessionRecord): Promise<void>;
