@@ -7,6 +7,7 @@ import type {
   ApprovalStatus,
   AuditRecord,
   EventQuery,
+  JournalEntry,
   LedgerRow,
   Memory,
   Message,
@@ -361,15 +362,21 @@ export class SqliteStore implements Store {
     if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
   }
 
-  async saveRun(run: RunState): Promise<Mode | undefined> {
+  async saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined> {
     if (this.lost.has(run.id)) throw this.lostError(run.id);
     return this.write(() => {
       let mode: Mode | undefined;
+      const ids: number[] = [];
       this.inTransaction(run.id, () => {
         this.writeRun(run);
+        // Issue 29: the journal events that go with this save, in its transaction (ids in order, S5).
+        for (const e of events ?? []) {
+          ids.push(Number(this.stmt.appendEvent.run(run.id, e.event.type, e.at, JSON.stringify(e.event)).lastInsertRowid));
+        }
         // C5: the session's mode as stored, read in the save's own transaction.
         mode = (this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode;
       });
+      if (events) for (let i = 0; i < events.length; i++) events[i].id = ids[i];
       // Paused or ended: no longer held here (a claim holds it again).
       if (run.status !== 'running') this.held.delete(run.id);
       return mode;
