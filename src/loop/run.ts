@@ -340,6 +340,8 @@ export class RunWriter {
     if (held.length) this.deferred = [];
     let mode: Awaited<ReturnType<RunStore['saveRun']>> | undefined;
     let entries: JournalEntry[] | undefined;
+    // Issue 29's crash test: killed with a step's last result (and what else the save carries) not yet stored.
+    crashPoint('before_save');
     try {
       if (this.store) {
         if (held.length) {
