@@ -101,6 +101,8 @@ export class RunLeg {
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
   private readonly onInterrupt = () => this.interrupt(String(this.deps.signal?.reason ?? 'interrupted'));
+  /** A completed step not saved yet: the next request's save writes it (issue 29). */
+  private stepUnsaved = false;
   /** The leg's invoke_agent span: the parent of its chat and execute_tool spans. */
   private span: Span = NO_SPAN;
 
@@ -421,10 +423,15 @@ export class RunLeg {
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
-      // Issue 29: the step before's save (its last result held back for it), and this request's
-      // event, in one write; the request joins the trace after it (its usage is known at the next save).
-      this.run.defer({ type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped });
-      yield* this.saved();
+      // Issue 29: the step before's save (its last result held back for it) and this request's
+      // event in one write; the request joins the trace after it (its usage is known at the next
+      // save). A leg's first request has no step before it to save: its event is appended alone.
+      const request: LoopEvent = { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
+      if (this.stepUnsaved) {
+        this.stepUnsaved = false;
+        this.run.defer(request);
+        yield* this.saved();
+      } else yield request;
       this.run.addRequest(trace);
       let reply: AssistantReply | undefined;
       let failed = false;
@@ -480,7 +487,8 @@ export class RunLeg {
         // Issue 26: an empty reply (no text, no call) is asked again once; it never joins the transcript.
         if (s.notes.includes(EMPTY_RETRY)) return yield* this.end('failed', 'model_error', SAY.emptyReply(this.deps.model.spec));
         this.run.note(EMPTY_RETRY);
-        continue; // saved with the next request
+        yield* this.saved();
+        continue;
       }
       this.run.addAssistant(reply.text, calls);
       // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
@@ -503,7 +511,8 @@ export class RunLeg {
           }
           this.run.note(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
           this.run.addCoreMessage(goalReminder(goal.missing));
-          continue; // saved with the next request
+          yield* this.saved();
+          continue;
         }
         if (this.deps.output) {
           const verdict = this.deps.output.parse(reply.text);
@@ -511,7 +520,8 @@ export class RunLeg {
             if (s.notes.some((n) => n.startsWith(OUTPUT_RETRY))) return yield* this.end('failed', 'invalid_output', verdict.problem);
             this.run.note(`${OUTPUT_RETRY}${verdict.problem}`);
             this.run.addCoreMessage(SAY.outputMismatch(verdict.problem));
-            continue; // saved with the next request
+            yield* this.saved();
+            continue;
           }
         }
         return yield* this.end('done', 'final_answer', undefined, reply.text);
@@ -724,6 +734,7 @@ export class RunLeg {
       }
     }
     // The step is saved with the next request's event (drive), or by the end or pause that comes first.
+    this.stepUnsaved = true;
     return undefined;
   }
 

@@ -71,7 +71,7 @@ test('A3: an answered card joins the run journal between the pause and the conti
   );
 });
 
-test('S5/issue 29: a step is one save — its last result and the next request are journaled by it; only the start and each reply are appended on their own', async (t) => {
+test('S5/issue 29: a step is one save — its last result and the next request are journaled by it; only the start, the first request and each reply are appended on their own', async (t) => {
   const h = new Harness([
     { tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
     { tool_calls: [{ id: 's2', name: 'search_inbox', args: { query: 'offers' } }] },
@@ -93,10 +93,10 @@ test('S5/issue 29: a step is one save — its last result and the next request a
   };
   const r = await h.run('find the deals and offers');
   assert.equal(r.status, 'done');
-  assert.deepEqual(appended, ['run_started', 'assistant', 'assistant', 'assistant'], 'appended on their own');
+  assert.deepEqual(appended, ['run_started', 'model_request', 'assistant', 'assistant', 'assistant'], 'appended on their own');
   assert.deepEqual(
     saved,
-    [['model_request'], ['tool_result', 'model_request'], ['tool_result', 'model_request'], ['run_finished']],
+    [['tool_result', 'model_request'], ['tool_result', 'model_request'], ['run_finished']],
     'one save per step, carrying its events',
   );
   const stored = await store.listEvents({ run_id: r.run_id });
