@@ -180,19 +180,9 @@ const APPEND_EVENT = named(
   'append_event',
   `WITH e AS (
      INSERT INTO run_events (run_id, type, at, body)
-     SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema())),
-       CASE WHEN $7::boolean THEN set_config('synchronous_commit', 'off', true) END) AS l RETURNING id
+     SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id
    ) SELECT e.id, pg_notify('${EVENTS_CHANNEL}', $6) FROM e`,
 );
-/**
- * Journal events a leg writes on their own (the run's start, a reply's calls shown before they run,
- * a result before the reply's next call) are followed by a save of the same run, which waits for
- * the WAL to be flushed — flushing theirs too: their own commits do not wait for it (issue 29: one
- * flush per step). They are visible at once and survive any crash of Keel; only a crash of the
- * database server before that save (or before its WAL writer flushes them, within
- * 3 × wal_writer_delay) could lose one. An approval's answer, written by whoever answered it, waits.
- */
-const FLUSHED_BY_SAVE = new Set<RunEvent['type']>(['run_started', 'model_request', 'assistant', 'tool_result', 'paused', 'run_finished']);
 
 /**
  * A run's save (issue 29): if the database holds what this process believes ($20, $22, $25) and the
@@ -916,7 +906,9 @@ export class PostgresStore implements Store {
   /**
    * Appends to the journal. Appends are serialised by a transaction-scoped advisory lock taken
    * before the id is drawn, so ids become visible in the order they were drawn: a reader that has
-   * seen id N never later finds a new row below N (S5, across processes).
+   * seen id N never later finds a new row below N (S5, across processes). Each append commits as
+   * durably as the server is set to: an event a client was shown is never lost by a crash of the
+   * database server either, so an id is never handed out twice.
    */
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
     const r = await this.q<{ id: string }>(APPEND_EVENT, [
@@ -926,7 +918,6 @@ export class PostgresStore implements Store {
       jsonb(event),
       LOCK_JOURNAL,
       `${this.target.schema} ${runId}`,
-      FLUSHED_BY_SAVE.has(event.type),
     ]);
     return Number(r.rows[0].id);
   }
