@@ -284,7 +284,7 @@ export class SqliteStore implements Store {
 
   /**
    * Appends what the file does not hold yet and writes the run's fields. The transcript only grows.
-   * Returns the mode of the run's session as stored (C5), read by the same update.
+   * Returns the mode of the run's session as stored, read by the same update.
    */
   private writeRun(run: RunState): Mode | undefined {
     const had = this.storedOf(run.id);

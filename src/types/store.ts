@@ -81,7 +81,7 @@ export interface RunStore {
    * committed, read by the save itself (a mode switch made in another process reaches the run at its
    * next save, with no query of its own); undefined when the session has no record yet.
    *
-   * `events` (issue 29, S5): journal events appended in the same write — the same transaction, on
+   * `events`: journal events appended in the same write — the same transaction, on
    * PostgreSQL the same statement — as appendEvent would append them, in order; each gets its `id`
    * once the save committed. A save that fails appends none of them.
    */
