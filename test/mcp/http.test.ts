@@ -7,9 +7,9 @@
  * `keel serve`: a POST past it is refused with 413 before it is read whole.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { test } from 'node:test';
 import { FIXTURES, keel, tempHome } from '../support/helpers.js';
+import { oversized } from '../support/oversized.js';
 import { cards, httpServe, textOf, trashed, until } from './clients.js';
 
 /** A call that waits on a card and returns naming it (--wait is short). */
@@ -91,60 +91,6 @@ test('S3: a connected client (its event stream open) is not idle however long it
   assert.equal(c?.status, 'pending', '--keep-cards: the owner still answers it');
 });
 
-/**
- * POSTs to the endpoint a body of `declared` bytes (or chunked), writing at most `upTo` and then
- * waiting for the answer: a server that read the whole body first would never answer.
- */
-function oversized(
-  url: string,
-  token: string,
-  declared: number | 'chunked',
-  upTo: number,
-): Promise<{ status: number; body: string; sent: number }> {
-  const chunk = Buffer.alloc(16 * 1024, 'a');
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = {
-      authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-    };
-    if (declared !== 'chunked') headers['content-length'] = declared;
-    const req = request(url, { method: 'POST', headers });
-    let sent = 0;
-    let answered = false;
-    const timer = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`no answer after ${sent} bytes of a body over the limit: the server waits for the whole body`));
-    }, 10_000);
-    req.on('response', (res) => {
-      answered = true;
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => {
-        clearTimeout(timer);
-        req.destroy();
-        resolve({ status: res.statusCode ?? 0, body, sent });
-      });
-    });
-    req.on('error', (err) => {
-      if (!answered) {
-        clearTimeout(timer);
-        reject(err);
-      }
-    });
-    const pump = () => {
-      while (!answered && sent < upTo) {
-        const part = chunk.subarray(0, Math.min(chunk.length, upTo - sent));
-        sent += part.length;
-        if (!req.write(part)) return void req.once('drain', pump);
-      }
-    };
-    req.flushHeaders();
-    pump();
-  });
-}
-
 test('S3: KEEL_MAX_BODY_BYTES bounds the MCP endpoint: a declared or chunked POST past it gets 413 before it is read whole; a small one works', async (t) => {
   const home = tempHome('keel-mcp-http-');
   const LIMIT = 64 * 1024;
@@ -152,7 +98,11 @@ test('S3: KEEL_MAX_BODY_BYTES bounds the MCP endpoint: a declared or chunked POS
   t.after(() => srv.close());
   // 1 MB: under the MCP SDK's own 4 MiB bound, so only KEEL_MAX_BODY_BYTES refuses it.
   for (const declared of [1_000_000, 60_000_000, 'chunked'] as const) {
-    const r = await oversized(srv.url, srv.token, declared, 4 * LIMIT).catch((e) => {
+    const r = await oversized(srv.url, {
+      declared,
+      upTo: 4 * LIMIT,
+      headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    }).catch((e) => {
       throw new Error(`${declared}: ${e.message}`);
     });
     assert.equal(r.status, 413, `${declared}: ${r.body}`);

@@ -7,12 +7,11 @@
  * around three such 60 MB posts.
  */
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
 import { after, before, test } from 'node:test';
+import { oversized as post, type Sent } from '../support/oversized.js';
 import { type TestServer, testServer } from '../support/server.js';
 
 const LIMIT = 64 * 1024;
-const CHUNK = Buffer.alloc(16 * 1024, 'a');
 let s: TestServer;
 
 before(async () => {
@@ -20,60 +19,8 @@ before(async () => {
 });
 after(() => s?.close());
 
-interface Sent {
-  status: number;
-  body: string;
-  /** Bytes of the body written before the answer came. */
-  sent: number;
-}
-
-/**
- * POSTs a body of `declared` bytes (or chunked, with no length, when `declared` is 'chunked'), but
- * writes at most `upTo` bytes and then holds the request open, waiting for the answer.
- */
-function oversized(
-  path: string,
-  o: { declared: number | 'chunked'; upTo: number; headers?: Record<string, string>; method?: string },
-): Promise<Sent> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string | number> = { 'content-type': 'application/x-www-form-urlencoded', ...(o.headers ?? {}) };
-    if (o.declared !== 'chunked') headers['content-length'] = o.declared;
-    const req = request(`${s.url}${path}`, { method: o.method ?? 'POST', headers });
-    let sent = 0;
-    let answered = false;
-    const t = setTimeout(() => {
-      req.destroy();
-      reject(new Error(`${path}: no answer after ${sent} bytes of a body over the limit: the server waits for the whole body`));
-    }, 10_000);
-    req.on('response', (res) => {
-      answered = true;
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (body += d));
-      res.on('end', () => {
-        clearTimeout(t);
-        req.destroy();
-        resolve({ status: res.statusCode ?? 0, body, sent });
-      });
-    });
-    req.on('error', (err) => {
-      if (!answered) {
-        clearTimeout(t);
-        reject(err);
-      }
-    });
-    const pump = () => {
-      const end = o.declared === 'chunked' ? o.upTo : Math.min(o.upTo, o.declared);
-      while (!answered && sent < end) {
-        const chunk = CHUNK.subarray(0, Math.min(CHUNK.length, end - sent));
-        sent += chunk.length;
-        if (!req.write(chunk)) return void req.once('drain', pump);
-      }
-    };
-    req.flushHeaders();
-    pump();
-  });
-}
+/** POSTs past the limit to this server's `path` (see test/support/oversized.ts). */
+const oversized = (path: string, o: Parameters<typeof post>[1]): Promise<Sent> => post(`${s.url}${path}`, o);
 
 /** A console session: the login form's nonce, then the token exchanged for the session cookie. */
 async function consoleLogin(token: string): Promise<{ cookie: string; csrf: string }> {
