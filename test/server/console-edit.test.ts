@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { testChromium } from '../support/chromium.js';
+import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -31,15 +31,7 @@ before(async () => {
     env: bin.env,
     headless: true,
     viewport: { width: 1280, height: 800 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
 });
 
@@ -112,7 +104,12 @@ for (const size of SIZES) {
     // The run page shows the card as edited, by whom.
     await page.goto(`${s.url}/runs/${a.run_id}`);
     const row = (await page.locator('table.calls tr', { hasText: 'send_email' }).textContent()) ?? '';
-    assert.match(row, new RegExp(`carol-${size.name}@example\\.com[\\s\\S]*edited by ana-phone; the model asked \\{"to":"bob@example\\.com","subject":"Hi"\\}`));
+    assert.match(
+      row,
+      new RegExp(
+        `carol-${size.name}@example\\.com[\\s\\S]*edited by ana-phone; the model asked \\{"to":"bob@example\\.com","subject":"Hi"\\}`,
+      ),
+    );
     await page.close();
   });
 

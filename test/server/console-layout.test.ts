@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { testChromium } from '../support/chromium.js';
+import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -47,14 +47,7 @@ before(async () => {
     executablePath: bin.executablePath,
     env: bin.env,
     headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-    ],
+    args: CHROMIUM_ARGS,
   });
   for (const size of SIZES) contexts.set(size.name, await newContext(size));
   mkdirSync(SHOTS, { recursive: true });

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { testChromium } from '../support/chromium.js';
+import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -34,15 +34,7 @@ before(async () => {
     env: chromiumBin.env,
     headless: true,
     viewport: { width: 1280, height: 800 },
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
+    args: CHROMIUM_ARGS,
   });
 });
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { SERVICE_WORKER_JS } from '../../src/server/console-push.js';
-import { testChromium } from '../support/chromium.js';
+import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
 import { script } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 import { browserKeys, decryptPush, pushService } from '../support/webpush.js';
@@ -27,7 +27,7 @@ before(async () => {
     executablePath: bin.executablePath,
     env: bin.env,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update'],
+    args: CHROMIUM_ARGS,
   });
 });
 

@@ -19,6 +19,17 @@ export interface TestChromium {
   from: 'KEEL_CHROMIUM' | 'system' | '@sparticuz/chromium';
 }
 
+/** The flags every browser test launches Chromium with: headless on loopback, nothing fetched from outside. */
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
 const SYSTEM = '/usr/bin/chromium';
 const INSTALL = 'apt-get install chromium, or set KEEL_CHROMIUM=/path/to/chromium';
 
