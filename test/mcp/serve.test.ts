@@ -15,17 +15,13 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type CallToolResult, ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { calls, ensureBuilt, FIXTURES, json, KEEL_BIN, keel, ROOT, tempHome } from '../support/helpers.js';
+import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ensureBuilt, FIXTURES, json, KEEL_BIN, keel, ROOT, tempHome } from '../support/helpers.js';
+import { type Card, cards, mcpEnv, textOf, trashed } from './clients.js';
 
 const FILESYSTEM = join(ROOT, 'test', 'fixtures', 'mcp', 'filesystem');
 
-function env(home: string): Record<string, string> {
-  const e: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env))
-    if (v !== undefined && k !== 'KEEL_PLUGINS' && k !== 'KEEL_CONFIRM_ONCE_TOOLS') e[k] = v;
-  return { ...e, KEEL_HOME: home, PATH: `${join(ROOT, 'node_modules', '.bin')}:${process.env.PATH}` };
-}
+const env = (home: string) => mcpEnv(home);
 
 /** A client over stdio; `elicit` answers the server's questions (absent: the client cannot be asked). */
 async function stdioClient(
@@ -55,22 +51,8 @@ async function stdioClient(
   return { client, asked, close: () => client.close() };
 }
 
-const textOf = (r: unknown) => ((r as CallToolResult).content[0] as { text: string }).text;
 const reminders = (home: string) =>
   existsSync(join(home, 'reminders.jsonl')) ? readFileSync(join(home, 'reminders.jsonl'), 'utf8').trim().split('\n') : [];
-const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email'));
-
-interface Card {
-  id: string;
-  status: string;
-  reason: string | null;
-  answered_by: string | null;
-  requested_at: string;
-  expires_at: string;
-  card: { title: string; items: { undo: string; lines: string[] }[] };
-}
-const cards = async (home: string, status?: string) =>
-  json<Card[]>(await keel(['approvals', 'list', ...(status ? ['--status', status] : []), '--json'], { KEEL_HOME: home }));
 
 async function pendingApproval(home: string): Promise<string> {
   for (let i = 0; i < 200; i++) {
