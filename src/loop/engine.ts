@@ -101,6 +101,8 @@ export class RunLeg {
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
   private readonly onInterrupt = () => this.interrupt(String(this.deps.signal?.reason ?? 'interrupted'));
+  /** A completed step not saved yet: the next request's save writes it (issue 29). */
+  private stepUnsaved = false;
   /** The leg's invoke_agent span: the parent of its chat and execute_tool spans. */
   private span: Span = NO_SPAN;
 
@@ -190,6 +192,8 @@ export class RunLeg {
   async *start(): AsyncGenerator<LoopEvent, RunResult> {
     const span = (this.span = startLegSpan('start', this.run.state, this.deps.model.spec));
     try {
+      // Its own write, shown before the first request is made: a consumer may switch the session's
+      // mode as the run starts (C1), and the first request is then made in the new mode.
       yield this.begin(false);
       return yield* this.drive();
     } catch (err) {
@@ -355,7 +359,7 @@ export class RunLeg {
     }
     this.run.completeStep(open.records, open.results);
     this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
-    await this.run.save();
+    yield* this.saved();
   }
 
   /** Completes the step a pause interrupted, then drives on. */
@@ -419,8 +423,16 @@ export class RunLeg {
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
+      // Issue 29: the step before's save (its last result held back for it) and this request's
+      // event in one write; the request joins the trace after it (its usage is known at the next
+      // save). A leg's first request has no step before it to save: its event is appended alone.
+      const request: LoopEvent = { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
+      if (this.stepUnsaved) {
+        this.stepUnsaved = false;
+        this.run.defer(request);
+        yield* this.saved();
+      } else yield request;
       this.run.addRequest(trace);
-      yield { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
       let reply: AssistantReply | undefined;
       let failed = false;
       let error: unknown;
@@ -475,7 +487,7 @@ export class RunLeg {
         // Issue 26: an empty reply (no text, no call) is asked again once; it never joins the transcript.
         if (s.notes.includes(EMPTY_RETRY)) return yield* this.end('failed', 'model_error', SAY.emptyReply(this.deps.model.spec));
         this.run.note(EMPTY_RETRY);
-        await this.run.save();
+        yield* this.saved();
         continue;
       }
       this.run.addAssistant(reply.text, calls);
@@ -499,7 +511,7 @@ export class RunLeg {
           }
           this.run.note(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
           this.run.addCoreMessage(goalReminder(goal.missing));
-          await this.run.save();
+          yield* this.saved();
           continue;
         }
         if (this.deps.output) {
@@ -508,7 +520,7 @@ export class RunLeg {
             if (s.notes.some((n) => n.startsWith(OUTPUT_RETRY))) return yield* this.end('failed', 'invalid_output', verdict.problem);
             this.run.note(`${OUTPUT_RETRY}${verdict.problem}`);
             this.run.addCoreMessage(SAY.outputMismatch(verdict.problem));
-            await this.run.save();
+            yield* this.saved();
             continue;
           }
         }
@@ -550,6 +562,7 @@ export class RunLeg {
     const approvals: ApprovalItem[] = [];
     let question: { call_id: string; question: string; confirm?: Confirmation } | undefined;
     let endOn: EndOn | undefined;
+    let last: LoopEvent | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
     const ctx = this.executeContext();
 
@@ -633,11 +646,17 @@ export class RunLeg {
       results.push({ call_id: call.id, name: call.name, content: pending ? undefined : record.result, is_error: record.is_error });
       if (!pending) {
         recordCall(this.gate, record);
-        yield { type: 'tool_result', step, record };
+        // Issue 29: the reply's last result waits for the step's save, which journals it (below).
+        if (call === calls[calls.length - 1]) last = { type: 'tool_result', step, record };
+        else yield { type: 'tool_result', step, record };
       } else if (record.outcome === 'awaiting_approval') recordCall(this.gate, record);
     }
 
     const store = this.deps.store;
+    if (last) {
+      if (store && (approvals.length || question)) yield last;
+      else this.run.defer(last);
+    }
     if (store && approvals.length) {
       const seq = this.run.nextPauseSeq();
       const id = `apr_${randomUUID().slice(0, 8)}`;
@@ -714,8 +733,14 @@ export class RunLeg {
         return yield* this.end('done', 'answered_by_tool', undefined, only.result);
       }
     }
-    await this.run.save();
+    // The step is saved with the next request's event (drive), or by the end or pause that comes first.
+    this.stepUnsaved = true;
     return undefined;
+  }
+
+  /** Saves the run and shows the events that save journaled (issue 29: never before they are stored). */
+  private async *saved(): AsyncGenerator<LoopEvent, void> {
+    for (const e of await this.run.save()) yield e;
   }
 
   /** C1: an approved proposal switches the session to Agent mode; the work goes on under it. */
@@ -733,11 +758,17 @@ export class RunLeg {
   private async *pause(pause: Parameters<RunWriter['pause']>[0]): AsyncGenerator<LoopEvent, RunResult> {
     this.release();
     const reason = pause.kind === 'approval' ? 'awaiting_approval' : pause.kind === 'interrupted' ? 'interrupted' : 'awaiting_user_input';
-    await this.run.pause(pause, reason);
-    yield { type: 'paused', pause };
-    const result = toResult(this.run.state);
-    yield { type: 'run_finished', result };
-    return result;
+    // The pause's own events are journaled by its save (issue 29), after the step's held-back ones.
+    let result: RunResult | undefined;
+    const announce = (v: RunView): LoopEvent[] => {
+      result = toResult(v);
+      return [
+        { type: 'paused', pause },
+        { type: 'run_finished', result },
+      ];
+    };
+    for (const e of await this.run.pause(pause, reason, announce)) yield e;
+    return result ?? toResult(this.run.state);
   }
 
   private abortAll(reason: Error): void {
@@ -754,9 +785,13 @@ export class RunLeg {
   private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
     this.release();
     for (const tool of this.gate.heldAwaitingAnswer) this.run.warn(SAY.heldNeverAsked(tool));
-    await this.run.end(status, reason, answer ?? interruption(this.run.state, reason, why, this.limits));
-    const result = toResult(this.run.state);
-    yield { type: 'run_finished', result };
-    return result;
+    let result: RunResult | undefined;
+    const announce = (v: RunView): LoopEvent => {
+      result = toResult(v);
+      return { type: 'run_finished', result };
+    };
+    // The end's event is journaled by its save (issue 29), after the step's held-back ones.
+    for (const e of await this.run.end(status, reason, answer ?? interruption(this.run.state, reason, why, this.limits), announce)) yield e;
+    return result ?? toResult(this.run.state);
   }
 }

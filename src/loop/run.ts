@@ -14,12 +14,14 @@ import type {
   Contract,
   EffectRecord,
   EndReason,
+  JournalEntry,
   LoopEvent,
   Message,
   Mode,
   Pause,
   PendingResult,
   RequestTrace,
+  RunEvent,
   RunState,
   RunStatus,
   RunStore,
@@ -153,6 +155,8 @@ export class RunWriter {
   ) {}
 
   private watch: SessionWatch | undefined;
+  /** Events held back for the next save, which journals them in its own write (see `defer`). */
+  private deferred: LoopEvent[] = [];
 
   get state(): RunView {
     return this.s;
@@ -324,21 +328,51 @@ export class RunWriter {
     await w.save(); // still 'paused' at the same pause: the claim is released
   }
 
-  async save(): Promise<void> {
+  /**
+   * Saves the run, with the events `defer` held back journaled in the same write (issue 29, S5);
+   * returns those events, each with its journal id (none without a store), to be shown now — after
+   * the save, never before. A save that fails stores none of them, and no one has seen them.
+   */
+  async save(): Promise<LoopEvent[]> {
     this.s.updated_at = this.clock().toISOString();
     const token = this.watch?.begin();
+    const held = this.deferred;
+    if (held.length) this.deferred = [];
     let mode: Awaited<ReturnType<RunStore['saveRun']>> | undefined;
+    let entries: JournalEntry[] | undefined;
+    // Issue 29's crash test: killed with a step's last result (and what else the save carries) not yet stored.
+    crashPoint('before_save');
     try {
-      mode = await this.store?.saveRun(this.s);
+      if (this.store) {
+        if (held.length) {
+          const at = this.s.updated_at;
+          entries = held.map((e) => ({ event: toRunEvent(e) as RunEvent, at }));
+        }
+        mode = await this.store.saveRun(this.s, entries);
+      }
     } catch (err) {
       throw await this.unstorable(err);
     }
     if (mode && token !== undefined) this.watch?.seen(this.s.session_id, mode, token);
     crashPoint('save');
+    return entries ? held.map((e, i) => ({ ...e, id: entries[i].id })) : held;
   }
 
-  /** Keeps an event in the run's journal (before anyone is shown it); returns its id, none without a store. */
+  /**
+   * Holds an event back for the run's next save, which keeps it in the journal in the same write
+   * (issue 29: a step's last result, its save and the next request's event are one write). Only
+   * for an event the journal keeps (not a text delta); the engine shows it when the save returns it.
+   */
+  defer(e: LoopEvent): void {
+    this.deferred.push(e);
+  }
+
+  /**
+   * Keeps an event in the run's journal (before anyone is shown it); returns its id, none without a
+   * store. An event a save already journaled (it carries its id) is not kept again.
+   */
   async record(e: LoopEvent): Promise<number | undefined> {
+    if (e.id !== undefined) return e.id;
     const ev = this.store ? toRunEvent(e) : undefined;
     if (!ev || !this.store) return undefined;
     try {
@@ -460,23 +494,40 @@ export class RunWriter {
     return this.s.pause_seq + 1;
   }
 
-  /** The run stops here, waiting for an answer or an approval. */
-  async pause(pause: Pause, reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>): Promise<void> {
+  /**
+   * The run stops here, waiting for an answer or an approval. `announce` makes the events that say
+   * so from the paused run, journaled by the same save; returns what the save journaled (see save).
+   */
+  async pause(
+    pause: Pause,
+    reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>,
+    announce?: (s: RunView) => LoopEvent[],
+  ): Promise<LoopEvent[]> {
     this.s.pause_seq = pause.seq;
     this.s.pause = pause;
     this.s.status = 'paused';
     this.s.reason = reason;
     this.s.answer = null;
-    await this.save();
+    if (announce) this.deferred.push(...announce(this.s));
+    return this.save();
   }
 
-  /** The run ends: done with an answer, or failed with a message saying why. */
-  async end(status: Exclude<RunStatus, 'running' | 'paused'>, reason: EndReason, answer: string): Promise<void> {
+  /**
+   * The run ends: done with an answer, or failed with a message saying why. `announce` makes the
+   * event that says so from the ended run, journaled by the same save; returns what the save journaled.
+   */
+  async end(
+    status: Exclude<RunStatus, 'running' | 'paused'>,
+    reason: EndReason,
+    answer: string,
+    announce?: (s: RunView) => LoopEvent,
+  ): Promise<LoopEvent[]> {
     this.s.status = status;
     this.s.reason = reason;
     this.s.pause = null;
     this.s.answer = answer;
-    await this.save();
+    if (announce) this.deferred.push(announce(this.s));
+    return this.save();
   }
 }
 

@@ -14,6 +14,7 @@ import type {
   ApprovalStatus,
   AuditRecord,
   EventQuery,
+  JournalEntry,
   LedgerRow,
   Memory,
   Message,
@@ -46,7 +47,19 @@ async function loadPg(): Promise<typeof pg> {
   return (await optionalImport('pg', NEEDS_PG, () => import('pg'))).default;
 }
 type Stored = { messages: number; steps: number; requests: number };
-type Queryable = Pick<pg.PoolClient, 'query'>;
+/**
+ * A statement: its text, and for the hot ones a name (issue 29), under which each connection
+ * prepares it once — parsed and planned once per connection instead of at every call.
+ */
+type Sql = string | { name: string; text: string };
+/** What a run write queries through: a transaction's client or the pool. */
+interface Queryable {
+  query<R extends pg.QueryResultRow = Row>(sql: Sql, params?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+/** A query config for pg: a named statement is prepared once per connection (see Sql). */
+const config = (sql: Sql, values: unknown[]): pg.QueryConfig => (typeof sql === 'string' ? { text: sql, values } : { ...sql, values });
+/** A statement prepared once per connection under `name`. */
+const named = (name: string, text: string) => ({ name: `keel_${name}`, text });
 
 /** Advisory lock keys (first half): migrations, and the journal's append order. */
 const LOCK_MIGRATE = 0x6b65656c; // 'keel'
@@ -140,6 +153,69 @@ function approvalParams(a: ApprovalRecord): unknown[] {
 }
 
 const jsonArray = (xs: readonly unknown[]) => `[${xs.map(jsonb).join(',')}]`;
+
+const GET_SESSION = named('get_session', 'SELECT id, mode, last_run_id, contract, updated_at FROM sessions WHERE id = $1');
+const SAVE_SESSION = named(
+  'save_session',
+  `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES ($1, $2, $3, $4, $5)
+   ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
+);
+const INSERT_RUN = named(
+  'insert_run',
+  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
+   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
+);
+const CLAIM_PAUSE = named(
+  'claim_pause',
+  `UPDATE runs SET status = 'running', owner = $1, updated_at = $2, lease_until = now() + $5 * interval '1 millisecond'
+   WHERE id = $3 AND status = 'paused' AND pause_seq = $4`,
+);
+const RECHECK = named(
+  'recheck_run',
+  'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests, owner FROM runs WHERE id = $1',
+);
+
+/** One journal append (see appendEvent). */
+const APPEND_EVENT = named(
+  'append_event',
+  `WITH e AS (
+     INSERT INTO run_events (run_id, type, at, body)
+     SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id
+   ) SELECT e.id, pg_notify('${EVENTS_CHANNEL}', $6) FROM e`,
+);
+
+/**
+ * A run's save (issue 29): if the database holds what this process believes ($20, $22, $25) and the
+ * run is still this process's ($27), the run's row is locked, the new blobs, messages, steps, tool
+ * counts and requests appended, its fields written — and the journal events that go with the save
+ * appended ($28–$30), under the journal's advisory lock taken before their ids are drawn (as in
+ * appendEvent: ids become visible in the order drawn, S5), with a notification ($32) at commit.
+ * No events: no lock. Returns the session's mode (C5) and the events' ids.
+ */
+const SAVE = named(
+  'save_run',
+  `WITH
+        r AS (SELECT id FROM runs WHERE id = $1 AND n_messages = $20 AND n_steps = $22 AND n_requests = $25
+              AND ($27::text IS NULL OR owner IS NOT DISTINCT FROM $27) FOR UPDATE),
+        b AS (INSERT INTO blobs (hash, body) SELECT h, x::jsonb FROM unnest($18::text[], $19::text[]) AS x(h, x) ON CONFLICT (hash) DO NOTHING),
+        m AS (INSERT INTO messages (run_id, seq, body) SELECT r.id, $20 + e.ord - 1, e.body FROM r, jsonb_array_elements($21::jsonb) WITH ORDINALITY AS e(body, ord)),
+        s AS (INSERT INTO steps (run_id, seq, body) SELECT r.id, $22 + e.ord - 1, e.body FROM r, jsonb_array_elements($23::jsonb) WITH ORDINALITY AS e(body, ord)),
+        u AS (INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM r, unnest($24::text[]) AS u(tool) GROUP BY tool
+              ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls),
+        q AS (INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
+              SELECT r.id, $25 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
+              FROM r, jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord)),
+        l AS (SELECT pg_advisory_xact_lock($31, hashtext(current_schema())) FROM r WHERE jsonb_array_length($28::jsonb) > 0),
+        ev AS (INSERT INTO run_events (run_id, type, at, body)
+              SELECT r.id, ($29::text[])[e.ord], ($30::text[])[e.ord], e.body
+              FROM r, l, jsonb_array_elements($28::jsonb) WITH ORDINALITY AS e(body, ord) ORDER BY e.ord RETURNING id)
+      UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
+        warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
+        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id
+      RETURNING (SELECT mode FROM sessions WHERE sessions.id = runs.session_id) AS session_mode,
+        (SELECT array_agg(id) FROM ev) AS event_ids,
+        (SELECT pg_notify('${EVENTS_CHANNEL}', $32) FROM (SELECT 1 FROM ev LIMIT 1) AS x) IS NULL AS quiet`,
+);
 
 /** One line for a connection failure: where, and what to do. */
 export function explainPgError(err: unknown, shown: string): KeelError {
@@ -339,10 +415,10 @@ export class PostgresStore implements Store {
     return this.ready;
   }
 
-  private async q<R extends pg.QueryResultRow = Row>(sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  private async q<R extends pg.QueryResultRow = Row>(sql: Sql, params: unknown[] = []): Promise<pg.QueryResult<R>> {
     await this.ensureReady();
     try {
-      return await this.pool.query<R>(sql, params);
+      return await this.pool.query<R>(config(sql, params));
     } catch (err) {
       throw isConnectionError(err) ? explainPgError(err, this.target.shown) : err;
     }
@@ -400,6 +476,9 @@ export class PostgresStore implements Store {
     ];
   }
 
+  /** Queries on the pool, one statement each (a run write outside a transaction). */
+  private readonly pooled: Queryable = { query: (sql, params) => this.q(sql, params) };
+
   /** What the database holds of each run this process wrote or read: where its next save appends. */
   private readonly stored = new Map<string, Stored>();
 
@@ -409,7 +488,13 @@ export class PostgresStore implements Store {
    * process's (when it holds it): the row is locked and checked in the same statement. False when
    * it does not: the caller looks again. The transcript only grows (R19).
    */
-  private async writeRun(c: Queryable, run: RunState, had: Stored, blobsAdded: string[]): Promise<{ mode: Mode | undefined } | false> {
+  private async writeRun(
+    c: Queryable,
+    run: RunState,
+    had: Stored,
+    blobsAdded: string[],
+    events: readonly JournalEntry[],
+  ): Promise<{ mode: Mode | undefined; ids: number[] } | false> {
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
@@ -433,67 +518,53 @@ export class PostgresStore implements Store {
       }
       requests.push({ s: sh, t: t.hash, m: meta });
     }
-    // Everything new and the run's fields in one statement: one round trip for a step.
-    const r = await c.query(
-      `WITH
-        r AS (SELECT id FROM runs WHERE id = $1 AND n_messages = $20 AND n_steps = $22 AND n_requests = $25
-              AND ($27::text IS NULL OR owner IS NOT DISTINCT FROM $27) FOR UPDATE),
-        b AS (INSERT INTO blobs (hash, body) SELECT h, x::jsonb FROM unnest($18::text[], $19::text[]) AS x(h, x) ON CONFLICT (hash) DO NOTHING),
-        m AS (INSERT INTO messages (run_id, seq, body) SELECT r.id, $20 + e.ord - 1, e.body FROM r, jsonb_array_elements($21::jsonb) WITH ORDINALITY AS e(body, ord)),
-        s AS (INSERT INTO steps (run_id, seq, body) SELECT r.id, $22 + e.ord - 1, e.body FROM r, jsonb_array_elements($23::jsonb) WITH ORDINALITY AS e(body, ord)),
-        u AS (INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM r, unnest($24::text[]) AS u(tool) GROUP BY tool
-              ON CONFLICT (tool) DO UPDATE SET calls = tool_usage.calls + excluded.calls),
-        q AS (INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta)
-              SELECT r.id, $25 + e.ord - 1, (e.x->'m'->>'step')::int, e.x->>'s', e.x->>'t', e.x->'m'
-              FROM r, jsonb_array_elements($26::jsonb) WITH ORDINALITY AS e(x, ord))
-      UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
-        warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
-        lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id
-      RETURNING (SELECT mode FROM sessions WHERE sessions.id = runs.session_id) AS session_mode`,
-      [
-        run.id,
-        run.status,
-        run.reason,
-        run.mode,
-        run.answer === null ? null : jsonb(run.answer),
-        run.pause ? jsonb(run.pause) : null,
-        run.pause_seq,
-        run.model_calls,
-        jsonb(run.effects),
-        jsonb(run.notes),
-        jsonb(run.warnings),
-        run.contract ? jsonb(run.contract) : null,
-        run.updated_at,
-        now.messages,
-        now.steps,
-        now.requests,
-        this.leaseMs,
-        blobs.map((b) => b[0]),
-        blobs.map((b) => b[1]),
-        had.messages,
-        jsonArray(run.messages.slice(had.messages)),
-        had.steps,
-        jsonArray(steps),
-        ran,
-        had.requests,
-        jsonArray(requests),
-        holder ?? null,
-      ],
-    );
+    // Everything new, the run's fields and the journal events that go with them in one statement:
+    // one round trip for a step (issue 29), prepared once per connection.
+    const r = await c.query(SAVE, [
+      run.id,
+      run.status,
+      run.reason,
+      run.mode,
+      run.answer === null ? null : jsonb(run.answer),
+      run.pause ? jsonb(run.pause) : null,
+      run.pause_seq,
+      run.model_calls,
+      jsonb(run.effects),
+      jsonb(run.notes),
+      jsonb(run.warnings),
+      run.contract ? jsonb(run.contract) : null,
+      run.updated_at,
+      now.messages,
+      now.steps,
+      now.requests,
+      this.leaseMs,
+      blobs.map((b) => b[0]),
+      blobs.map((b) => b[1]),
+      had.messages,
+      jsonArray(run.messages.slice(had.messages)),
+      had.steps,
+      jsonArray(steps),
+      ran,
+      had.requests,
+      jsonArray(requests),
+      holder ?? null,
+      events.length ? jsonArray(events.map((e) => e.event)) : '[]',
+      events.map((e) => e.event.type),
+      events.map((e) => e.at),
+      LOCK_JOURNAL,
+      `${this.target.schema} ${run.id}`,
+    ]);
     if (r.rowCount !== 1) return false;
     blobsAdded.push(...blobs.map((b) => b[0]));
+    // The ids were drawn in the events' order (under the journal's lock): the smallest is the first event's.
+    const ids = ((r.rows[0]?.event_ids as string[] | null) ?? []).map(Number).sort((a, b) => a - b);
     // C5: the session's mode as stored, read by the save's own statement (no round trip of its own).
-    return { mode: (r.rows[0]?.session_mode as Mode | null) ?? undefined };
+    return { mode: (r.rows[0]?.session_mode as Mode | null) ?? undefined, ids };
   }
 
   /** Why a save found the run other than expected: the counts it holds now, or an error. */
   private async recheck(c: Queryable, run: RunState): Promise<Stored> {
-    const row = (
-      await c.query<Stored & { owner: string | null }>(
-        'SELECT n_messages AS messages, n_steps AS steps, n_requests AS requests, owner FROM runs WHERE id = $1',
-        [run.id],
-      )
-    ).rows[0];
+    const row = (await c.query<Stored & { owner: string | null }>(RECHECK, [run.id])).rows[0];
     if (!row) throw new Error(`run ${run.id} is not in the store: it cannot be saved`);
     // A run this process held and another took over (its lease ran out) is not written from here.
     const holder = this.held.get(run.id);
@@ -506,21 +577,24 @@ export class PostgresStore implements Store {
   }
 
   /** A save: one statement when this process knows what the database holds, else it looks first. */
-  private async save(c: Queryable, run: RunState, blobsAdded: string[]): Promise<Mode | undefined> {
+  private async save(c: Queryable, run: RunState, blobsAdded: string[], events: JournalEntry[] = []): Promise<Mode | undefined> {
     let had = this.stored.get(run.id) ?? (await this.recheck(c, run));
-    let saved: { mode: Mode | undefined } | false;
+    let saved: { mode: Mode | undefined; ids: number[] } | false;
     for (let attempt = 0; ; attempt++) {
       // Checked before every attempt: the lease may be found lost (renewLeases) while one is retried.
       if (this.lost.has(run.id)) {
         const by = this.lost.get(run.id);
         throw new KeelError('conflict', `run ${run.id} was taken over by ${by ?? 'the queue'}: this process lost its lease`);
       }
-      saved = await this.writeRun(c, run, had, blobsAdded);
+      saved = await this.writeRun(c, run, had, blobsAdded, events);
       if (saved) break;
       if (attempt > 3) throw new Error(`run ${run.id} is being saved by another process at the same time`);
       had = await this.recheck(c, run);
     }
     this.stored.set(run.id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+    if (saved.ids.length !== events.length)
+      throw new Error(`run ${run.id}: the save appended ${saved.ids.length} of ${events.length} events`);
+    for (let i = 0; i < events.length; i++) events[i].id = saved.ids[i];
     return saved.mode;
   }
 
@@ -532,7 +606,7 @@ export class PostgresStore implements Store {
       if (inTransaction) out = await this.transaction((c) => f(c, added));
       else {
         await this.ensureReady();
-        out = await f({ query: ((sql: string, params: unknown[]) => this.q(sql, params)) as Queryable['query'] }, added);
+        out = await f(this.pooled, added);
       }
     } catch (err) {
       this.stored.delete(runId);
@@ -548,20 +622,16 @@ export class PostgresStore implements Store {
     await this.runWrite(
       run.id,
       async (c, added) => {
-        await c.query(
-          `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
-          this.runParams(run),
-        );
+        await c.query(INSERT_RUN, this.runParams(run));
         await this.save(c, run, added);
       },
       true,
     );
   }
 
-  async saveRun(run: RunState): Promise<Mode | undefined> {
+  async saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined> {
     // One statement: atomic by itself.
-    const mode = await this.runWrite(run.id, (c, added) => this.save(c, run, added), false);
+    const mode = await this.runWrite(run.id, (c, added) => this.save(c, run, added, events), false);
     if (run.status !== 'running') this.held.delete(run.id);
     return mode;
   }
@@ -643,11 +713,7 @@ export class PostgresStore implements Store {
   }
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {
-    const r = await this.q(
-      `UPDATE runs SET status = 'running', owner = $1, updated_at = $2, lease_until = now() + $5 * interval '1 millisecond'
-       WHERE id = $3 AND status = 'paused' AND pause_seq = $4`,
-      [owner, new Date().toISOString(), runId, seq, this.leaseMs],
-    );
+    const r = await this.q(CLAIM_PAUSE, [owner, new Date().toISOString(), runId, seq, this.leaseMs]);
     if (r.rowCount === 1) this.hold(runId, owner);
     return r.rowCount === 1;
   }
@@ -822,7 +888,7 @@ export class PostgresStore implements Store {
   }
 
   async getSession(id: string): Promise<SessionRecord | undefined> {
-    const r = (await this.q('SELECT * FROM sessions WHERE id = $1', [id])).rows[0];
+    const r = (await this.q(GET_SESSION, [id])).rows[0];
     if (!r) return undefined;
     return {
       id: r.id as string,
@@ -834,26 +900,25 @@ export class PostgresStore implements Store {
   }
 
   async saveSession(s: SessionRecord): Promise<void> {
-    await this.q(
-      `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
-      [s.id, s.mode, s.last_run_id, s.contract ? jsonb(s.contract) : null, s.updated_at],
-    );
+    await this.q(SAVE_SESSION, [s.id, s.mode, s.last_run_id, s.contract ? jsonb(s.contract) : null, s.updated_at]);
   }
 
   /**
    * Appends to the journal. Appends are serialised by a transaction-scoped advisory lock taken
    * before the id is drawn, so ids become visible in the order they were drawn: a reader that has
-   * seen id N never later finds a new row below N (S5, across processes).
+   * seen id N never later finds a new row below N (S5, across processes). Each append commits as
+   * durably as the server is set to: an event a client was shown is never lost by a crash of the
+   * database server either, so an id is never handed out twice.
    */
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
-    const r = await this.q<{ id: string }>(
-      `WITH e AS (
-         INSERT INTO run_events (run_id, type, at, body)
-         SELECT $1, $2, $3, $4::jsonb FROM (SELECT pg_advisory_xact_lock($5, hashtext(current_schema()))) AS l RETURNING id
-       ) SELECT e.id, pg_notify('${EVENTS_CHANNEL}', $6) FROM e`,
-      [runId, event.type, at, jsonb(event), LOCK_JOURNAL, `${this.target.schema} ${runId}`],
-    );
+    const r = await this.q<{ id: string }>(APPEND_EVENT, [
+      runId,
+      event.type,
+      at,
+      jsonb(event),
+      LOCK_JOURNAL,
+      `${this.target.schema} ${runId}`,
+    ]);
     return Number(r.rows[0].id);
   }
 

@@ -7,6 +7,7 @@ import type {
   ApprovalStatus,
   AuditRecord,
   EventQuery,
+  JournalEntry,
   LedgerRow,
   Memory,
   Message,
@@ -81,6 +82,8 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
 `;
 
 type Row = Record<string, unknown>;
+/** The most rows one INSERT of `insertRows` carries (SQLite binds at most 32,766 values a statement). */
+const ROWS_PER_INSERT = 64;
 
 /** Stores of this process with journal rows not yet committed. */
 const PENDING = new Set<SqliteStore>();
@@ -108,6 +111,8 @@ export class SqliteStore implements Store {
   private uncommittedBlobs: string[] = [];
   /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
   private readonly transaction: (write: () => void) => void;
+  /** Multi-row INSERTs, one per table and row count (see `many`). */
+  private readonly manyRows = new Map<string, Database.Statement>();
   /** Statements of the queries built from a filter, one per shape. */
   private readonly shapes = new Map<string, Database.Statement>();
   /** Journal rows written since the last commit (see appendEvent). */
@@ -154,17 +159,19 @@ export class SqliteStore implements Store {
         VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
       // S4/R18: a save renews the lease of a running run (and drops it otherwise); a run this store
       // holds is written only while its owner is still the holder (another process may have taken it).
-      updateRun: p(`UPDATE runs SET status=@status, reason=@reason, mode=@mode, answer=@answer, pause=@pause, pause_seq=@pause_seq,
-        model_calls=@model_calls, effects=@effects, notes=@notes, warnings=@warnings, contract=@contract, updated_at=@updated_at,
-        lease_until=@lease_until WHERE id=@id AND (@holder IS NULL OR owner IS @holder)`),
+      // C5: the session's mode as stored, read by the save's own update (issue 29: no statement of its own).
+      updateRun: p(`UPDATE runs SET status=?, reason=?, mode=?, answer=?, pause=?, pause_seq=?, model_calls=?, effects=?, notes=?,
+        warnings=?, contract=?, updated_at=?, lease_until=? WHERE id=? AND (? IS NULL OR owner IS ?)
+        RETURNING (SELECT mode FROM sessions WHERE sessions.id = runs.session_id) AS session_mode`),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
-      sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
+      // The journal group's transaction (appendEvent), prepared once rather than parsed at each step.
+      begin: p('BEGIN IMMEDIATE'),
+      commit: p('COMMIT'),
       counts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
-      insertMessage: p('INSERT INTO messages (run_id, seq, body) VALUES (?, ?, ?)'),
       insertCall: p('INSERT INTO calls (run_id, seq, body) VALUES (?, ?, ?)'),
       insertRequest: p('INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta) VALUES (?, ?, ?, ?, ?, ?)'),
       insertBlob: p('INSERT OR IGNORE INTO blobs (hash, body) VALUES (?, ?)'),
@@ -275,14 +282,22 @@ export class SqliteStore implements Store {
     return n;
   }
 
-  /** Appends what the file does not hold yet and writes the run's fields. The transcript only grows. */
-  private writeRun(run: RunState): void {
+  /**
+   * Appends what the file does not hold yet and writes the run's fields. The transcript only grows.
+   * Returns the mode of the run's session as stored, read by the same update.
+   */
+  private writeRun(run: RunState): Mode | undefined {
     const had = this.storedOf(run.id);
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
-    for (let seq = had.messages; seq < now.messages; seq++) this.stmt.insertMessage.run(run.id, seq, JSON.stringify(run.messages[seq]));
+    // A step's messages (its reply and results) in one statement (issue 29).
+    if (now.messages > had.messages) {
+      const rows: unknown[][] = [];
+      for (let seq = had.messages; seq < now.messages; seq++) rows.push([run.id, seq, JSON.stringify(run.messages[seq])]);
+      this.insertRows('INSERT INTO messages (run_id, seq, body) VALUES ', '(?, ?, ?)', rows);
+    }
     for (let seq = had.steps; seq < now.steps; seq++) {
       this.stmt.insertCall.run(run.id, seq, JSON.stringify(stepRow(run, seq)));
       // R23: each call that ran counts once towards its tool's use (a record is written once: the trace only grows).
@@ -293,10 +308,49 @@ export class SqliteStore implements Store {
       this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
     }
     const holder = this.held.get(run.id) ?? null;
-    const updated = this.stmt.updateRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run), holder }).changes;
+    const row = this.stmt.updateRun.get(
+      run.status,
+      run.reason,
+      run.mode,
+      run.answer,
+      run.pause ? JSON.stringify(run.pause) : null,
+      run.pause_seq,
+      run.model_calls,
+      JSON.stringify(run.effects),
+      JSON.stringify(run.notes),
+      JSON.stringify(run.warnings),
+      run.contract ? JSON.stringify(run.contract) : null,
+      run.updated_at,
+      this.leaseFor(run),
+      run.id,
+      holder,
+      holder,
+    ) as { session_mode: Mode | null } | undefined;
     // Another process took the run (its lease ran out): nothing of this save is kept (the transaction rolls back).
-    if (holder !== null && updated === 0) this.loseRun(run.id, holder);
+    if (holder !== null && row === undefined) this.loseRun(run.id, holder);
     this.stored.set(run.id, now);
+    return row?.session_mode ?? undefined;
+  }
+
+  /**
+   * Inserts rows with as few statements as it can (issue 29: one per kind of row a step adds; at
+   * most ROWS_PER_INSERT rows each), prepared once per row count. Returns the rows' ids: one
+   * statement's rows get consecutive ids (an INTEGER PRIMARY KEY is the largest so far plus one).
+   */
+  private insertRows(head: string, row: string, rows: readonly unknown[][]): number[] {
+    const ids: number[] = [];
+    for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
+      const chunk = rows.slice(from, from + ROWS_PER_INSERT);
+      const key = `${head}${chunk.length}`;
+      let st = this.manyRows.get(key);
+      if (!st) {
+        st = this.db.prepare(head + Array.from({ length: chunk.length }, () => row).join(', '));
+        this.manyRows.set(key, st);
+      }
+      const last = Number(st.run(chunk.flat()).lastInsertRowid);
+      for (let i = 0; i < chunk.length; i++) ids.push(last - chunk.length + 1 + i);
+    }
+    return ids;
   }
 
   /** A running run's lease from now; none for a paused or ended run. */
@@ -361,15 +415,22 @@ export class SqliteStore implements Store {
     if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
   }
 
-  async saveRun(run: RunState): Promise<Mode | undefined> {
+  async saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined> {
     if (this.lost.has(run.id)) throw this.lostError(run.id);
     return this.write(() => {
       let mode: Mode | undefined;
+      const ids: number[] = [];
       this.inTransaction(run.id, () => {
-        this.writeRun(run);
         // C5: the session's mode as stored, read in the save's own transaction.
-        mode = (this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode;
+        mode = this.writeRun(run);
+        // Issue 29: the journal events that go with this save, in its transaction and one statement:
+        // their ids are consecutive, in the events' order (S5).
+        if (events?.length) {
+          const rows = events.map((e) => [run.id, e.event.type, e.at, JSON.stringify(e.event)]);
+          ids.push(...this.insertRows('INSERT INTO run_events (run_id, type, at, body) VALUES ', '(?, ?, ?, ?)', rows));
+        }
       });
+      if (events) for (let i = 0; i < events.length; i++) events[i].id = ids[i];
       // Paused or ended: no longer held here (a claim holds it again).
       if (run.status !== 'running') this.held.delete(run.id);
       return mode;
@@ -482,7 +543,7 @@ export class SqliteStore implements Store {
   async appendEvent(runId: string, event: RunEvent, at: string): Promise<number> {
     if (!this.eventsPending) {
       commitOthers(this);
-      this.db.exec('BEGIN IMMEDIATE');
+      this.stmt.begin.run();
       this.eventsPending = true;
       PENDING.add(this);
       setImmediate(() => this.commitEvents());
@@ -510,7 +571,7 @@ export class SqliteStore implements Store {
     PENDING.delete(this);
     if (!this.db.open || !this.db.inTransaction) return;
     try {
-      this.db.exec('COMMIT');
+      this.stmt.commit.run();
     } catch (err) {
       try {
         this.db.exec('ROLLBACK');

@@ -80,8 +80,12 @@ export interface RunStore {
    * requests than stored is refused. Returns the mode of the run's session as stored when the save
    * committed, read by the save itself (a mode switch made in another process reaches the run at its
    * next save, with no query of its own); undefined when the session has no record yet.
+   *
+   * `events`: journal events appended in the same write — the same transaction, on
+   * PostgreSQL the same statement — as appendEvent would append them, in order; each gets its `id`
+   * once the save committed. A save that fails appends none of them.
    */
-  saveRun(run: RunState): Promise<Mode | undefined>;
+  saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined>;
   loadRun(id: string): Promise<RunState | undefined>;
   /** Runs newest first, filtered; `before` continues a listing after its last row (keyset paging). */
   listRuns(query?: RunQuery): Promise<RunSummary[]>;
@@ -116,6 +120,13 @@ export interface RunStore {
    * by name, at most `limit` (what fills a menu whose request matches no tool).
    */
   toolUsage(limit: number): Promise<ToolUsage[]>;
+}
+
+/** An event a save appends to the run's journal (see saveRun); `id` is set by the store. */
+export interface JournalEntry {
+  event: RunEvent;
+  at: string;
+  id?: number;
 }
 
 export interface ToolUsage {

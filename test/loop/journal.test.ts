@@ -70,3 +70,40 @@ test('A3: an answered card joins the run journal between the pause and the conti
     'the continuation reports the call it ran',
   );
 });
+
+test('S5/issue 29: a step is one save — its last result and the next request are journaled by it; only the start, the first request and each reply are appended on their own', async (t) => {
+  const h = new Harness([
+    { tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
+    { tool_calls: [{ id: 's2', name: 'search_inbox', args: { query: 'offers' } }] },
+    { text: 'Found two.' },
+  ]);
+  t.after(() => h.close());
+  const store = h.keel.store!;
+  const appended: string[] = [];
+  const saved: string[][] = [];
+  const append = store.appendEvent.bind(store);
+  const save = store.saveRun.bind(store);
+  store.appendEvent = (runId, event, at) => {
+    appended.push(event.type);
+    return append(runId, event, at);
+  };
+  store.saveRun = (run, events) => {
+    saved.push((events ?? []).map((e) => e.event.type));
+    return save(run, events);
+  };
+  const r = await h.run('find the deals and offers');
+  assert.equal(r.status, 'done');
+  assert.deepEqual(appended, ['run_started', 'model_request', 'assistant', 'assistant', 'assistant'], 'appended on their own');
+  assert.deepEqual(
+    saved,
+    [['tool_result', 'model_request'], ['tool_result', 'model_request'], ['run_finished']],
+    'one save per step, carrying its events',
+  );
+  const stored = await store.listEvents({ run_id: r.run_id });
+  const shown = h.events.filter((e) => e.type !== 'text_delta');
+  assert.deepEqual(
+    stored.map((s) => [s.id, s.event.type]),
+    shown.map((e) => [e.id, e.type]),
+    'shown in the order stored, each with its id, none twice',
+  );
+});

@@ -15,9 +15,11 @@ import type {
   ApprovalRecord,
   CallRecord,
   DeclaredTool,
+  JournalEntry,
   Message,
   Pause,
   RequestTrace,
+  RunEvent,
   RunState,
   RunSummary,
   SessionRecord,
@@ -852,6 +854,55 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       'limit',
     );
     assert.deepEqual(await store.listEvents({ run_id: 'no-such-run' }), []);
+  });
+
+  test(`${name}: S5/issue 29 saveRun appends the events it is given in the same write: ids in their order, above every id before, between appends; a refused save appends none`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-1');
+    await store.createRun(structuredClone(run));
+    const started: RunEvent = {
+      type: 'run_started',
+      run_id: run.id,
+      session_id: run.session_id,
+      mode: 'agent',
+      request: 'r',
+      resumed: false,
+    };
+    const first = await store.appendEvent(run.id, started, at(1));
+    append(run, 3);
+    const record = run.steps[run.steps.length - 1];
+    const events: JournalEntry[] = [
+      { event: { type: 'tool_result', step: 3, record }, at: at(2) },
+      { event: { type: 'model_request', step: 4, declared: 2, dropped: 0, tools: [{ name: 'a', available: true }] }, at: at(2) },
+    ];
+    await store.saveRun(run, events);
+    const [a, b] = events.map((e) => e.id as number);
+    assert.ok(first < a && a < b, `ids ${first}, ${a}, ${b}: in the events' order, above every id before`);
+    const after = await store.appendEvent(run.id, { type: 'assistant', step: 4, text: '', tool_calls: [] }, at(3));
+    assert.ok(after > b, 'an append after the save gets a larger id');
+    assert.deepEqual(
+      (await store.listEvents({ run_id: run.id })).map((e) => [e.id, e.at, e.event.type]),
+      [
+        [first, at(1), 'run_started'],
+        [a, at(2), 'tool_result'],
+        [b, at(2), 'model_request'],
+        [after, at(3), 'assistant'],
+      ],
+    );
+    assert.deepEqual(
+      (await store.listEvents({ run_id: run.id, after: first })).map((e) => e.event),
+      [...events.map((e) => e.event), { type: 'assistant', step: 4, text: '', tool_calls: [] }],
+      'a client that saw the first event reads the rest, as written, nothing twice',
+    );
+    assert.deepEqual(await store.loadRun(run.id), run, 'and the run was saved with them');
+
+    // A save the store refuses (the trace shrank) appends none of its events.
+    const shrunk = structuredClone(run);
+    shrunk.messages.length = 0;
+    const refusedEvents: JournalEntry[] = [{ event: { type: 'tool_result', step: 5, record }, at: at(4) }];
+    assert.equal(await refused(store.saveRun(shrunk, refusedEvents)), true);
+    assert.equal(refusedEvents[0].id, undefined);
+    assert.equal(await store.latestEventId(), after, 'nothing appended by the refused save');
   });
 
   test(`${name}: S4/issue 27 text made storable (U+FFFD, surrogate pairs, bidi controls, 1 MB) round-trips unchanged in runs, keys, approvals and the journal; what JSON cannot hold is refused as an error that will not go away`, async (t) => {

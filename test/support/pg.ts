@@ -39,6 +39,15 @@ export function testPgUrl(): Promise<string> {
   return started;
 }
 
+/**
+ * A throwaway cluster of this process's own, stopped and deleted when it ends. The tests' cluster
+ * trades durability for speed (fsync, synchronous_commit and full_page_writes off); `durable: true`
+ * keeps PostgreSQL's defaults (fsync on, synchronous_commit on), for a bench's per-step figure.
+ */
+export function throwawayCluster(o: { durable?: boolean } = {}): Promise<string> {
+  return startCluster(o.durable === true);
+}
+
 /** A new, empty schema name for one store (dropped when the process ends). */
 export function freshSchema(prefix = 'keel_t'): string {
   const name = `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -151,7 +160,7 @@ function canRun(user: string | undefined, path: string): boolean {
   return spawnSync('runuser', ['-u', user, '--', 'test', '-x', path], { stdio: 'ignore' }).status === 0;
 }
 
-async function startCluster(): Promise<string> {
+async function startCluster(durable = false): Promise<string> {
   const programs = pgPrograms();
   const user = pgUser();
   const dir = mkdtempSync(join(tmpdir(), 'keel-pg-'));
@@ -188,7 +197,8 @@ async function startCluster(): Promise<string> {
   try {
     asPg(user, join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'keel', '--no-sync', '-E', 'UTF8', '--locale', 'C'], dir, env);
     const port = await freePort();
-    const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
+    const fast = durable ? '' : ' -c fsync=off -c synchronous_commit=off -c full_page_writes=off';
+    const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1${fast} -c max_connections=200`;
     asPg(user, join(bin, 'pg_ctl'), ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start'], dir, env);
     watchdog(dir, data);
     process.once('exit', cleanup);
