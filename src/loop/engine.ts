@@ -429,8 +429,17 @@ export class RunLeg {
       const request: LoopEvent = { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
       if (this.stepUnsaved) {
         this.stepUnsaved = false;
-        this.run.defer(request);
-        yield* this.saved();
+        // C2/C5: journaled only if the save finds the session still in the mode this request was
+        // built in. A switch made in another process during the step leaves it out: the loop's top
+        // then takes the new mode and builds the request again (appended alone), so no call of this
+        // step is gated, nor the model told, by the mode the session has left.
+        this.run.defer(request, s.mode);
+        let kept = false;
+        for (const e of await this.run.save()) {
+          if (e.type === 'model_request') kept = true;
+          yield e;
+        }
+        if (!kept) continue;
       } else yield request;
       this.run.addRequest(trace);
       let reply: AssistantReply | undefined;

@@ -156,7 +156,7 @@ export class RunWriter {
 
   private watch: SessionWatch | undefined;
   /** Events held back for the next save, which journals them in its own write (see `defer`). */
-  private deferred: LoopEvent[] = [];
+  private deferred: { e: LoopEvent; onlyInMode?: Mode }[] = [];
 
   get state(): RunView {
     return this.s;
@@ -331,7 +331,9 @@ export class RunWriter {
   /**
    * Saves the run, with the events `defer` held back journaled in the same write (issue 29, S5);
    * returns those events, each with its journal id (none without a store), to be shown now — after
-   * the save, never before. A save that fails stores none of them, and no one has seen them.
+   * the save, never before. A save that fails stores none of them, and no one has seen them. An
+   * event held for one mode that the save found the session no longer in was not journaled and is
+   * not returned (C5: it was built for a mode the run has left).
    */
   async save(): Promise<LoopEvent[]> {
     this.s.updated_at = this.clock().toISOString();
@@ -346,7 +348,7 @@ export class RunWriter {
       if (this.store) {
         if (held.length) {
           const at = this.s.updated_at;
-          entries = held.map((e) => ({ event: toRunEvent(e) as RunEvent, at }));
+          entries = held.map(({ e, onlyInMode }) => ({ event: toRunEvent(e) as RunEvent, at, ...(onlyInMode ? { onlyInMode } : {}) }));
         }
         mode = await this.store.saveRun(this.s, entries);
       }
@@ -355,16 +357,25 @@ export class RunWriter {
     }
     if (mode && token !== undefined) this.watch?.seen(this.s.session_id, mode, token);
     crashPoint('save');
-    return entries ? held.map((e, i) => ({ ...e, id: entries[i].id })) : held;
+    if (!entries) return held.map((h) => h.e);
+    const out: LoopEvent[] = [];
+    for (let i = 0; i < held.length; i++) {
+      const id = entries[i].id;
+      if (id !== undefined) out.push({ ...held[i].e, id });
+      else if (!held[i].onlyInMode) throw new Error(`run ${this.s.id}: the save kept no journal id for its ${held[i].e.type} event`);
+    }
+    return out;
   }
 
   /**
    * Holds an event back for the run's next save, which keeps it in the journal in the same write
    * (issue 29: a step's last result, its save and the next request's event are one write). Only
    * for an event the journal keeps (not a text delta); the engine shows it when the save returns it.
+   * `onlyInMode`: journaled only if the save finds the run's session in that mode (or has none on
+   * record) — a request built for a mode another process has since switched away from is not kept.
    */
-  defer(e: LoopEvent): void {
-    this.deferred.push(e);
+  defer(e: LoopEvent, onlyInMode?: Mode): void {
+    this.deferred.push({ e, onlyInMode });
   }
 
   /**
@@ -508,7 +519,7 @@ export class RunWriter {
     this.s.status = 'paused';
     this.s.reason = reason;
     this.s.answer = null;
-    if (announce) this.deferred.push(...announce(this.s));
+    if (announce) for (const e of announce(this.s)) this.deferred.push({ e });
     return this.save();
   }
 
@@ -526,7 +537,7 @@ export class RunWriter {
     this.s.reason = reason;
     this.s.pause = null;
     this.s.answer = answer;
-    if (announce) this.deferred.push(announce(this.s));
+    if (announce) this.deferred.push({ e: announce(this.s) });
     return this.save();
   }
 }

@@ -189,7 +189,9 @@ const APPEND_EVENT = named(
  * run is still this process's ($27), the run's row is locked, the new blobs, messages, steps, tool
  * counts and requests appended, its fields written — and the journal events that go with the save
  * appended ($28–$30), under the journal's advisory lock taken before their ids are drawn (as in
- * appendEvent: ids become visible in the order drawn, S5), with a notification ($32) at commit.
+ * appendEvent: ids become visible in the order drawn, S5), with a notification ($32) at commit —
+ * each only if its mode ($33, '' for any) is the session's as this statement reads it, or the
+ * session has no record (JournalEntry.onlyInMode; the same snapshot as the mode returned).
  * No events: no lock. Returns the session's mode (C5) and the events' ids.
  */
 const SAVE = named(
@@ -208,7 +210,10 @@ const SAVE = named(
         l AS (SELECT pg_advisory_xact_lock($31, hashtext(current_schema())) FROM r WHERE jsonb_array_length($28::jsonb) > 0),
         ev AS (INSERT INTO run_events (run_id, type, at, body)
               SELECT r.id, ($29::text[])[e.ord], ($30::text[])[e.ord], e.body
-              FROM r, l, jsonb_array_elements($28::jsonb) WITH ORDINALITY AS e(body, ord) ORDER BY e.ord RETURNING id)
+              FROM r, l, jsonb_array_elements($28::jsonb) WITH ORDINALITY AS e(body, ord)
+              WHERE ($33::text[])[e.ord] = '' OR NOT EXISTS (SELECT 1 FROM runs x JOIN sessions z ON z.id = x.session_id
+                      WHERE x.id = $1 AND z.mode <> ($33::text[])[e.ord])
+              ORDER BY e.ord RETURNING id)
       UPDATE runs SET status=$2, reason=$3, mode=$4, answer=$5, pause=$6, pause_seq=$7, model_calls=$8, effects=$9, notes=$10,
         warnings=$11, contract=$12, updated_at=$13, n_messages=$14, n_steps=$15, n_requests=$16,
         lease_until = CASE WHEN $2 = 'running' THEN now() + $17 * interval '1 millisecond' END FROM r WHERE runs.id = r.id
@@ -553,6 +558,7 @@ export class PostgresStore implements Store {
       events.map((e) => e.at),
       LOCK_JOURNAL,
       `${this.target.schema} ${run.id}`,
+      events.map((e) => e.onlyInMode ?? ''),
     ]);
     if (r.rowCount !== 1) return false;
     blobsAdded.push(...blobs.map((b) => b[0]));
@@ -592,9 +598,11 @@ export class PostgresStore implements Store {
       had = await this.recheck(c, run);
     }
     this.stored.set(run.id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
-    if (saved.ids.length !== events.length)
-      throw new Error(`run ${run.id}: the save appended ${saved.ids.length} of ${events.length} events`);
-    for (let i = 0; i < events.length; i++) events[i].id = saved.ids[i];
+    // The events the statement kept: it read the session's mode in the same snapshot it returned.
+    const mode = saved.mode;
+    const kept = events.filter((e) => !e.onlyInMode || mode === undefined || mode === e.onlyInMode);
+    if (saved.ids.length !== kept.length) throw new Error(`run ${run.id}: the save appended ${saved.ids.length} of ${kept.length} events`);
+    for (let i = 0; i < kept.length; i++) kept[i].id = saved.ids[i];
     return saved.mode;
   }
 

@@ -420,17 +420,21 @@ export class SqliteStore implements Store {
     return this.write(() => {
       let mode: Mode | undefined;
       const ids: number[] = [];
+      let kept: JournalEntry[] = [];
       this.inTransaction(run.id, () => {
         // C5: the session's mode as stored, read in the save's own transaction.
         mode = this.writeRun(run);
         // Issue 29: the journal events that go with this save, in its transaction and one statement:
         // their ids are consecutive, in the events' order (S5).
-        if (events?.length) {
-          const rows = events.map((e) => [run.id, e.event.type, e.at, JSON.stringify(e.event)]);
+        // An event held for a mode the session has left is not kept (JournalEntry.onlyInMode).
+        kept = events?.filter((e) => !e.onlyInMode || mode === undefined || mode === e.onlyInMode) ?? [];
+        if (kept.length) {
+          const rows = kept.map((e) => [run.id, e.event.type, e.at, JSON.stringify(e.event)]);
           ids.push(...this.insertRows('INSERT INTO run_events (run_id, type, at, body) VALUES ', '(?, ?, ?, ?)', rows));
         }
       });
-      if (events) for (let i = 0; i < events.length; i++) events[i].id = ids[i];
+      // Committed: the kept events have their ids.
+      for (let i = 0; i < kept.length; i++) kept[i].id = ids[i];
       // Paused or ended: no longer held here (a claim holds it again).
       if (run.status !== 'running') this.held.delete(run.id);
       return mode;

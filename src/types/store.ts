@@ -126,6 +126,11 @@ export interface RunStore {
 export interface JournalEntry {
   event: RunEvent;
   at: string;
+  /**
+   * Appended only when the run's session, as the save reads it, is in this mode or has no record;
+   * otherwise skipped, and its `id` stays unset (a request built for a mode left since).
+   */
+  onlyInMode?: Mode;
   id?: number;
 }
 

@@ -55,12 +55,12 @@ async function twoKeels(t: TestContext, open: Opener, switchTo: Mode) {
     await a.close();
     await b.close();
   });
-  return { home, a, b, stamped };
+  return { home, a, b, stamped, stores };
 }
 
 for (const [name, open] of STORES) {
   test(`${name}: C2/C5 a switch to Plan made through another Keel during step 1 denies step 2's write (issue 27.1)`, async (t) => {
-    const { home, a, b, stamped } = await twoKeels(t, open, 'plan');
+    const { home, a, b, stamped, stores } = await twoKeels(t, open, 'plan');
     const model = script(home, [
       { tool_calls: [{ id: 'p', name: 'probe', args: {} }] },
       { tool_calls: [{ id: 's', name: 'stamp', args: { doc: 'contract' } }] },
@@ -80,6 +80,20 @@ for (const [name, open] of STORES) {
     );
     // The request of step 2 already declared the write as unavailable (C3 labels follow the mode).
     assert.equal(r.requests[1].tools.find((x) => x.name === 'stamp')?.available ?? false, false);
+    // Issue 29: the step's save found the switch, so step 2's request was built again in Plan mode —
+    // its submit tool declared — and the journal holds that request only, once per step.
+    assert.ok(
+      r.requests[1].tools.some((x) => x.name === 'submit_plan'),
+      `step 2 declares submit_plan: ${r.requests[1].tools.map((x) => x.name).join(', ')}`,
+    );
+    const journal = await stores[0].listEvents({ run_id: r.run_id, types: ['model_request'] });
+    assert.deepEqual(
+      journal.map((e) => (e.event as { step: number }).step),
+      [1, 2, 3],
+      'one model_request event per step, none for a request built in the mode the session left',
+    );
+    const second = journal[1].event as { tools: { name: string }[] };
+    assert.ok(second.tools.some((x) => x.name === 'submit_plan'), "the journal's step-2 request is the one the model was sent");
   });
 
   test(`${name}: C7 a switch back to Agent made through another Keel lets the next step's write run`, async (t) => {

@@ -905,6 +905,39 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.equal(await store.latestEventId(), after, 'nothing appended by the refused save');
   });
 
+  test(`${name}: C5/issue 29 an event saveRun holds for one mode is appended only while the run's session is in it (or has no record)`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-m');
+    await store.createRun(structuredClone(run));
+    const request = (step: number): RunEvent => ({ type: 'model_request', step, declared: 1, dropped: 0 });
+    append(run, 3);
+    const record = run.steps[run.steps.length - 1];
+    // No session record yet: kept.
+    const none: JournalEntry[] = [{ event: request(4), at: at(1), onlyInMode: 'agent' }];
+    assert.equal(await store.saveRun(run, none), undefined);
+    assert.equal(typeof none[0].id, 'number', 'a session with no record holds no other mode');
+    await store.saveSession({ id: run.session_id, mode: 'plan', last_run_id: run.id, contract: null, updated_at: at(2) });
+    append(run, 4);
+    const left: JournalEntry[] = [
+      { event: { type: 'tool_result', step: 4, record }, at: at(3) },
+      { event: request(5), at: at(3), onlyInMode: 'agent' },
+    ];
+    assert.equal(await store.saveRun(run, left), 'plan');
+    assert.equal(typeof left[0].id, 'number', 'an event held for any mode is appended');
+    assert.equal(left[1].id, undefined, 'a request built for the mode the session left is not');
+    const kept: JournalEntry[] = [{ event: request(5), at: at(4), onlyInMode: 'plan' }];
+    assert.equal(await store.saveRun(run, kept), 'plan');
+    assert.deepEqual(
+      (await store.listEvents({ run_id: run.id })).map((e) => [e.id, e.event.type]),
+      [
+        [none[0].id, 'model_request'],
+        [left[0].id, 'tool_result'],
+        [kept[0].id, 'model_request'],
+      ],
+    );
+    assert.deepEqual(await store.loadRun(run.id), run, 'the run was saved each time');
+  });
+
   test(`${name}: S4/issue 27 text made storable (U+FFFD, surrogate pairs, bidi controls, 1 MB) round-trips unchanged in runs, keys, approvals and the journal; what JSON cannot hold is refused as an error that will not go away`, async (t) => {
     const store = await fresh(t);
     const hostile = `a\u0000b\uD800c\uDC00 😀 \u202E\u2066x\u2069 \uFFFD`;
