@@ -93,7 +93,10 @@ for (const [name, open] of STORES) {
       'one model_request event per step, none for a request built in the mode the session left',
     );
     const second = journal[1].event as { tools: { name: string }[] };
-    assert.ok(second.tools.some((x) => x.name === 'submit_plan'), "the journal's step-2 request is the one the model was sent");
+    assert.ok(
+      second.tools.some((x) => x.name === 'submit_plan'),
+      "the journal's step-2 request is the one the model was sent",
+    );
   });
 
   test(`${name}: C7 a switch back to Agent made through another Keel lets the next step's write run`, async (t) => {
