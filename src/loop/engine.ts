@@ -671,7 +671,9 @@ export class RunLeg {
       const id = `apr_${randomUUID().slice(0, 8)}`;
       const card = buildCard(approvals, pool, s.request);
       const now = this.deps.now?.() ?? new Date();
-      await store.createApproval({
+      // A1: the card is stored by the pause's own save — a process killed before it leaves
+      // neither, and the step is done again; never a card no paused run waits on.
+      const record: ApprovalRecord = {
         id,
         run_id: s.id,
         pause_seq: seq,
@@ -684,8 +686,8 @@ export class RunLeg {
         answered_by: null,
         reason: null,
         consent_writes: false,
-      });
-      return yield* this.pause({ kind: 'approval', seq, approval_id: id, card, step, items: approvals, results, calls: records });
+      };
+      return yield* this.pause({ kind: 'approval', seq, approval_id: id, card, step, items: approvals, results, calls: records }, record);
     }
     if (store && question) {
       const q = question;
@@ -764,7 +766,7 @@ export class RunLeg {
     return yield* this.pause({ kind: 'interrupted', seq: this.run.nextPauseSeq(), step, why });
   }
 
-  private async *pause(pause: Parameters<RunWriter['pause']>[0]): AsyncGenerator<LoopEvent, RunResult> {
+  private async *pause(pause: Parameters<RunWriter['pause']>[0], card?: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
     this.release();
     const reason = pause.kind === 'approval' ? 'awaiting_approval' : pause.kind === 'interrupted' ? 'interrupted' : 'awaiting_user_input';
     // The pause's own events are journaled by its save (issue 29), after the step's held-back ones.
@@ -776,7 +778,7 @@ export class RunLeg {
         { type: 'run_finished', result },
       ];
     };
-    for (const e of await this.run.pause(pause, reason, announce)) yield e;
+    for (const e of await this.run.pause(pause, reason, announce, card)) yield e;
     return result ?? toResult(this.run.state);
   }
 

@@ -335,7 +335,7 @@ export class RunWriter {
    * event held for one mode that the save found the session no longer in was not journaled and is
    * not returned (C5: it was built for a mode the run has left).
    */
-  async save(): Promise<LoopEvent[]> {
+  async save(card?: ApprovalRecord): Promise<LoopEvent[]> {
     this.s.updated_at = this.clock().toISOString();
     const token = this.watch?.begin();
     const held = this.deferred;
@@ -350,7 +350,7 @@ export class RunWriter {
           const at = this.s.updated_at;
           entries = held.map(({ e, onlyInMode }) => ({ event: toRunEvent(e) as RunEvent, at, ...(onlyInMode ? { onlyInMode } : {}) }));
         }
-        mode = await this.store.saveRun(this.s, entries);
+        mode = await this.store.saveRun(this.s, entries, card);
       }
     } catch (err) {
       throw await this.unstorable(err);
@@ -508,11 +508,13 @@ export class RunWriter {
   /**
    * The run stops here, waiting for an answer or an approval. `announce` makes the events that say
    * so from the paused run, journaled by the same save; returns what the save journaled (see save).
+   * `card`: the approval card the pause waits on, stored by the same save (A1: never one without the other).
    */
   async pause(
     pause: Pause,
     reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>,
     announce?: (s: RunView) => LoopEvent[],
+    card?: ApprovalRecord,
   ): Promise<LoopEvent[]> {
     this.s.pause_seq = pause.seq;
     this.s.pause = pause;
@@ -520,7 +522,7 @@ export class RunWriter {
     this.s.reason = reason;
     this.s.answer = null;
     if (announce) for (const e of announce(this.s)) this.deferred.push({ e });
-    return this.save();
+    return this.save(card);
   }
 
   /**

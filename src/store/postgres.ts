@@ -637,9 +637,18 @@ export class PostgresStore implements Store {
     );
   }
 
-  async saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined> {
-    // One statement: atomic by itself.
-    const mode = await this.runWrite(run.id, (c, added) => this.save(c, run, added, events), false);
+  async saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
+    // One statement: atomic by itself; with a pause's card, the card and the save in one transaction.
+    const mode = card
+      ? await this.runWrite(
+          run.id,
+          async (c, added) => {
+            await c.query(INSERT_APPROVAL, approvalParams(card));
+            return this.save(c, run, added, events);
+          },
+          true,
+        )
+      : await this.runWrite(run.id, (c, added) => this.save(c, run, added, events), false);
     if (run.status !== 'running') this.held.delete(run.id);
     return mode;
   }

@@ -415,13 +415,15 @@ export class SqliteStore implements Store {
     if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
   }
 
-  async saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined> {
+  async saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
     if (this.lost.has(run.id)) throw this.lostError(run.id);
     return this.write(() => {
       let mode: Mode | undefined;
       const ids: number[] = [];
       let kept: JournalEntry[] = [];
       this.inTransaction(run.id, () => {
+        // A pause's card, with the paused run or not at all.
+        if (card) this.insertApproval(card);
         // C5: the session's mode as stored, read in the save's own transaction.
         mode = this.writeRun(run);
         // Issue 29: the journal events that go with this save, in its transaction and one statement:
@@ -663,13 +665,15 @@ export class SqliteStore implements Store {
   }
 
   async createApproval(a: ApprovalRecord): Promise<void> {
-    this.write(() => {
-      this.stmt.insertApproval.run({
-        ...a,
-        items: JSON.stringify(a.items),
-        card: JSON.stringify(a.card),
-        consent_writes: a.consent_writes ? 1 : 0,
-      });
+    this.write(() => this.insertApproval(a));
+  }
+
+  private insertApproval(a: ApprovalRecord): void {
+    this.stmt.insertApproval.run({
+      ...a,
+      items: JSON.stringify(a.items),
+      card: JSON.stringify(a.card),
+      consent_writes: a.consent_writes ? 1 : 0,
     });
   }
 

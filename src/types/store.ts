@@ -84,8 +84,12 @@ export interface RunStore {
    * `events`: journal events appended in the same write — the same transaction, on
    * PostgreSQL the same statement — as appendEvent would append them, in order; each gets its `id`
    * once the save committed. A save that fails appends none of them.
+   *
+   * `card`: the approval card a pause waits on, stored in the same transaction as the paused run,
+   * so that no card is ever stored without its run paused on it (a process killed between the two
+   * left one no one could answer), nor the pause without its card.
    */
-  saveRun(run: RunState, events?: JournalEntry[]): Promise<Mode | undefined>;
+  saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined>;
   loadRun(id: string): Promise<RunState | undefined>;
   /** Runs newest first, filtered; `before` continues a listing after its last row (keyset paging). */
   listRuns(query?: RunQuery): Promise<RunSummary[]>;

@@ -112,7 +112,17 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
     : [];
   assert.deepEqual(notDone, [], `every run finished; the workers said of those that did not:\n${logs.join('\n')}`);
   const cards = await store.listApprovals();
-  assert.equal(cards.filter((a) => a.status !== 'approved').length, 0, '0 cards lost: every card was answered');
+  const byRun = (id: string) => runs.find((r) => r?.id === id);
+  const unanswered = cards
+    .filter((a) => a.status !== 'approved')
+    .map((a) => {
+      const r = byRun(a.run_id);
+      return `${a.id} ${a.status} run ${a.run_id} pause_seq ${a.pause_seq} (the run: ${r?.status} ${r?.reason}, pause_seq ${r?.pause_seq}, its cards ${cards
+        .filter((c) => c.run_id === a.run_id)
+        .map((c) => `${c.id}@${c.pause_seq} ${c.status}`)
+        .join(', ')})`;
+    });
+  assert.deepEqual(unanswered, [], '0 cards lost: every card was answered');
   // One card per card and plan run; a run without one says what it did instead.
   const byId = new Map(runs.map((r) => [r?.id, r]));
   const proposals = ids.filter((x) => x.kind !== 'question');

@@ -104,3 +104,74 @@ for (const kind of PROCESS_STORES) {
     assert.ok(trials.length >= 6, `killed and checked at ${trials.join(', ')}`);
   });
 }
+
+/** A read, then a destructive call that waits for its card, then the answer. */
+const CARD_SCRIPT = [
+  { tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'promotions' } }] },
+  { tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] },
+  { text: 'Trashed it.' },
+];
+
+for (const kind of PROCESS_STORES) {
+  test(`A1/S5 (${kind.name}): killed before or after any save of a run that pauses for a card — a card is never stored without its run paused on it; carried on, the run has one card, answered, and the call ran once`, async () => {
+    const trials: string[] = [];
+    for (const point of ['before_save', 'save']) {
+      for (let n = 1; ; n++) {
+        const home = tempHome('keel-card-crash-');
+        try {
+          const env: Record<string, string> = { KEEL_HOME: home, KEEL_COUNT_TOKENS: '0', ...(await kind.env()) };
+          const model = script(home, CARD_SCRIPT as never);
+          const r = await cli(['run', '--json', '--model', model, '--plugins', join(FIXTURES, 'mail'), 'trash the promotions'], {
+            ...env,
+            KEEL_TEST_CRASH_AT: `${point}:${n}`,
+          });
+          if (r.signal !== 'SIGKILL') {
+            assert.equal(r.code, 3, `paused for the card: ${r.stderr}`);
+            break; // this point is passed fewer than n times before the pause
+          }
+          const store: Store = env.KEEL_STORE ? new PostgresStore(env.KEEL_STORE) : new SqliteStore(join(home, 'keel.db'));
+          try {
+            const runId = (await store.listRuns({ limit: 1 }))[0]?.id;
+            if (!runId) continue;
+            // Right after the kill: a card only with its run paused on it.
+            const killed = await store.loadRun(runId);
+            for (const a of await store.listApprovals({ run_id: runId })) {
+              assert.ok(
+                killed?.status === 'paused' && killed.pause?.kind === 'approval' && killed.pause.approval_id === a.id,
+                `${point}:${n}: card ${a.id} is stored but the run is ${killed?.status} (${killed?.pause?.kind ?? 'no pause'}): no one could answer it`,
+              );
+            }
+            for (let i = 0; i < 4; i++) {
+              const run = await store.loadRun(runId);
+              if (run?.status === 'done' || run?.status === 'failed') break;
+              const step =
+                run?.status === 'paused' && run.pause?.kind === 'approval'
+                  ? await cli(['approvals', 'approve', run.pause.approval_id], env)
+                  : await cli(['resume', runId], env);
+              assert.ok(step.code === 0 || step.code === 3, `${point}:${n}: carrying on exited ${step.code}: ${step.stderr}`);
+            }
+            const run = await store.loadRun(runId);
+            assert.equal(run?.status, 'done', `${point}:${n}: the run ended`);
+            const cards = await store.listApprovals({ run_id: runId });
+            assert.deepEqual(
+              cards.map((a) => a.status),
+              ['approved'],
+              `${point}:${n}: one card, answered (${cards.map((a) => `${a.id} ${a.status}`).join(', ')})`,
+            );
+            assert.equal(
+              run?.steps.filter((x) => x.tool === 'trash_email' && x.outcome === 'ran').length,
+              1,
+              `${point}:${n}: trashed once`,
+            );
+            trials.push(`${point}:${n}`);
+          } finally {
+            await store.close();
+          }
+        } finally {
+          rmSync(home, { recursive: true, force: true });
+        }
+      }
+    }
+    assert.ok(trials.length >= 4, `killed and checked at ${trials.join(', ')}`);
+  });
+}

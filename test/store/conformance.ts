@@ -938,6 +938,25 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual(await store.loadRun(run.id), run, 'the run was saved each time');
   });
 
+  test(`${name}: A1 saveRun stores a pause's card in the same write as the paused run: both or neither`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-c', { status: 'running', reason: null, pause: null });
+    await store.createRun(structuredClone(run));
+    // A save the store refuses (the trace shrank) stores no card.
+    append(run, 3);
+    await store.saveRun(run);
+    const shrunk = structuredClone(run);
+    shrunk.messages.length = 0;
+    Object.assign(shrunk, { status: 'paused', reason: 'awaiting_approval', pause: approvalPause(1, 'ap-lost'), pause_seq: 1 });
+    assert.equal(await refused(store.saveRun(shrunk, [], approval('ap-lost', run.id, 0))), true);
+    assert.equal(await store.getApproval('ap-lost'), undefined, 'no card without its paused run');
+    // An accepted one stores both.
+    Object.assign(run, { status: 'paused', reason: 'awaiting_approval', pause: approvalPause(1, 'ap-1'), pause_seq: 1 });
+    await store.saveRun(run, [], approval('ap-1', run.id, 0));
+    assert.equal((await store.getApproval('ap-1'))?.run_id, run.id);
+    assert.deepEqual(await store.loadRun(run.id), run);
+  });
+
   test(`${name}: S4/issue 27 text made storable (U+FFFD, surrogate pairs, bidi controls, 1 MB) round-trips unchanged in runs, keys, approvals and the journal; what JSON cannot hold is refused as an error that will not go away`, async (t) => {
     const store = await fresh(t);
     const hostile = `a\u0000b\uD800c\uDC00 😀 \u202E\u2066x\u2069 \uFFFD`;
