@@ -55,7 +55,11 @@ test('#15 soak: 200 runs (questions, cards, plan mode) across 3 workers, one kil
   const ids: { id: string; kind: (typeof kinds)[number] }[] = [];
   for (let i = 0; i < RUNS; i++) {
     const kind = kinds[i % 3];
-    const r = await api('POST', '/v1/runs', { request: `soak ${i}: trash the email from the inbox`, model: models[kind], ...(kind === 'plan' ? { mode: 'plan' } : {}) });
+    const r = await api('POST', '/v1/runs', {
+      request: `soak ${i}: trash the email from the inbox`,
+      model: models[kind],
+      ...(kind === 'plan' ? { mode: 'plan' } : {}),
+    });
     assert.equal(r.status, 202, JSON.stringify(r.body));
     ids.push({ id: r.body.run_id, kind });
   }
