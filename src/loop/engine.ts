@@ -3,7 +3,7 @@ import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, ModelError } from '../models/types.js';
 import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import type { Menu } from '../prompt/menu.js';
-import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
+import { countRequestTokens, encodingFor, waitForCount } from '../prompt/tokens.js';
 import type {
   Answer,
   ApprovalItem,
@@ -400,6 +400,20 @@ export class RunLeg {
     return { ...tool, execute: (args, ctx) => findToolsResult(pool, ctx.mode, String(args.query ?? ''), onMenu) };
   }
 
+  /**
+   * R30: a request's token count as its reply is in. Counting every request (KEEL_COUNT_TOKENS=1)
+   * waits for it; at best effort (the default) it is taken only if it is in already, and otherwise
+   * joins the trace when it comes in, if that is before the run's next save (RunWriter.countLater).
+   */
+  private async counted(tokens: Promise<number> | undefined, trace: RequestTrace): Promise<number | undefined> {
+    if (!tokens) return undefined;
+    if (this.deps.countTokens === true) return waitForCount(tokens);
+    // A promise already settled wins the race against the value after it (its reaction is queued first).
+    const now = await Promise.race([tokens, undefined]);
+    if (now === undefined) this.run.countLater(trace, tokens);
+    return now;
+  }
+
   /** Drives the run until it ends or pauses, yielding every event on the way. */
   private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.run.state;
@@ -415,7 +429,7 @@ export class RunLeg {
       const step = s.model_calls + 1;
       const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped, ...(found.length ? { found } : {}) };
-      // Counted while the model works: the first count loads an encoding (~1 s), never on the model's path.
+      // R30: counted in a worker thread while the model works (the first count loads an encoding, ~1 s).
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
@@ -448,7 +462,7 @@ export class RunLeg {
       if (failed || !reply) {
         // P2/R18: a call the interruption cut short gave no reply: resuming asks again (replayed).
         if (this.interrupted) trace.unanswered = true;
-        this.run.countModelCall(trace, await tokens, undefined);
+        this.run.countModelCall(trace, await this.counted(tokens, trace), undefined);
         if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
@@ -457,7 +471,7 @@ export class RunLeg {
         this.run.note(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }
-      this.run.countModelCall(trace, await tokens, reply.usage);
+      this.run.countModelCall(trace, await this.counted(tokens, trace), reply.usage);
       const admitted = admitReply(reply.tool_calls);
       if ('problem' in admitted) {
         // Nothing of a reply whose calls cannot be told apart runs or joins the transcript (R19, R21).
