@@ -13,6 +13,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { defineTool, Keel } from '../../src/index.js';
+import { countRequestTokens, waitForCount } from '../../src/prompt/tokens.js';
 import { FakeGateway } from '../support/fake-gateway.js';
 import { type CliResult, ensureBuilt, FIXTURES, json, KEEL_BIN, ROOT } from '../support/helpers.js';
 
@@ -131,4 +133,37 @@ test('R30: a counting thread that fails leaves the counts absent, never a failed
       assert.equal(out.requests[0].input_tokens, undefined);
     }
   });
+});
+
+test('R30: by default a count that comes in while the run is still going joins its request, in the result and in the store', async () => {
+  // The tool waits for a count of its own; the counting thread answers in the order it was asked,
+  // so step 1's count is in before the tool returns and the step is saved: it must join step 1.
+  const probe = defineTool({
+    name: 'probe_counts',
+    description: 'Look at the counts',
+    parameters: { type: 'object', properties: {} } as const,
+    effect: 'read',
+    execute: async () => `counted ${await waitForCount(countRequestTokens('a text of its own', [], 'o200k_base'))}`,
+  });
+  const g = await FakeGateway.start([{ tool_calls: [{ id: 'p1', name: 'probe_counts', args: {} }] }, { text: 'Probed.' }], {
+    strict: true,
+  });
+  const home = mkdtempSync(join(tmpdir(), 'keel-token-counts-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, KEEL_HOME: home, KEEL_STORE: '', KEEL_PLUGINS: '' };
+  delete env.KEEL_COUNT_TOKENS;
+  const keel = new Keel({ home, env, tools: [probe] });
+  try {
+    const r = await keel.run('probe the counts', { model: `openai-compatible:fake-model@${g.openaiBaseUrl}`, pluginDirs: [] });
+    assert.equal(r.status, 'done', JSON.stringify(r));
+    assert.equal(r.answer, 'Probed.');
+    assert.match(r.steps[0]?.result ?? '', /^counted \d+$/);
+    const first = r.requests[0].input_tokens;
+    assert.ok(first !== undefined && first > 50, JSON.stringify(r.requests.map((q) => q.input_tokens)));
+    const stored = await keel.getRun(r.run_id);
+    assert.equal(stored.requests[0].input_tokens, first, 'the store holds what the result shows');
+  } finally {
+    await keel.close();
+    await g.close();
+    rmSync(home, { recursive: true, force: true });
+  }
 });
