@@ -496,7 +496,7 @@ export class RunLeg {
       // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
       // suggests the server never showed the model its tools (a chat template that cannot render them).
       if (step === 1 && menu.declared.length) {
-        const outside = calls.filter((c) => !menu.declared.some((d) => d.name === c.name)).map((c) => c.name);
+        const outside = calls.filter((c) => !entry.names.has(c.name)).map((c) => c.name);
         if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
       }
       for (const c of calls) this.called.add(c.name);
@@ -535,6 +535,9 @@ export class RunLeg {
     }
   }
 
+  /** What the leg's calls run with (no ledger): made once per leg, its parts read when a call runs. */
+  private callContext: ExecuteContext | undefined;
+
   private executeContext(ledger?: ExecuteContext['ledger']): ExecuteContext {
     const s = this.run.state;
     return {
@@ -565,7 +568,7 @@ export class RunLeg {
     let question: { call_id: string; question: string; confirm?: Confirmation } | undefined;
     let endOn: EndOn | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
-    const ctx = this.executeContext();
+    const ctx = (this.callContext ??= this.executeContext());
 
     for (const call of calls) {
       const tool = pool.get(call.name);
@@ -573,6 +576,8 @@ export class RunLeg {
       const span = startToolSpan(this.span, call.name, call.id);
       let record: CallRecord;
       let pending = false;
+      /** The call's repeat key, when prepare made it (the gate remembers the call by it). */
+      let key: string | undefined;
       try {
         const first: Prepared =
           call.id === cutOff?.call_id
@@ -634,6 +639,7 @@ export class RunLeg {
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
             const ex = await executeCall(ctx, runs, call.id, prepared.args);
             record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+            key = prepared.key;
             break;
           }
         }
@@ -646,7 +652,7 @@ export class RunLeg {
       records.push(record);
       results.push({ call_id: call.id, name: call.name, content: pending ? undefined : record.result, is_error: record.is_error });
       if (!pending) {
-        recordCall(this.gate, record);
+        recordCall(this.gate, record, key);
         yield { type: 'tool_result', step, record };
       } else if (record.outcome === 'awaiting_approval') recordCall(this.gate, record);
     }
