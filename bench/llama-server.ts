@@ -168,7 +168,10 @@ function mtmdStubs(src: string): string {
   const lines = ['#include "mtmd.h"', '#include "mtmd-helper.h"', ''];
   const seen = new Set<string>();
   for (const h of ['mtmd.h', 'mtmd-helper.h']) {
-    const text = readFileSync(join(src, 'tools', 'mtmd', h), 'utf8').replace(/\/\/[^\n]*/g, '');
+    // Comments out; a DEPRECATED(decl, "why") wrapper unwrapped to its declaration.
+    const text = readFileSync(join(src, 'tools', 'mtmd', h), 'utf8')
+      .replace(/\/\/[^\n]*/g, '')
+      .replace(/DEPRECATED\(([^;]*?\))\s*,\s*"[^"]*"\s*\)/g, '$1');
     for (const m of text.matchAll(/MTMD_API\s+([^;{#]*?\))\s*;/g)) {
       const decl = m[1].replace(/\s+/g, ' ').trim();
       const f = /^(.*?)\b(mtmd_[a-z0-9_]+)\s*\((.*)\)$/.exec(decl);
@@ -192,7 +195,7 @@ async function quickBuild(src: string, bin: string): Promise<string> {
   const ui = join(out, 'ui');
   mkdirSync(ui, { recursive: true });
   if (!existsSync(join(ui, 'ui.h'))) {
-    log('configuring llama.cpp once (for the files the server build generates; nothing is compiled)');
+    log('configuring llama.cpp once (for the files the server build generates; nothing is compiled but the empty UI table)');
     sh(
       'cmake',
       [
@@ -207,6 +210,8 @@ async function quickBuild(src: string, bin: string): Promise<string> {
       src,
       true,
     );
+    // ui.h / ui.cpp are written by this target at build time (with no UI: an empty asset table).
+    sh('cmake', ['--build', 'build', '--target', 'llama-ui-assets'], src, true);
     for (const f of ['ui.h', 'ui.cpp']) copyFileSync(join(src, 'build', 'tools', 'ui', f), join(ui, f));
   }
   writeFileSync(join(obj, 'mtmd-stub.cpp'), mtmdStubs(src));

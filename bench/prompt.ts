@@ -53,7 +53,7 @@ import { mountPlugins } from '../src/plugin-host/host.js';
 import { buildMenu, findInPool, keepAll, type Menu, type Shortlist } from '../src/prompt/menu.js';
 import { systemPrompt } from '../src/prompt/prompt.js';
 import { bm25Shortlist, searchTools, toolCapFromEnv } from '../src/prompt/shortlist.js';
-import { countRequestTokens } from '../src/prompt/tokens.js';
+import { countRequestTokens, waitForCount } from '../src/prompt/tokens.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 import { askUser, findTools, memoryTools } from '../src/tools/builtins.js';
 import type { ToolSpec } from '../src/types/index.js';
@@ -83,7 +83,8 @@ const menuFor = (pool: readonly ToolSpec[], request: string, shortlist: Shortlis
 
 async function tokensOf(menu: Menu): Promise<number> {
   const system = systemPrompt({ mode: 'agent', menu: menu.tools, unavailable: menu.unavailable });
-  return countRequestTokens(system, menu.declared, 'o200k_base');
+  // Counted in a worker thread that does not keep the process alive by itself: waited for here.
+  return waitForCount(countRequestTokens(system, menu.declared, 'o200k_base'));
 }
 
 /** Median index build time: the shortlist's first call on a pool array it has not seen builds its index. */

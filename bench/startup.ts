@@ -5,14 +5,19 @@
  * processes — against bare `node -e 0` measured in the same run, interleaved. Targets: --help within
  * 60 ms of bare Node; a one-reply scripted run (the bundled plugins, as installed) within 150 ms; a
  * one-reply server run (pi-ai installed, as a provider needs) within 250 ms (issue 26). Reported
- * beside them: a run with a TypeScript plugin; the server run with ai-tokenizer's token counts (on
- * by default where it is installed, as in this repository); and what importing pi-ai costs by the
- * route a provider run takes now (one API's module) and by its index (the route before).
+ * beside them: a run with a TypeScript plugin; the server run with token counting at its default
+ * (on where ai-tokenizer is installed, as in this repository: counted in a worker thread, at best
+ * effort, R30); and what importing pi-ai costs by the route a provider run takes now (one API's
+ * module) and by its index (the route before).
+ *
+ * Then, not timed: the longest the main thread's event loop was held during the server run
+ * (perf_hooks monitorEventLoopDelay, max; bench/support/loop-delay.mjs) with token counting off, at
+ * its default and with KEEL_COUNT_TOKENS=1 — what a count on the main thread would cost live text.
  *
  *   node --import tsx bench/startup.ts [--reps 15] [--no-write]
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,9 +67,15 @@ interface Case {
 }
 /** The server runs use the gateway; the rest do not. */
 const SERVER_RUN = 'keel run (one reply, openai-compatible server)';
-const SERVER_RUN_COUNTED = 'keel run (one reply, server), token counts';
+const SERVER_RUN_COUNTED = 'keel run (one reply, server), token counts (default)';
 const serverRuns = [SERVER_RUN, SERVER_RUN_COUNTED];
-const gateway = await startGateway((REPS + 2) * serverRuns.length);
+/** The event-loop delay runs: token counting off, at its default, and for every request. */
+const LOOP_DELAY: Record<string, Record<string, string>> = {
+  'token counts off (KEEL_COUNT_TOKENS=0)': { KEEL_COUNT_TOKENS: '0' },
+  'token counts at the default': {},
+  'token counts for every request (KEEL_COUNT_TOKENS=1)': { KEEL_COUNT_TOKENS: '1' },
+};
+const gateway = await startGateway((REPS + 2) * serverRuns.length + REPS * Object.keys(LOOP_DELAY).length);
 const serverSpec = `openai-compatible:fake-model@${gateway.url}`;
 const importCode = (code: string) => ['--input-type=module', '-e', code];
 
@@ -80,8 +91,9 @@ const cases: Record<string, Case> = {
   },
   // A provider as a user who installed pi-ai has it: no ai-tokenizer, so no token counts (src/prompt/tokens.ts).
   [SERVER_RUN]: { args: [BIN, 'run', '--model', serverSpec, 'hello'], env: { KEEL_COUNT_TOKENS: '0' } },
-  // The same with ai-tokenizer installed (this repository has it): each request's tokens are counted.
-  [SERVER_RUN_COUNTED]: { args: [BIN, 'run', '--model', serverSpec, 'hello'] },
+  // The same with ai-tokenizer installed (this repository has it): token counting at its default, on
+  // (a worker thread counts; the run does not wait for it, R30).
+  [SERVER_RUN_COUNTED]: { args: [BIN, 'run', '--model', serverSpec, 'hello'], env: { KEEL_COUNT_TOKENS: '' } },
   // What importing pi-ai costs, alone: the route a provider run takes (src/models/provider.ts loadPi:
   // one API's module and the registry and JSON repair it imports itself), and pi-ai's index.
   'import pi-ai: openai-completions only': {
@@ -127,10 +139,10 @@ try {
       over_node_in_node_starts: over / base,
     };
   });
-  console.log(`${'case'.padEnd(46)} median ms    p90 ms    min ms   over bare node (paired: median, p90)   in node starts`);
+  console.log(`${'case'.padEnd(56)} median ms    p90 ms    min ms   over bare node (paired: median, p90)   in node starts`);
   for (const r of rows)
     console.log(
-      `${r.name.padEnd(46)} ${r.median_ms.toFixed(1).padStart(9)} ${r.p90_ms.toFixed(1).padStart(9)} ${r.min_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)} ms ${r.over_node_p90_ms.toFixed(1).padStart(9)} ms ${r.over_node_in_node_starts.toFixed(2).padStart(20)}`,
+      `${r.name.padEnd(56)} ${r.median_ms.toFixed(1).padStart(9)} ${r.p90_ms.toFixed(1).padStart(9)} ${r.min_ms.toFixed(1).padStart(9)}   ${r.over_node_ms.toFixed(1).padStart(9)} ms ${r.over_node_p90_ms.toFixed(1).padStart(9)} ms ${r.over_node_in_node_starts.toFixed(2).padStart(20)}`,
     );
   const row = (name: string) => rows.find((r) => r.name === name);
   // The targets were set in milliseconds when bare Node started in REFERENCE_NODE_MS on this kind of
@@ -148,10 +160,37 @@ try {
     judge('a one-reply run against a local OpenAI-compatible server', SERVER_RUN, 250),
   ];
   for (const t of targets) console.log(t);
+  // The main thread's event loop during the server run: its longest delay in each process (ms).
+  const delayFile = join(home, 'loop-delay.txt');
+  const delays: Record<string, number[]> = Object.fromEntries(Object.keys(LOOP_DELAY).map((k) => [k, []]));
+  for (let rep = 0; rep < REPS; rep++) {
+    for (const [name, counting] of Object.entries(LOOP_DELAY)) {
+      writeFileSync(delayFile, '');
+      const args = ['--import', join(ROOT, 'bench', 'support', 'loop-delay.mjs'), BIN, 'run', '--model', serverSpec, 'hello'];
+      const r = spawnSync(process.execPath, args, {
+        env: { ...env, ...counting, KEEL_BENCH_LOOP_DELAY: delayFile },
+        cwd: ROOT,
+        encoding: 'utf8',
+      });
+      if (r.status !== 0 || !r.stdout.includes('Hello.')) throw new Error(`${name} exited ${r.status}: ${r.stdout}${r.stderr}`);
+      delays[name].push(Number(readFileSync(delayFile, 'utf8').trim()));
+    }
+  }
+  const loopDelay = Object.entries(delays).map(([name, xs]) => ({
+    name,
+    max_delay_median_ms: median(xs),
+    max_delay_p90_ms: quantile(xs, 0.9),
+    max_delay_max_ms: Math.max(...xs),
+  }));
+  console.log(`\n${'server run, main thread event-loop delay (max)'.padEnd(60)} median ms    p90 ms    max ms`);
+  for (const d of loopDelay)
+    console.log(
+      `${d.name.padEnd(60)} ${d.max_delay_median_ms.toFixed(1).padStart(9)} ${d.max_delay_p90_ms.toFixed(1).padStart(9)} ${d.max_delay_max_ms.toFixed(1).padStart(9)}`,
+    );
   if (!process.argv.includes('--no-write')) {
     writeFileSync(
       join(ROOT, 'bench', 'results', 'startup.json'),
-      `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, load_average_1m: loadavg()[0], reps: REPS, reference_node_ms: REFERENCE_NODE_MS, rows, targets }, null, 2)}\n`,
+      `${JSON.stringify({ date: new Date().toISOString(), node: process.version, cpus: cpus().length, load_average_1m: loadavg()[0], reps: REPS, reference_node_ms: REFERENCE_NODE_MS, rows, targets, loop_delay: loopDelay }, null, 2)}\n`,
     );
   }
 } finally {

@@ -34,8 +34,12 @@ export interface EngineDeps {
   store: (RunStore & ApprovalStore) | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
-  /** Count each request's system prompt and declarations into the trace (ai-tokenizer). */
-  countTokens?: boolean;
+  /**
+   * Count each request's system prompt and declarations into the trace (ai-tokenizer, in a worker
+   * thread): `true` counts every request and waits for each count; `'best-effort'` never waits (a
+   * count joins the trace if it is in before the run's next save). R30.
+   */
+  countTokens?: boolean | 'best-effort';
   /** Instructions placed first in the system prompt: a delegate's (C8), or a run's own. */
   instructions?: string;
   /** The run's final answer must match this (the `output` option): checked, sent back once on a mismatch. */

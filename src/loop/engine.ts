@@ -3,7 +3,7 @@ import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, ModelError } from '../models/types.js';
 import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
 import type { Menu } from '../prompt/menu.js';
-import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
+import { countRequestTokens, encodingFor, waitForCount } from '../prompt/tokens.js';
 import type {
   Answer,
   ApprovalItem,
@@ -404,6 +404,20 @@ export class RunLeg {
     return { ...tool, execute: (args, ctx) => findToolsResult(pool, ctx.mode, String(args.query ?? ''), onMenu) };
   }
 
+  /**
+   * R30: a request's token count as its reply is in. Counting every request (KEEL_COUNT_TOKENS=1)
+   * waits for it; at best effort (the default) it is taken only if it is in already, and otherwise
+   * joins the trace when it comes in, if that is before the run's next save (RunWriter.countLater).
+   */
+  private async counted(tokens: Promise<number> | undefined, trace: RequestTrace): Promise<number | undefined> {
+    if (!tokens) return undefined;
+    if (this.deps.countTokens === true) return waitForCount(tokens);
+    // A promise already settled wins the race against the value after it (its reaction is queued first).
+    const now = await Promise.race([tokens, undefined]);
+    if (now === undefined) this.run.countLater(trace, tokens);
+    return now;
+  }
+
   /** Drives the run until it ends or pauses, yielding every event on the way. */
   private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
     const s = this.run.state;
@@ -419,7 +433,7 @@ export class RunLeg {
       const step = s.model_calls + 1;
       const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped, ...(found.length ? { found } : {}) };
-      // Counted while the model works: the first count loads an encoding (~1 s), never on the model's path.
+      // R30: counted in a worker thread while the model works (the first count loads an encoding, ~1 s).
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
@@ -469,7 +483,7 @@ export class RunLeg {
       if (failed || !reply) {
         // P2/R18: a call the interruption cut short gave no reply: resuming asks again (replayed).
         if (this.interrupted) trace.unanswered = true;
-        this.run.countModelCall(trace, await tokens, undefined);
+        this.run.countModelCall(trace, await this.counted(tokens, trace), undefined);
         if (this.interrupted) return yield* this.pauseInterrupted(step);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
         if (this.timedOut) return yield* this.end('failed', 'timeout');
@@ -478,7 +492,7 @@ export class RunLeg {
         this.run.note(`model error: ${msg}`);
         return yield* this.end('failed', 'model_error', msg);
       }
-      this.run.countModelCall(trace, await tokens, reply.usage);
+      this.run.countModelCall(trace, await this.counted(tokens, trace), reply.usage);
       const admitted = admitReply(reply.tool_calls);
       if ('problem' in admitted) {
         // Nothing of a reply whose calls cannot be told apart runs or joins the transcript (R19, R21).
@@ -503,7 +517,7 @@ export class RunLeg {
       // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
       // suggests the server never showed the model its tools (a chat template that cannot render them).
       if (step === 1 && menu.declared.length) {
-        const outside = calls.filter((c) => !menu.declared.some((d) => d.name === c.name)).map((c) => c.name);
+        const outside = calls.filter((c) => !entry.names.has(c.name)).map((c) => c.name);
         if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
       }
       for (const c of calls) this.called.add(c.name);
@@ -542,6 +556,9 @@ export class RunLeg {
     }
   }
 
+  /** What the leg's calls run with (no ledger): made once per leg, its parts read when a call runs. */
+  private callContext: ExecuteContext | undefined;
+
   private executeContext(ledger?: ExecuteContext['ledger']): ExecuteContext {
     const s = this.run.state;
     return {
@@ -573,7 +590,7 @@ export class RunLeg {
     let endOn: EndOn | undefined;
     let last: LoopEvent | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
-    const ctx = this.executeContext();
+    const ctx = (this.callContext ??= this.executeContext());
 
     for (const call of calls) {
       const tool = pool.get(call.name);
@@ -581,6 +598,8 @@ export class RunLeg {
       const span = startToolSpan(this.span, call.name, call.id);
       let record: CallRecord;
       let pending = false;
+      /** The call's repeat key, when prepare made it (the gate remembers the call by it). */
+      let key: string | undefined;
       try {
         const first: Prepared =
           call.id === cutOff?.call_id
@@ -642,6 +661,7 @@ export class RunLeg {
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
             const ex = await executeCall(ctx, runs, call.id, prepared.args);
             record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+            key = prepared.key;
             break;
           }
         }
@@ -654,7 +674,7 @@ export class RunLeg {
       records.push(record);
       results.push({ call_id: call.id, name: call.name, content: pending ? undefined : record.result, is_error: record.is_error });
       if (!pending) {
-        recordCall(this.gate, record);
+        recordCall(this.gate, record, key);
         // Issue 29: the reply's last result waits for the step's save, which journals it (below).
         if (call === calls[calls.length - 1]) last = { type: 'tool_result', step, record };
         else yield { type: 'tool_result', step, record };

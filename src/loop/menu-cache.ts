@@ -32,8 +32,9 @@ function poolFor(pool: readonly ToolSpec[], contract: Contract | null): readonly
   return p;
 }
 
-function covers(names: ReadonlySet<string>, sets: ReadonlySet<string>[], byName: ReadonlyMap<string, ToolSpec>): boolean {
-  for (const set of sets) for (const n of set) if (byName.has(n) && !names.has(n)) return false;
+/** Every pool tool of `set` is on the menu (`names`). Looked at each step: the menu's own set first. */
+function covers(names: ReadonlySet<string>, set: ReadonlySet<string>, byName: ReadonlyMap<string, ToolSpec>): boolean {
+  for (const n of set) if (!names.has(n) && byName.has(n)) return false;
   return true;
 }
 
@@ -54,8 +55,9 @@ export class MenuSource {
    */
   get(s: RunView, called: ReadonlySet<string>, admitted: ReadonlySet<string>, prefer: () => readonly string[] = () => []): MenuEntry {
     const c = this.current;
-    if (c && c.mode === s.mode && c.contract === s.contract && covers(c.names, [called, admitted], this.registry.byName)) return c;
     const byName = this.registry.byName;
+    if (c && c.mode === s.mode && c.contract === s.contract && covers(c.names, called, byName) && covers(c.names, admitted, byName))
+      return c;
     const inPool = (set: Iterable<string>, sorted = true) => {
       const names = [...set].filter((n) => byName.has(n));
       return (sorted ? names.sort() : names).join(',');

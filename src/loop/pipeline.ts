@@ -59,7 +59,8 @@ export type Prepared =
   | { kind: 'ask_user'; question: string }
   /** A1: the call needs the owner's card: `prepareApproval` checks it and words it. */
   | { kind: 'needs_card'; tool: ToolSpec; args: Record<string, unknown> }
-  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown> };
+  /** `key`: the call's repeat key (callKey), for the gate to remember the call by once it ran (R13). */
+  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; key: string };
 
 /** A prepared call with its card worded: what the engine carries out. */
 export type Ready = Exclude<Prepared, { kind: 'needs_card' }> | { kind: 'approval'; item: ApprovalItem };
@@ -90,13 +91,14 @@ export function prepareCall(x: PrepareInput): Prepared {
   const tool = pool.get(call.name);
   const args = call.args ?? {};
   const argsProblem = argumentsProblem(call, tool);
+  // The repeat key is only looked at for valid arguments.
+  const key = argsProblem ? '' : callKey(call.name, args);
   const decision = decide({
     name: call.name,
     tool,
     admissible: x.menu.admissible(call.name),
     argsProblem,
-    // The repeat key is only looked at for valid arguments.
-    key: argsProblem ? '' : callKey(call.name, args),
+    key,
     mode: x.mode,
     state: x.gate,
   });
@@ -135,7 +137,7 @@ export function prepareCall(x: PrepareInput): Prepared {
       if (x.pending.question) return answered('invalid_arguments', SAY.notQueued(call.name, SAY.questionPendingForApproval));
       return { kind: 'needs_card', tool: tool as ToolSpec, args };
     case 'run':
-      return { kind: 'execute', tool: tool as ToolSpec, args };
+      return { kind: 'execute', tool: tool as ToolSpec, args, key };
   }
 }
 

@@ -336,6 +336,7 @@ export class RunWriter {
    * not returned (C5: it was built for a mode the run has left).
    */
   async save(card?: ApprovalRecord): Promise<LoopEvent[]> {
+    this.counting.clear(); // R30: counts not in yet stay out of the requests this save stores
     this.s.updated_at = this.clock().toISOString();
     const token = this.watch?.begin();
     const held = this.deferred;
@@ -473,6 +474,21 @@ export class RunWriter {
     this.s.model_calls++;
     if (inputTokens !== undefined && inputTokens >= 0) trace.input_tokens = inputTokens;
     if (usage) trace.usage = usage;
+  }
+
+  /** Requests whose token count is still being made (R30, best effort): each until the run's next save. */
+  private readonly counting = new Set<RequestTrace>();
+
+  /**
+   * R30: a token count still being made when its request's reply came in joins the trace when it
+   * comes in, if that is before the run's next save: the stores keep a request as first saved, so a
+   * count made later is dropped rather than shown in the result and missing from the store.
+   */
+  countLater(trace: RequestTrace, count: Promise<number>): void {
+    this.counting.add(trace);
+    void count.then((n) => {
+      if (this.counting.delete(trace) && n >= 0) trace.input_tokens = n;
+    });
   }
 
   addAssistant(text: string, tool_calls: ToolCall[]): void {

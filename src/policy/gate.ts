@@ -111,16 +111,18 @@ export function decide(input: GateInput): Decision {
 
 /**
  * Folds one call record into the gate state. Replaying a run's records in order rebuilds the
- * state exactly, so a resumed run (another process) decides as the original would have.
+ * state exactly, so a resumed run (another process) decides as the original would have. `key`:
+ * the record's callKey when the caller has it already (the engine's, from prepare).
  */
-export function recordCall(state: GateState, r: CallRecord): void {
+export function recordCall(state: GateState, r: CallRecord, key?: string): void {
   if (r.outcome === 'awaiting_approval') {
-    if (!state.carded.has(callKey(r.tool, r.args))) state.carded.set(callKey(r.tool, r.args), r.call_id);
+    const k = key ?? callKey(r.tool, r.args);
+    if (!state.carded.has(k)) state.carded.set(k, r.call_id);
     return;
   }
   if (r.outcome === 'held_for_confirmation') state.heldAwaitingAnswer.add(r.tool);
   if (r.outcome === 'repeat') {
-    const e = state.executed.get(callKey(r.tool, r.args));
+    const e = state.executed.get(key ?? callKey(r.tool, r.args));
     if (e) e.repeats++;
     return;
   }
@@ -145,7 +147,7 @@ export function recordCall(state: GateState, r: CallRecord): void {
     // R13: a write anywhere invalidates cached reads.
     for (const [k, e] of state.executed) if (e.read) state.executed.delete(k);
   }
-  state.executed.set(callKey(r.tool, r.args), {
+  state.executed.set(key ?? callKey(r.tool, r.args), {
     call_id: r.call_id,
     tool: r.tool,
     content: r.result,

@@ -118,3 +118,32 @@ test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what i
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+test('R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TOKENS=1) ai-tokenizer never loads on the main thread', async () => {
+  // The load-list hook sees the main thread's imports only: the counting thread's are its own.
+  const g = await FakeGateway.start([{ text: 'Counted by default.' }, { text: 'Counted always.' }], { strict: true });
+  const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
+  try {
+    const spec = `openai-compatible:fake-model@${g.openaiBaseUrl}`;
+    for (const [counting, answer] of [
+      ['', 'Counted by default.'],
+      ['1', 'Counted always.'],
+    ]) {
+      const { r, packages } = await packagesLoaded(['run', '--json', '--model', spec, 'hello'], {
+        KEEL_HOME: home,
+        KEEL_PLUGINS: '',
+        KEEL_COUNT_TOKENS: counting,
+      });
+      assert.equal(r.code, 0, r.stdout + r.stderr);
+      const out = JSON.parse(r.stdout) as { answer: string; requests: { input_tokens?: number }[] };
+      assert.equal(out.answer, answer);
+      // Counting did happen (KEEL_COUNT_TOKENS=1 waits for it), only not here.
+      if (counting === '1') assert.ok((out.requests[0].input_tokens ?? 0) > 100, JSON.stringify(out.requests));
+      assert.ok(packages.has('@mariozechner/pi-ai'), `the hook saw the run's imports: ${[...packages].join(' ')}`);
+      assert.equal(packages.has('ai-tokenizer'), false, `KEEL_COUNT_TOKENS=${counting}: ai-tokenizer loaded on the main thread`);
+    }
+  } finally {
+    await g.close();
+    rmSync(home, { recursive: true, force: true });
+  }
+});

@@ -134,6 +134,16 @@ test('R13: canonical arguments ignore key order', () => {
   assert.notEqual(callKey('t', { a: 1 }), callKey('u', { a: 1 }));
 });
 
+test('R13: canonical arguments are JSON: undefined members left out, keys escaped, arrays as JSON.stringify writes them', () => {
+  // The one-pass writer (bench/loop) must say exactly what the sorted JSON says.
+  assert.equal(canonicalJson({ a: undefined, b: 2, c: undefined }), '{"b":2}');
+  assert.equal(canonicalJson({ z: { a: undefined } }), '{"z":{}}');
+  assert.equal(canonicalJson({ 'k"\\': 'v\n', '': 0 }), '{"":0,"k\\"\\\\":"v\\n"}');
+  assert.equal(canonicalJson([undefined, null, 1, 'x', [], {}]), '[null,null,1,"x",[],{}]');
+  assert.equal(canonicalJson({ n: 1.5, t: true, s: 'a' }), JSON.stringify({ n: 1.5, s: 'a', t: true }));
+  assert.equal(callKey('t', undefined), callKey('t', {}));
+});
+
 test('R7: KEEL_CONFIRM_ONCE_TOOLS turns a gate-none tool into confirm-once', () => {
   const policy = new OperatorPolicy([], confirmOnceFromEnv({ KEEL_CONFIRM_ONCE_TOOLS: 'configure_brief' }));
   const t = policy.apply(
