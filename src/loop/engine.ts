@@ -430,7 +430,7 @@ export class RunLeg {
       const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
       const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
       if (found.length) trace.found = found;
-      // R30: counted in a worker thread while the model works (the first count loads an encoding, ~1 s).
+      // R30: counted in a process of its own while the model works (the first count loads an encoding, ~1 s).
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
