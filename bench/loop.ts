@@ -23,8 +23,8 @@
  * Per-step time of one run = (run wall time − time inside the model's stream − time inside tool
  * execute) / model calls. Each run is one fresh run from the user's message to the final answer:
  * steps−1 replies that each call one read tool (a different tool, different arguments), then a text
- * answer. Median and p95 are over runs. The contenders take turns run by run (ABAB, the first one
- * rotating each round), each run after a minor GC outside the timed region, so the garbage a run
+ * answer. Median and p95 are over runs. The contenders take turns run by run (in a new, seeded
+ * shuffled order each round), each run after a minor GC outside the timed region, so the garbage a run
  * leaves is collected on no one else's time. Spread: the runs are cut into --groups groups in
  * order; each pairing's ratio is computed per group and the lowest and highest are reported.
  * Memory: --mem-runs more runs per contender, interleaved, each under v8's GCProfiler: bytes
@@ -76,7 +76,7 @@ const TOOL_COUNTS = arg('tools', '20,2000').split(',').map(Number);
 const ONLY = arg('only', '');
 const STORES = arg('stores', 'none,sqlite-memory,sqlite-file').split(',');
 const MEM_RUNS = Number(arg('mem-runs', '40'));
-/** Runs per contender before the next one takes its turn (1: strict ABAB). */
+/** Runs per contender before the next one takes its turn (1: one run each per round). */
 const BLOCK = Math.max(1, Number(arg('block', '1')));
 /** How many groups the runs are cut into for the ratios' spread. */
 const GROUPS = Math.max(1, Number(arg('groups', '10')));
@@ -336,17 +336,31 @@ async function contenders(sides: { keel: KeelSide; baseline?: KeelSide }, toolCo
 }
 
 /**
- * Runs `fn` for each contender in turns of BLOCK runs, `rounds` times; the contender that starts a
- * round rotates, so no one always runs first (right after the previous round's last one).
+ * Runs `fn` for each contender in turns of BLOCK runs, `rounds` times, each round in a new order
+ * (a seeded shuffle: the same every invocation), so no contender always runs right after the same
+ * one. A fixed rotation kept the order cyclic: Keel's replay run always came right after
+ * pi-agent-core's faux runs, whose garbage (1.6 MB per step at 2,000 tools) the old generation was
+ * still collecting, while the baseline's came after Keel's — at 2,000 tools that alone made Keel's
+ * median 10–25% higher than the baseline's (engine code the same).
  */
 async function interleaved(cs: Contender[], runs: number, fn: (c: Contender) => Promise<void>): Promise<void> {
-  let round = 0;
-  for (let done = 0; done < runs; done += BLOCK, round++) {
+  let seed = 0x9e3779b9;
+  const random = () => {
+    // mulberry32
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const order = [...cs];
+  for (let done = 0; done < runs; done += BLOCK) {
     const n = Math.min(BLOCK, runs - done);
-    for (let j = 0; j < cs.length; j++) {
-      const c = cs[(j + round) % cs.length];
-      for (let i = 0; i < n; i++) await fn(c);
+    for (let j = order.length - 1; j > 0; j--) {
+      const k = Math.floor(random() * (j + 1));
+      [order[j], order[k]] = [order[k], order[j]];
     }
+    for (const c of order) for (let i = 0; i < n; i++) await fn(c);
   }
 }
 
@@ -591,7 +605,7 @@ persistence path on an in-memory database; sqlite-file is the durable store (WAL
         warmup_runs: WARMUP,
         memory_runs: MEM_RUNS,
         per_step: '(run wall time − time inside the model stream − time inside tool execute) / model calls; median and p95 over runs',
-        schedule: `contenders take turns ${BLOCK === 1 ? 'run by run (ABAB)' : `${BLOCK} runs at a time`}, the first one rotating each round; a minor GC before every run, outside the timed region`,
+        schedule: `contenders take turns ${BLOCK === 1 ? 'run by run' : `${BLOCK} runs at a time`}, in a new (seeded, shuffled) order each round; a minor GC before every run, outside the timed region`,
         spread: `runs cut into ${GROUPS} consecutive groups; each pairing's ratio per group, lowest and highest reported`,
         memory:
           "bytes allocated per step: (heap used after the run − before + bytes each GC freed during it, from v8's GCProfiler) / model calls; median over the memory runs; includes the model stream's own allocations",

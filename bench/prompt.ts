@@ -83,7 +83,7 @@ const menuFor = (pool: readonly ToolSpec[], request: string, shortlist: Shortlis
 
 async function tokensOf(menu: Menu): Promise<number> {
   const system = systemPrompt({ mode: 'agent', menu: menu.tools, unavailable: menu.unavailable });
-  // Counted in a worker thread that does not keep the process alive by itself: waited for here.
+  // Counted by a process of its own that does not keep the process alive by itself: waited for here.
   return waitForCount(countRequestTokens(system, menu.declared, 'o200k_base'));
 }
 

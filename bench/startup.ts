@@ -6,7 +6,7 @@
  * 60 ms of bare Node; a one-reply scripted run (the bundled plugins, as installed) within 150 ms; a
  * one-reply server run (pi-ai installed, as a provider needs) within 250 ms (issue 26). Reported
  * beside them: a run with a TypeScript plugin; the server run with token counting at its default
- * (on where ai-tokenizer is installed, as in this repository: counted in a worker thread, at best
+ * (on where ai-tokenizer is installed, as in this repository: counted in a process of its own, at best
  * effort, R30); and what importing pi-ai costs by the route a provider run takes now (one API's
  * module) and by its index (the route before).
  *
@@ -92,7 +92,7 @@ const cases: Record<string, Case> = {
   // A provider as a user who installed pi-ai has it: no ai-tokenizer, so no token counts (src/prompt/tokens.ts).
   [SERVER_RUN]: { args: [BIN, 'run', '--model', serverSpec, 'hello'], env: { KEEL_COUNT_TOKENS: '0' } },
   // The same with ai-tokenizer installed (this repository has it): token counting at its default, on
-  // (a worker thread counts; the run does not wait for it, R30).
+  // (the counter, a process of its own, counts; the run does not wait for it, R30).
   [SERVER_RUN_COUNTED]: { args: [BIN, 'run', '--model', serverSpec, 'hello'], env: { KEEL_COUNT_TOKENS: '' } },
   // What importing pi-ai costs, alone: the route a provider run takes (src/models/provider.ts loadPi:
   // one API's module and the registry and JSON repair it imports itself), and pi-ai's index.

@@ -432,8 +432,9 @@ export class RunLeg {
       const { menu, system } = entry;
       const step = s.model_calls + 1;
       const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
-      const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped, ...(found.length ? { found } : {}) };
-      // R30: counted in a worker thread while the model works (the first count loads an encoding, ~1 s).
+      const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
+      if (found.length) trace.found = found;
+      // R30: counted in a process of its own while the model works (the first count loads an encoding, ~1 s).
       const tokens = this.deps.countTokens
         ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
         : undefined;
@@ -756,8 +757,8 @@ export class RunLeg {
       return yield* this.end('failed', 'stalled', 'the model repeated the same call with nothing usable to show');
     }
     // R12: an answers_directly tool that is the run's first tool ends the run on its output.
-    const tools = records.filter((r) => r.tool !== 'ask_user');
-    if (!priorToolCalls && tools.length === 1) {
+    const tools = priorToolCalls ? undefined : records.filter((r) => r.tool !== 'ask_user');
+    if (tools?.length === 1) {
       const only = tools[0];
       const spec = this.deps.registry.byName.get(only.tool);
       if (spec?.declaration.answers_directly && only.outcome === 'ran' && !only.is_error && only.result.trim() !== '') {

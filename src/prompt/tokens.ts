@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import { type ChildProcess, spawn } from 'node:child_process';
 import type { DeclaredTool } from '../types/index.js';
 import { isInstalled, missingPackage, optionalImport } from '../util/optional.js';
 
@@ -34,32 +34,38 @@ export function declarationsText(tools: readonly DeclaredTool[]): string {
 }
 
 /**
- * The counting thread's code, plain JavaScript (a CommonJS script), so that the same string runs
+ * The counting process's code, plain JavaScript (a CommonJS script), so that the same string runs
  * from src/ through tsx and from the compiled dist/. It imports ai-tokenizer and an encoding from
- * the URLs the main thread resolved, each once, on first use: loading an encoding takes ~1 s of CPU,
- * which on the main thread held the event loop while the model's reply streamed in (issue 26).
- * Each message `{ id, enc, texts }` is answered `{ id, n }` (the tokens of all the texts) or
- * `{ id, error }`.
+ * the URLs Keel resolved (its first message), each once, on first use: loading an encoding takes
+ * ~1 s of CPU, which on Keel's main thread held the event loop while the model's reply streamed in
+ * (issue 26) — and which, in a worker thread, a process ending had to wait for, since a thread is
+ * joined as its process exits and V8 cannot stop one mid-way through evaluating a module. A process
+ * of its own is killed at once when Keel exits, and ends itself when Keel is gone (its channel
+ * closes). Each message `{ id, enc, texts }` is answered `{ id, n }` (the tokens of all the texts)
+ * or `{ id, error }`.
  */
 const COUNTER_CODE = `
-const { parentPort, workerData } = require('node:worker_threads');
+let where;
 const tokenizers = new Map();
 function tokenizer(enc) {
   let t = tokenizers.get(enc);
   if (!t) {
-    t = Promise.all([import(workerData.lib), import(workerData.encodings[enc])]).then(([lib, encoding]) => new lib.default(encoding));
+    t = Promise.all([import(where.lib), import(where.encodings[enc])]).then(([lib, encoding]) => new lib.default(encoding));
     tokenizers.set(enc, t);
   }
   return t;
 }
-parentPort.on('message', async ({ id, enc, texts }) => {
+process.on('disconnect', () => process.exit(0));
+process.on('message', async (m) => {
+  if (!where) { where = m; return; }
+  const { id, enc, texts } = m;
   try {
     const t = await tokenizer(enc);
     let n = 0;
     for (const text of texts) n += t.count(text);
-    parentPort.postMessage({ id, n });
+    process.send({ id, n });
   } catch (err) {
-    parentPort.postMessage({ id, error: String((err && err.message) || err) });
+    process.send({ id, error: String((err && err.message) || err) });
   }
 });
 `;
@@ -69,19 +75,19 @@ interface Located {
   encodings: Record<Encoding, string>;
 }
 
-/** A counting thread that failed this many times is not started again: the counts are absent. */
+/** A counting process that failed this many times is not started again: the counts are absent. */
 const MAX_FAILURES = 2;
 
 let located: Promise<Located> | undefined;
-let worker: Worker | undefined;
+let worker: ChildProcess | undefined;
 let failures = 0;
 let lastId = 0;
-/** The counts asked of the current thread and not yet answered. */
+/** The counts asked of the current counting process and not yet answered. */
 const pending = new Map<number, (n: number) => void>();
-/** Callers waiting for a count (waitForCount): while there are any, the thread keeps the process alive. */
+/** Callers waiting for a count (waitForCount): while there are any, the counter keeps Keel's process alive. */
 let waiting = 0;
 
-/** Where ai-tokenizer and its encodings are, resolved here (the thread imports them by URL). */
+/** Where ai-tokenizer and its encodings are, resolved here (the counter imports them by URL). */
 function locate(): Promise<Located> {
   located ??= optionalImport('ai-tokenizer', TOKEN_COUNTS, async () => ({
     lib: import.meta.resolve('ai-tokenizer'),
@@ -93,24 +99,55 @@ function locate(): Promise<Located> {
   return located;
 }
 
-/** R30: the counting thread never keeps the process alive, except while someone waits for a count. */
+/** R30: the counter never keeps Keel's process alive, except while someone waits for a count. */
 function holdOpen(): void {
-  if (waiting > 0) worker?.ref();
-  else worker?.unref();
+  const w = worker as (ChildProcess & { channel?: { ref(): void; unref(): void } }) | undefined;
+  if (waiting > 0) {
+    w?.ref();
+    w?.channel?.ref();
+  } else {
+    w?.unref();
+    w?.channel?.unref();
+  }
 }
 
-/** The counting thread, started on first use; undefined once it has failed MAX_FAILURES times. */
-function counter(where: Located): Worker | undefined {
+/** The node options a counter takes from Keel's process: its preloads (a loader, a --require), nothing else. */
+function preloads(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^(--require|-r|--import|--loader|--experimental-loader)(=.*)?$/.exec(argv[i]);
+    if (!m) continue;
+    out.push(argv[i]);
+    if (m[2] === undefined && i + 1 < argv.length) out.push(argv[++i]);
+  }
+  return out;
+}
+
+/** Kills the counter as Keel's process exits: it never outlives it, nor makes it wait. */
+function killCounter(): void {
+  worker?.kill();
+}
+
+/**
+ * The counting process, started on first use; undefined once it has failed MAX_FAILURES times. It
+ * runs with the process's own node options (a preload given to node applies to it too) and, by
+ * KEEL_TOKEN_COUNTER=1 in its environment, knows itself for what it is.
+ */
+function counter(where: Located): ChildProcess | undefined {
   if (worker || failures >= MAX_FAILURES) return worker;
-  const w = new Worker(COUNTER_CODE, { eval: true, workerData: where });
-  // A thread that fails or ends: its unanswered counts are absent (-1), never a failed run.
+  const w = spawn(process.execPath, [...preloads(process.execArgv), '-e', COUNTER_CODE], {
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    env: { ...process.env, KEEL_TOKEN_COUNTER: '1' },
+  });
+  // A counter that fails or ends: its unanswered counts are absent (-1), never a failed run.
   const lost = () => {
     if (worker !== w) return;
     worker = undefined;
+    process.off('exit', killCounter);
     failures++;
     for (const answer of pending.values()) answer(-1);
     pending.clear();
-    void w.terminate();
+    w.kill();
   };
   w.on('message', (m: { id?: unknown; n?: unknown }) => {
     const answer = typeof m?.id === 'number' ? pending.get(m.id) : undefined;
@@ -119,8 +156,9 @@ function counter(where: Located): Worker | undefined {
     answer(typeof m.n === 'number' && Number.isFinite(m.n) ? m.n : -1);
   });
   w.on('error', lost);
-  w.on('messageerror', lost);
   w.on('exit', lost);
+  w.send(where);
+  process.on('exit', killCounter);
   worker = w;
   holdOpen();
   return w;
@@ -128,9 +166,9 @@ function counter(where: Located): Worker | undefined {
 
 /**
  * Tokens of a request's fixed part: the system prompt plus the tool declarations, counted in a
- * worker thread (started on first use); -1 when that thread cannot count (it failed or ended).
- * Throws the missing-package error when ai-tokenizer is not installed. The thread never keeps the
- * process alive: a caller that must have the count waits for it with `waitForCount`.
+ * process of its own (started on first use); -1 when that process cannot count (it failed or
+ * ended). Throws the missing-package error when ai-tokenizer is not installed. The counter never
+ * keeps Keel's process alive: a caller that must have the count waits for it with `waitForCount`.
  */
 export async function countRequestTokens(system: string, tools: readonly DeclaredTool[], enc: Encoding): Promise<number> {
   const texts = [system, declarationsText(tools)];
@@ -139,7 +177,9 @@ export async function countRequestTokens(system: string, tools: readonly Declare
   const id = ++lastId;
   return new Promise<number>((resolve) => {
     pending.set(id, resolve);
-    w.postMessage({ id, enc, texts });
+    w.send({ id, enc, texts }, (err) => {
+      if (err && pending.delete(id)) resolve(-1);
+    });
   });
 }
 

@@ -69,12 +69,18 @@ test("the run path's static imports hold none of the heavy packages: they load o
 const LOAD_LIST = join(ROOT, 'test', 'fixtures', 'load-list', 'register.mjs');
 
 /** The packages (by name) a `keel` command imported, from the URLs the load-list hook recorded. */
-async function packagesLoaded(args: string[], env: Record<string, string>): Promise<{ r: CliResult; packages: Set<string> }> {
+async function packagesLoaded(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ r: CliResult; packages: Set<string>; counter: Set<string> }> {
   const list = join(mkdtempSync(join(tmpdir(), 'keel-load-list-')), 'loaded.txt');
   const r = await keel(args, { ...env, NODE_OPTIONS: `--import=${pathToFileURL(LOAD_LIST).href}`, KEEL_TEST_LOAD_LIST: list });
-  const urls = existsSync(list) ? readFileSync(list, 'utf8').split('\n') : [];
-  const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
-  return { r, packages };
+  const read = (file: string) => {
+    const urls = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
+    return new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter((p): p is string => !!p));
+  };
+  // The token counter's own imports (a process of its own): see test/fixtures/load-list/register.mjs.
+  return { r, packages: read(list), counter: read(`${list}.counter`) };
 }
 
 test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what its API needs: that SDK, no other, no TypeBox', async () => {
@@ -119,8 +125,8 @@ test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what i
   }
 });
 
-test('R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TOKENS=1) ai-tokenizer never loads on the main thread', async () => {
-  // The load-list hook sees the main thread's imports only: the counting thread's are its own.
+test("R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TOKENS=1) ai-tokenizer never loads in Keel's process", async () => {
+  // The load-list hook records Keel's process's imports; the counter's (a process of its own) go to a list of their own.
   const g = await FakeGateway.start([{ text: 'Counted by default.' }, { text: 'Counted always.' }], { strict: true });
   const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
   try {
@@ -129,7 +135,7 @@ test('R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TO
       ['', 'Counted by default.'],
       ['1', 'Counted always.'],
     ]) {
-      const { r, packages } = await packagesLoaded(['run', '--json', '--model', spec, 'hello'], {
+      const { r, packages, counter } = await packagesLoaded(['run', '--json', '--model', spec, 'hello'], {
         KEEL_HOME: home,
         KEEL_PLUGINS: '',
         KEEL_COUNT_TOKENS: counting,
@@ -140,7 +146,8 @@ test('R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TO
       // Counting did happen (KEEL_COUNT_TOKENS=1 waits for it), only not here.
       if (counting === '1') assert.ok((out.requests[0].input_tokens ?? 0) > 100, JSON.stringify(out.requests));
       assert.ok(packages.has('@mariozechner/pi-ai'), `the hook saw the run's imports: ${[...packages].join(' ')}`);
-      assert.equal(packages.has('ai-tokenizer'), false, `KEEL_COUNT_TOKENS=${counting}: ai-tokenizer loaded on the main thread`);
+      assert.equal(packages.has('ai-tokenizer'), false, `KEEL_COUNT_TOKENS=${counting}: ai-tokenizer loaded in Keel's process`);
+      if (counting === '1') assert.ok(counter.has('ai-tokenizer'), `the counter loaded it: ${[...counter].join(' ')}`);
     }
   } finally {
     await g.close();

@@ -1,11 +1,11 @@
 /**
- * R30 (issue 26): token counts are made in a worker thread, off the request path. With
+ * R30 (issue 26): token counts are made in a process of its own (the counter), off the request path. With
  * KEEL_COUNT_TOKENS=1 every request of a real provider's run carries its count; by default (on for
- * real models when ai-tokenizer is installed) the run never waits for one, and the counting thread
- * never keeps a process alive — not even when a count never comes in. A counting thread that fails
+ * real models when ai-tokenizer is installed) the run never waits for one, and the counter
+ * never keeps a process alive — not even when a count never comes in. A counter that fails
  * leaves the counts absent, never a failed run. The slow and the failing counter are the test
- * fixtures test/fixtures/token-counter/{hang,fail}.cjs, given to node as `--require`, which worker
- * threads inherit (they leave the main thread alone).
+ * fixtures test/fixtures/token-counter/{hang,fail}.cjs, given to node as `--require`, which the
+ * counter takes with the process's other preloads (they leave Keel's own process alone).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -85,7 +85,7 @@ test("R30/S1: with KEEL_COUNT_TOKENS=1 a real provider run through the CLI carri
   });
 });
 
-test('R30: a counting thread that never answers does not hold a run: the CLI answers and exits, the request uncounted', async () => {
+test('R30: a counter that never answers does not hold a run: the CLI answers and exits, the request uncounted', async () => {
   await withGateway(1, async (spec, home) => {
     const r = await node([...preload('hang'), KEEL_BIN, 'run', '--json', '--model', spec, 'hello'], { KEEL_HOME: home });
     assert.equal(r.killed, false, 'the CLI ended by itself');
@@ -96,7 +96,7 @@ test('R30: a counting thread that never answers does not hold a run: the CLI ans
   });
 });
 
-test('R30: the counting thread never keeps a process alive: a library run whose count never comes in ends, and the process with it', async () => {
+test('R30: the counter never keeps a process alive: a library run whose count never comes in ends, and the process with it', async () => {
   await withGateway(2, async (spec, home) => {
     const file = join(home, 'embed.mjs');
     // An application of its own: two runs, its Keel closed, and nothing else to do — the process must end.
@@ -122,7 +122,7 @@ test('R30: the counting thread never keeps a process alive: a library run whose 
   });
 });
 
-test('R30: a counting thread that fails leaves the counts absent, never a failed run (also with KEEL_COUNT_TOKENS=1)', async () => {
+test('R30: a counter that fails leaves the counts absent, never a failed run (also with KEEL_COUNT_TOKENS=1)', async () => {
   await withGateway(2, async (spec, home) => {
     for (const env of [{ KEEL_COUNT_TOKENS: '1' }, {}] as Record<string, string>[]) {
       const r = await node([...preload('fail'), KEEL_BIN, 'run', '--json', '--model', spec, 'hello'], { KEEL_HOME: home, ...env });
@@ -136,7 +136,7 @@ test('R30: a counting thread that fails leaves the counts absent, never a failed
 });
 
 test('R30: by default a count that comes in while the run is still going joins its request, in the result and in the store', async () => {
-  // The tool waits for a count of its own; the counting thread answers in the order it was asked,
+  // The tool waits for a count of its own; the counter answers in the order it was asked,
   // so step 1's count is in before the tool returns and the step is saved: it must join step 1.
   const probe = defineTool({
     name: 'probe_counts',
