@@ -5,7 +5,7 @@
  *
  *   node --import tsx bench/loop.ts [--runs 600] [--warmup 60] [--steps 10] [--tools 20,2000] [--only keel|pi]
  *     [--stores none,sqlite-memory,sqlite-file] [--mem-runs 40] [--block 1] [--groups 10] [--keel dist|src]
- *     [--no-write] [--baseline DIR]
+ *     [--no-write] [--out NAME.json] [--baseline DIR]
  *
  * Keel runs as compiled JavaScript (--keel dist, the default: src/ compiled by tsc as `npm run build`
  * does, into node_modules/.cache), as a user of the package runs it and as pi-agent-core runs from its
@@ -30,7 +30,7 @@
  * Memory: --mem-runs more runs per contender, interleaved, each under v8's GCProfiler: bytes
  * allocated per step = (heap used after − before + what each GC freed) / model calls (the model
  * stream's own allocations included: for the live faux that is its serialisation of the context).
- * Writes bench/results/loop.json.
+ * Writes bench/results/loop.json (--out NAME.json: bench/results/NAME.json, e.g. one per baseline).
  *
  * --baseline DIR: another checkout of Keel (e.g. `git worktree add /tmp/keel-before REV`, with its
  * node_modules) runs the same conversation with its own engine and store in this process, its runs
@@ -42,7 +42,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -591,7 +591,7 @@ persistence path on an in-memory database; sqlite-file is the durable store (WAL
   console.log(`\n(${((now() - started) / 1000).toFixed(1)} s)`);
 
   if (WRITE) {
-    const file = join(dirname(fileURLToPath(import.meta.url)), 'results', 'loop.json');
+    const file = join(dirname(fileURLToPath(import.meta.url)), 'results', basename(arg('out', 'loop.json')));
     const out = {
       date: new Date().toISOString(),
       node: process.version,
