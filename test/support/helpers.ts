@@ -31,6 +31,8 @@ export interface CliResult {
   code: number;
   stdout: string;
   stderr: string;
+  /** The signal that ended the process, if one did (a crash point's SIGKILL). */
+  signal?: NodeJS.Signals | null;
 }
 
 /**
@@ -53,7 +55,7 @@ export function keel(args: string[], env: Record<string, string> = {}, input?: s
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', rej);
-    child.on('close', (code) => res({ code: code ?? -1, stdout, stderr }));
+    child.on('close', (code, signal) => res({ code: code ?? -1, stdout, stderr, signal }));
     child.stdin.end(input ?? '');
   });
 }
