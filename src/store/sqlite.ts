@@ -51,9 +51,14 @@ CREATE TABLE IF NOT EXISTS runs (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
+-- A run's trace as an older Keel stored it, a row per message, call record and request (read, never written).
 CREATE TABLE IF NOT EXISTS messages (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS calls (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS requests (run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, system_hash TEXT NOT NULL, tools_hash TEXT NOT NULL, meta TEXT NOT NULL, PRIMARY KEY (run_id, seq));
+-- A run's trace as it grows: one row per save holding what the save added (issue 29: one row, not one
+-- per message, call record and request), with the trace's lengths after it. seq is the sum of the three.
+CREATE TABLE IF NOT EXISTS run_parts (run_id TEXT NOT NULL, seq INTEGER NOT NULL, messages INTEGER NOT NULL, steps INTEGER NOT NULL,
+  requests INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, mode TEXT NOT NULL, last_run_id TEXT, contract TEXT, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -93,6 +98,8 @@ function commitOthers(self: SqliteStore): void {
   for (const s of [...PENDING]) if (s !== self) s.commitEvents();
 }
 type Stored = { messages: number; steps: number; requests: number };
+/** One row of `run_parts`: what one save added to a run's trace (a key is absent when it added none). */
+type Part = { m?: Message[]; c?: StepRow[]; r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][] };
 
 export interface SqliteStoreOptions {
   /** How long a run's lease lasts without renewal (default 30 s; KEEL_LEASE_MS), as on PostgreSQL. */
@@ -169,11 +176,14 @@ export class SqliteStore implements Store {
       // The journal group's transaction (appendEvent), prepared once rather than parsed at each step.
       begin: p('BEGIN IMMEDIATE'),
       commit: p('COMMIT'),
-      counts:
+      // The lengths of a run's trace: its last part's, or (a run an older Keel stored) its rows counted.
+      counts: p(`SELECT messages, steps, requests FROM run_parts WHERE run_id = @id ORDER BY seq DESC LIMIT 1`),
+      oldCounts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
-      insertCall: p('INSERT INTO calls (run_id, seq, body) VALUES (?, ?, ?)'),
-      insertRequest: p('INSERT INTO requests (run_id, seq, step, system_hash, tools_hash, meta) VALUES (?, ?, ?, ?, ?, ?)'),
+      insertPart: p('INSERT INTO run_parts (run_id, seq, messages, steps, requests, body) VALUES (?, ?, ?, ?, ?, ?)'),
+      parts: p('SELECT body FROM run_parts WHERE run_id = ? ORDER BY seq'),
+      blobBody: p('SELECT body FROM blobs WHERE hash = ?'),
       insertBlob: p('INSERT OR IGNORE INTO blobs (hash, body) VALUES (?, ?)'),
       messages: p('SELECT body FROM messages WHERE run_id = ? ORDER BY seq'),
       calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
@@ -265,8 +275,10 @@ export class SqliteStore implements Store {
         .transaction(() => {
           if (hasUsage()) return;
           this.db.exec(`CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls INTEGER NOT NULL);
-            INSERT INTO tool_usage (tool, calls) SELECT json_extract(body, '$.tool'), COUNT(*) FROM calls
-              WHERE json_extract(body, '$.outcome') = 'ran' AND json_extract(body, '$.tool') IS NOT NULL GROUP BY 1;`);
+            INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM (
+              SELECT json_extract(body, '$.tool') AS tool, json_extract(body, '$.outcome') AS outcome FROM calls
+              UNION ALL SELECT json_extract(c.value, '$.tool'), json_extract(c.value, '$.outcome') FROM run_parts, json_each(run_parts.body, '$.c') AS c)
+              WHERE outcome = 'ran' AND tool IS NOT NULL GROUP BY 1;`);
         })
         .immediate();
     }
@@ -276,7 +288,7 @@ export class SqliteStore implements Store {
   private storedOf(id: string): Stored {
     let n = this.stored.get(id);
     if (!n) {
-      n = this.stmt.counts.get({ id }) as Stored;
+      n = (this.stmt.counts.get({ id }) ?? this.stmt.oldCounts.get({ id })) as Stored;
       this.stored.set(id, n);
     }
     return n;
@@ -292,20 +304,34 @@ export class SqliteStore implements Store {
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
-    // A step's messages (its reply and results) in one statement (issue 29).
-    if (now.messages > had.messages) {
-      const rows: unknown[][] = [];
-      for (let seq = had.messages; seq < now.messages; seq++) rows.push([run.id, seq, JSON.stringify(run.messages[seq])]);
-      this.insertRows('INSERT INTO messages (run_id, seq, body) VALUES ', '(?, ?, ?)', rows);
-    }
-    for (let seq = had.steps; seq < now.steps; seq++) {
-      this.stmt.insertCall.run(run.id, seq, JSON.stringify(stepRow(run, seq)));
-      // R23: each call that ran counts once towards its tool's use (a record is written once: the trace only grows).
-      if (run.steps[seq].outcome === 'ran') this.stmt.countUse.run(run.steps[seq].tool);
-    }
-    for (let seq = had.requests; seq < now.requests; seq++) {
-      const { system, tools, ...meta } = run.requests[seq];
-      this.stmt.insertRequest.run(run.id, seq, meta.step, this.blob(system), this.blobOf(toolsBlob(tools)), JSON.stringify(meta));
+    // Issue 29: what the save adds to the trace — messages, call records, requests — is one row.
+    if (now.messages > had.messages || now.steps > had.steps || now.requests > had.requests) {
+      let body = '{';
+      if (now.messages > had.messages) {
+        body += '"m":[';
+        for (let seq = had.messages; seq < now.messages; seq++) body += (seq > had.messages ? ',' : '') + JSON.stringify(run.messages[seq]);
+        body += ']';
+      }
+      if (now.steps > had.steps) {
+        body += `${body.length > 1 ? ',' : ''}"c":[`;
+        for (let seq = had.steps; seq < now.steps; seq++) {
+          body += (seq > had.steps ? ',' : '') + JSON.stringify(stepRow(run, seq));
+          // R23: each call that ran counts once towards its tool's use (a record is written once: the trace only grows).
+          if (run.steps[seq].outcome === 'ran') this.stmt.countUse.run(run.steps[seq].tool);
+        }
+        body += ']';
+      }
+      if (now.requests > had.requests) {
+        body += `${body.length > 1 ? ',' : ''}"r":[`;
+        for (let seq = had.requests; seq < now.requests; seq++) {
+          const { system, tools, ...meta } = run.requests[seq];
+          // [system prompt's blob, menu's blob, the rest]: the prompt and the menu are content-addressed.
+          body += `${seq > had.requests ? ',' : ''}[${JSON.stringify(this.blob(system))},${JSON.stringify(this.blobOf(toolsBlob(tools)))},${JSON.stringify(meta)}]`;
+        }
+        body += ']';
+      }
+      body += '}';
+      this.stmt.insertPart.run(run.id, now.messages + now.steps + now.requests, now.messages, now.steps, now.requests, body);
     }
     const holder = this.held.get(run.id) ?? null;
     const row = this.stmt.updateRun.get(
@@ -464,9 +490,33 @@ export class SqliteStore implements Store {
     const r = this.stmt.getRun.get(id) as Row | undefined;
     if (!r) return undefined;
     const bodies = (s: Database.Statement) => (s.all(id) as { body: string }[]).map((x) => JSON.parse(x.body));
+    // A run an older Keel stored has rows of its own; a run this Keel stored (or carried on) has parts.
+    const messages = bodies(this.stmt.messages) as Message[];
+    const callRows = bodies(this.stmt.calls) as StepRow[];
     const requests = (this.stmt.requests.all(id) as Row[]).map(
       (x) => ({ ...JSON.parse(x.meta as string), system: x.system, tools: JSON.parse(x.tools as string) }) as RequestTrace,
     );
+    const blobs = new Map<string, string>();
+    const blob = (hash: string): string => {
+      let body = blobs.get(hash);
+      if (body === undefined) {
+        body = (this.stmt.blobBody.get(hash) as { body: string } | undefined)?.body;
+        if (body === undefined) throw new Error(`run ${id}: its trace names a blob the file does not hold (${hash})`);
+        blobs.set(hash, body);
+      }
+      return body;
+    };
+    const tools = new Map<string, RequestTrace['tools']>();
+    for (const part of bodies(this.stmt.parts) as Part[]) {
+      if (part.m) messages.push(...part.m);
+      if (part.c) callRows.push(...part.c);
+      for (const [systemHash, toolsHash, meta] of part.r ?? []) {
+        // One menu's declarations are parsed once per load, shared by the requests that sent it.
+        let declared = tools.get(toolsHash);
+        if (!declared) tools.set(toolsHash, (declared = JSON.parse(blob(toolsHash)) as RequestTrace['tools']));
+        requests.push({ ...meta, system: blob(systemHash), tools: declared });
+      }
+    }
     const run: RunState = {
       id: r.id as string,
       status: r.status as RunState['status'],
@@ -486,13 +536,13 @@ export class SqliteStore implements Store {
       session_id: r.session_id as string,
       seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
-      messages: bodies(this.stmt.messages) as Message[],
+      messages,
       steps: [],
       requests,
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
     };
-    run.steps = stepsFrom(bodies(this.stmt.calls) as StepRow[], run.messages);
+    run.steps = stepsFrom(callRows, run.messages);
     this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
     return run;
   }

@@ -4,6 +4,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite.js';
+import { contentHash, stepRow, toolsBlob } from '../../src/store/trace.js';
 import type { RunState } from '../../src/types/index.js';
 import { tempHome } from '../support/helpers.js';
 import { at, sampleRun, storeConformance } from './conformance.js';
@@ -72,11 +73,14 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   assert.deepEqual(await store.loadRun(run.id), run);
   const Database = (await import('better-sqlite3')).default;
   const raw = new Database(file, { readonly: true });
-  const rows = raw.prepare('SELECT body FROM calls WHERE run_id = ?').all(run.id) as { body: string }[];
-  const messages = raw.prepare('SELECT body FROM messages WHERE run_id = ?').all(run.id) as { body: string }[];
+  const parts = (raw.prepare('SELECT body FROM run_parts WHERE run_id = ?').all(run.id) as { body: string }[]).map(
+    (r) => JSON.parse(r.body) as { m?: unknown[]; c?: unknown[] },
+  );
   raw.close();
-  assert.equal(rows.filter((r) => r.body.includes(big)).length, 0, 'not in the call records');
-  assert.equal(messages.filter((r) => r.body.includes(big)).length, 1, 'once, in its tool message');
+  const holding = (xs: unknown[]) => xs.filter((x) => JSON.stringify(x).includes(big)).length;
+  assert.equal(holding(parts.flatMap((p) => p.c ?? [])), 0, 'not in the call records');
+  assert.equal(holding(parts.flatMap((p) => p.m ?? [])), 1, 'once, in its tool message');
+  assert.equal(parts.length, 1, 'issue 29: what one save adds to the trace is one row');
 
   // An older file: no warnings column, no consent_writes column, no tool counts.
   const old = dbFile();
@@ -94,4 +98,45 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   const s3 = new SqliteStore(old);
   t.after(() => s3.close());
   assert.deepEqual(await s3.toolUsage(5), [{ tool: 'search_email', calls: 2 }], 'opening it again counts nothing twice');
+});
+
+test('sqlite: a run an older Keel stored a row per message, call and request loads whole and grows by parts (issue 29)', async (t) => {
+  const file = dbFile();
+  const run = sampleRun('run-rows', { status: 'running', reason: null, pause: null, owner: null });
+  const s1 = new SqliteStore(file);
+  await s1.createRun(structuredClone(run));
+  await s1.close();
+  // The same trace as an older Keel laid it out: its parts become rows of messages, calls and requests.
+  const Database = (await import('better-sqlite3')).default;
+  const db = new Database(file);
+  db.transaction(() => {
+    db.prepare('DELETE FROM run_parts WHERE run_id = ?').run(run.id);
+    run.messages.forEach((m, seq) => db.prepare('INSERT INTO messages VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(m)));
+    run.steps.forEach((_, seq) => db.prepare('INSERT INTO calls VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(stepRow(run, seq))));
+    run.requests.forEach(({ system, tools, ...meta }, seq) => {
+      const menu = toolsBlob(tools);
+      db.prepare('INSERT OR IGNORE INTO blobs VALUES (?, ?), (?, ?)').run(contentHash(system), system, menu.hash, menu.body);
+      db.prepare('INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?)').run(run.id, seq, meta.step, contentHash(system), menu.hash, JSON.stringify(meta));
+    });
+  })();
+  db.close();
+  const s2 = new SqliteStore(file);
+  t.after(() => s2.close());
+  assert.deepEqual(await s2.loadRun(run.id), run, 'the rows load as the run');
+  // Carried on by this Keel (a store that has not loaded it counts the rows): the next step is a part after them.
+  const grown = structuredClone(run);
+  grown.messages.push({ role: 'assistant', content: 'done', tool_calls: [] });
+  grown.requests.push({ ...structuredClone(run.requests[1]), step: 3 });
+  grown.model_calls = 3;
+  const s3 = new SqliteStore(file);
+  t.after(() => s3.close());
+  await s3.saveRun(structuredClone(grown));
+  assert.deepEqual(await s2.loadRun(run.id), grown, 'rows, then parts');
+  // And a store that has not loaded it since reads the lengths from the last part.
+  grown.messages.push({ role: 'user', content: 'and then?' });
+  grown.steps.push({ ...structuredClone(run.steps[0]), call_id: 'c9', step: 3 });
+  const s4 = new SqliteStore(file);
+  t.after(() => s4.close());
+  await s4.saveRun(structuredClone(grown));
+  assert.deepEqual(await s2.loadRun(run.id), grown, 'rows, then two parts');
 });
