@@ -25,7 +25,7 @@ import type {
   VapidKeys,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
+import { contentHash, eventJson, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -98,6 +98,8 @@ function commitOthers(self: SqliteStore): void {
   for (const s of [...PENDING]) if (s !== self) s.commitEvents();
 }
 type Stored = { messages: number; steps: number; requests: number };
+/** The run's fields a save writes, in the order of `writeRun`'s values. */
+const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 'model_calls', 'effects', 'notes', 'warnings', 'contract'];
 /** One row of `run_parts`: what one save added to a run's trace (a key is absent when it added none). */
 type Part = { m?: Message[]; c?: StepRow[]; r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][] };
 
@@ -126,6 +128,10 @@ export class SqliteStore implements Store {
   private eventsPending = false;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   private readonly stored = new Map<string, Stored>();
+  /** The fields this store last wrote of each run it holds running (see writeRun). */
+  private readonly written = new Map<string, unknown[]>();
+  /** The run's updates, one per set of fields they write. */
+  private readonly updates = new Map<number, Database.Statement>();
   /** How long a lease lasts without renewal. */
   readonly leaseMs: number;
   /** Runs this store holds (created running, claimed, taken over), with the owner that holds them: their leases are renewed. */
@@ -164,12 +170,8 @@ export class SqliteStore implements Store {
       insertRun:
         p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,session_id,seq_base,contract,created_at,updated_at)
         VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
-      // S4/R18: a save renews the lease of a running run (and drops it otherwise); a run this store
-      // holds is written only while its owner is still the holder (another process may have taken it).
-      // C5: the session's mode as stored, read by the save's own update (issue 29: no statement of its own).
-      updateRun: p(`UPDATE runs SET status=?, reason=?, mode=?, answer=?, pause=?, pause_seq=?, model_calls=?, effects=?, notes=?,
-        warnings=?, contract=?, updated_at=?, lease_until=? WHERE id=? AND (? IS NULL OR owner IS ?)
-        RETURNING (SELECT mode FROM sessions WHERE sessions.id = runs.session_id) AS session_mode`),
+      // C5: the session's mode as stored, read in the save's own transaction.
+      sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
       appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
@@ -334,7 +336,7 @@ export class SqliteStore implements Store {
       this.stmt.insertPart.run(run.id, now.messages + now.steps + now.requests, now.messages, now.steps, now.requests, body);
     }
     const holder = this.held.get(run.id) ?? null;
-    const row = this.stmt.updateRun.get(
+    const values = [
       run.status,
       run.reason,
       run.mode,
@@ -346,16 +348,38 @@ export class SqliteStore implements Store {
       JSON.stringify(run.notes),
       JSON.stringify(run.warnings),
       run.contract ? JSON.stringify(run.contract) : null,
-      run.updated_at,
-      this.leaseFor(run),
-      run.id,
-      holder,
-      holder,
-    ) as { session_mode: Mode | null } | undefined;
+    ];
+    // Issue 29: only the fields that changed since this store last wrote them (a step changes two or
+    // three), so an index on a field left alone (the status's) is not rewritten at every step.
+    const last = this.written.get(run.id);
+    let changed = 0;
+    const params: unknown[] = [];
+    for (let i = 0; i < values.length; i++) {
+      if (last && last[i] === values[i]) continue;
+      changed |= 1 << i;
+      params.push(values[i]);
+    }
+    // S4/R18: a save renews the lease of a running run (and drops it otherwise); a run this store
+    // holds is written only while its owner is still the holder (another process may have taken it).
+    const updated = this.updateOf(changed).run(...params, run.updated_at, this.leaseFor(run), run.id, holder, holder).changes === 1;
     // Another process took the run (its lease ran out): nothing of this save is kept (the transaction rolls back).
-    if (holder !== null && row === undefined) this.loseRun(run.id, holder);
+    if (holder !== null && !updated) this.loseRun(run.id, holder);
     this.stored.set(run.id, now);
-    return row?.session_mode ?? undefined;
+    // Remembered only while this store holds the run running: no one else writes it then.
+    if (run.status === 'running' && holder !== null) this.written.set(run.id, values);
+    else this.written.delete(run.id);
+    return updated ? ((this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode ?? undefined) : undefined;
+  }
+
+  /** The run's update that sets the fields in `changed` (bits in RUN_FIELDS' order), prepared once per set. */
+  private updateOf(changed: number): Database.Statement {
+    let st = this.updates.get(changed);
+    if (!st) {
+      const set = RUN_FIELDS.filter((_, i) => changed & (1 << i)).map((f) => `${f} = ?, `);
+      st = this.db.prepare(`UPDATE runs SET ${set.join('')}updated_at = ?, lease_until = ? WHERE id = ? AND (? IS NULL OR owner IS ?)`);
+      this.updates.set(changed, st);
+    }
+    return st;
   }
 
   /**
@@ -457,7 +481,7 @@ export class SqliteStore implements Store {
         // An event held for a mode the session has left is not kept (JournalEntry.onlyInMode).
         kept = events?.filter((e) => !e.onlyInMode || mode === undefined || mode === e.onlyInMode) ?? [];
         if (kept.length) {
-          const rows = kept.map((e) => [run.id, e.event.type, e.at, JSON.stringify(e.event)]);
+          const rows = kept.map((e) => [run.id, e.event.type, e.at, eventJson(e.event)]);
           ids.push(...this.insertRows('INSERT INTO run_events (run_id, type, at, body) VALUES ', '(?, ?, ?, ?)', rows));
         }
       });
@@ -479,6 +503,7 @@ export class SqliteStore implements Store {
       this.transaction(write);
     } catch (err) {
       this.stored.delete(runId);
+      this.written.delete(runId);
       for (const h of this.uncommittedBlobs) this.knownBlobs.delete(h);
       throw err;
     } finally {
@@ -544,6 +569,7 @@ export class SqliteStore implements Store {
     };
     run.steps = stepsFrom(callRows, run.messages);
     this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+    this.written.delete(id);
     return run;
   }
 
@@ -604,7 +630,7 @@ export class SqliteStore implements Store {
       PENDING.add(this);
       setImmediate(() => this.commitEvents());
     }
-    return Number(this.stmt.appendEvent.run(runId, event.type, at, JSON.stringify(event)).lastInsertRowid);
+    return Number(this.stmt.appendEvent.run(runId, event.type, at, eventJson(event)).lastInsertRowid);
   }
 
   /**
@@ -613,15 +639,24 @@ export class SqliteStore implements Store {
    */
   private write<T>(f: () => T): T {
     commitOthers(this);
+    let out: T;
     try {
-      return f();
-    } finally {
+      out = f();
+    } catch (err) {
       this.commitEvents();
+      throw err;
     }
+    // A write inside the group is kept only if the group commits: if it does not, the write fails.
+    this.commitEvents(true);
+    return out;
   }
 
-  /** Commits the journal rows written since the last commit. */
-  commitEvents(): void {
+  /**
+   * Commits the journal rows written since the last commit (and a write made inside the group).
+   * If the commit fails, all of it rolls back, what this process remembers of the file is forgotten,
+   * and `failWrite` says whether the error is thrown (to the write the group carried) or reported.
+   */
+  commitEvents(failWrite = false): void {
     if (!this.eventsPending) return;
     this.eventsPending = false;
     PENDING.delete(this);
@@ -634,6 +669,10 @@ export class SqliteStore implements Store {
       } catch {
         // nothing left to roll back
       }
+      this.stored.clear();
+      this.written.clear();
+      this.knownBlobs.clear();
+      if (failWrite) throw err;
       process.stderr.write(`keel: the store could not keep a run's latest events: ${(err as Error).message}\n`);
     }
   }
@@ -682,7 +721,10 @@ export class SqliteStore implements Store {
     const claimed = this.write(() => {
       return this.stmt.claim.run(owner, new Date().toISOString(), Date.now() + this.leaseMs, runId, seq).changes === 1;
     });
-    if (claimed) this.hold(runId, owner);
+    if (claimed) {
+      this.written.delete(runId);
+      this.hold(runId, owner);
+    }
     return claimed;
   }
 
@@ -710,7 +752,10 @@ export class SqliteStore implements Store {
         }).changes === 1
       );
     });
-    if (taken) this.hold(runId, owner);
+    if (taken) {
+      this.written.delete(runId);
+      this.hold(runId, owner);
+    }
     return taken;
   }
 

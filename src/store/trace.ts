@@ -3,7 +3,7 @@
  * once (in its tool message), menus and system prompts content-addressed.
  */
 import { createHash } from 'node:crypto';
-import type { CallRecord, Message, RequestTrace, RunState } from '../types/index.js';
+import type { CallRecord, Message, RequestTrace, RunEvent, RunState } from '../types/index.js';
 
 /**
  * A call's result is stored once: when the tool message that answers the call (the k-th answering its
@@ -38,6 +38,20 @@ export function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRe
   });
 }
 
+const menuTexts = new WeakMap<object, string>();
+/**
+ * The journal's text of an event, as JSON.stringify writes it; a request's menu (the same at every
+ * step while it is valid) is written out once.
+ */
+export function eventJson(ev: RunEvent): string {
+  if (ev.type === 'model_request' && ev.tools) {
+    let tools = menuTexts.get(ev.tools);
+    if (tools === undefined) menuTexts.set(ev.tools, (tools = JSON.stringify(ev.tools)));
+    return `{"type":"model_request","step":${ev.step},"declared":${ev.declared},"dropped":${ev.dropped},"tools":${tools}}`;
+  }
+  return JSON.stringify(ev);
+}
+
 const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();
 /** The same menu (same array, see the engine's menu memo) is serialised and hashed once per process. */
 export function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: string } {
@@ -50,7 +64,16 @@ export function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: s
   return b;
 }
 
-/** Content key for deduplicating trace blobs. */
+let lastText: string | undefined;
+let lastHash = '';
+/**
+ * Content key for deduplicating trace blobs. A run's steps send the same system prompt (the same
+ * string, most often): the last one's key is remembered.
+ */
 export function contentHash(s: string): string {
-  return createHash('sha1').update(s).digest('hex');
+  if (s !== lastText) {
+    lastHash = createHash('sha1').update(s).digest('hex');
+    lastText = s;
+  }
+  return lastHash;
 }

@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { toRunEvent } from '../../src/loop/journal.js';
+import { eventJson } from '../../src/store/trace.js';
 import type { LoopEvent } from '../../src/types/index.js';
 import { Harness } from '../support/keel.js';
 
@@ -106,4 +107,20 @@ test('S5/issue 29: a step is one save — its last result and the next request a
     shown.map((e) => [e.id, e.type]),
     'shown in the order stored, each with its id, none twice',
   );
+});
+
+test('S5: the journal stores an event as JSON.stringify writes it, a request whose menu repeats included', () => {
+  const tools = ['a', 'b"quoted"', 'ünï'].map((name, i) => ({ name, description: 'd', parameters: {}, available: i !== 1 }));
+  const events: LoopEvent[] = [
+    { type: 'model_request', step: 1, system: 's', tools, dropped: [] },
+    { type: 'model_request', step: 2, system: 's', tools, dropped: ['x', 'y'] },
+    { type: 'model_request', step: 3, system: 's', tools: [], dropped: [] },
+    { type: 'assistant', step: 1, text: 'hi "there"', tool_calls: [] },
+  ];
+  for (const e of events) {
+    const ev = toRunEvent(e);
+    assert.ok(ev);
+    assert.equal(eventJson(ev), JSON.stringify(ev));
+    assert.equal(eventJson(ev), JSON.stringify(ev), 'the second time, from the menu written once');
+  }
 });
