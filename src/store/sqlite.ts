@@ -45,6 +45,7 @@ CREATE TABLE IF NOT EXISTS runs (
   warnings TEXT NOT NULL DEFAULT '[]',
   owner TEXT,
   lease_until INTEGER,
+  counted_steps INTEGER,
   session_id TEXT NOT NULL,
   seq_base INTEGER NOT NULL DEFAULT 0,
   contract TEXT,
@@ -97,9 +98,10 @@ const PENDING = new Set<SqliteStore>();
 function commitOthers(self: SqliteStore): void {
   for (const s of [...PENDING]) if (s !== self) s.commitEvents();
 }
-type Stored = { messages: number; steps: number; requests: number };
+/** The lengths of a run's trace in the file, and how many of its call records its tools' use counts (R23). */
+type Stored = { messages: number; steps: number; requests: number; counted: number };
 /** The run's fields a save writes, in the order of `writeRun`'s values. */
-const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 'model_calls', 'effects', 'notes', 'warnings', 'contract'];
+const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 'model_calls', 'effects', 'notes', 'warnings', 'contract', 'counted_steps'];
 /** One row of `run_parts`: what one save added to a run's trace (a key is absent when it added none). */
 type Part = { m?: Message[]; c?: StepRow[]; r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][] };
 
@@ -168,8 +170,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,session_id,seq_base,contract,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
       // C5: the session's mode as stored, read in the save's own transaction.
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
@@ -180,6 +182,7 @@ export class SqliteStore implements Store {
       commit: p('COMMIT'),
       // The lengths of a run's trace: its last part's, or (a run an older Keel stored) its rows counted.
       counts: p(`SELECT messages, steps, requests FROM run_parts WHERE run_id = @id ORDER BY seq DESC LIMIT 1`),
+      counted: p('SELECT counted_steps AS counted FROM runs WHERE id = ?'),
       oldCounts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
@@ -264,6 +267,8 @@ export class SqliteStore implements Store {
       ['approvals', 'consent_writes', 'INTEGER NOT NULL DEFAULT 0'],
       // S4/R18: when the run's lease runs out (ms since the epoch); NULL for no lease.
       ['runs', 'lease_until', 'INTEGER'],
+      // R23: how many of the run's call records its tools' use counts (NULL: all of them).
+      ['runs', 'counted_steps', 'INTEGER'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -291,6 +296,7 @@ export class SqliteStore implements Store {
     let n = this.stored.get(id);
     if (!n) {
       n = (this.stmt.counts.get({ id }) ?? this.stmt.oldCounts.get({ id })) as Stored;
+      n.counted = (this.stmt.counted.get(id) as { counted: number | null } | undefined)?.counted ?? n.steps;
       this.stored.set(id, n);
     }
     return n;
@@ -302,7 +308,7 @@ export class SqliteStore implements Store {
    */
   private writeRun(run: RunState): Mode | undefined {
     const had = this.storedOf(run.id);
-    const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length };
+    const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length, counted: had.counted };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
@@ -318,8 +324,6 @@ export class SqliteStore implements Store {
         body += `${body.length > 1 ? ',' : ''}"c":[`;
         for (let seq = had.steps; seq < now.steps; seq++) {
           body += (seq > had.steps ? ',' : '') + JSON.stringify(stepRow(run, seq));
-          // R23: each call that ran counts once towards its tool's use (a record is written once: the trace only grows).
-          if (run.steps[seq].outcome === 'ran') this.stmt.countUse.run(run.steps[seq].tool);
         }
         body += ']';
       }
@@ -335,6 +339,12 @@ export class SqliteStore implements Store {
       body += '}';
       this.stmt.insertPart.run(run.id, now.messages + now.steps + now.requests, now.messages, now.steps, now.requests, body);
     }
+    // R23: each call that ran counts once towards its tool's use, when its run pauses or ends (not a
+    // write at every step): the records since the last count, the count kept with the run's row.
+    if (run.status !== 'running') {
+      for (let seq = had.counted; seq < now.steps; seq++) if (run.steps[seq].outcome === 'ran') this.stmt.countUse.run(run.steps[seq].tool);
+      now.counted = now.steps;
+    }
     const holder = this.held.get(run.id) ?? null;
     const values = [
       run.status,
@@ -348,6 +358,7 @@ export class SqliteStore implements Store {
       JSON.stringify(run.notes),
       JSON.stringify(run.warnings),
       run.contract ? JSON.stringify(run.contract) : null,
+      now.counted,
     ];
     // Issue 29: only the fields that changed since this store last wrote them (a step changes two or
     // three), so an index on a field left alone (the status's) is not rewritten at every step.
@@ -458,7 +469,7 @@ export class SqliteStore implements Store {
     this.write(() => {
       this.inTransaction(run.id, () => {
         this.stmt.insertRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run) });
-        this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
+        this.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
         this.writeRun(run);
       });
     });
@@ -568,7 +579,12 @@ export class SqliteStore implements Store {
       updated_at: r.updated_at as string,
     };
     run.steps = stepsFrom(callRows, run.messages);
-    this.stored.set(id, { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length });
+    this.stored.set(id, {
+      messages: run.messages.length,
+      steps: run.steps.length,
+      requests: run.requests.length,
+      counted: (r.counted_steps as number | null) ?? run.steps.length,
+    });
     this.written.delete(id);
     return run;
   }

@@ -140,3 +140,40 @@ test('sqlite: a run an older Keel stored a row per message, call and request loa
   await s4.saveRun(structuredClone(grown));
   assert.deepEqual(await s2.loadRun(run.id), grown, 'rows, then two parts');
 });
+
+test('sqlite: R23 a run counts its calls that ran when it pauses or ends, each once, whichever process saves it (issue 29: no write at every step)', async (t) => {
+  const file = dbFile();
+  const a = new SqliteStore(file);
+  t.after(() => a.close());
+  const run = sampleRun('run-count', { status: 'running', reason: null, pause: null, owner: null });
+  await a.createRun(structuredClone(run));
+  assert.deepEqual(await a.toolUsage(5), [], 'not while it runs');
+  run.steps.push({ ...run.steps[0], call_id: 'c4', tool: 'archive_email' });
+  await a.saveRun(structuredClone(run));
+  assert.deepEqual(await a.toolUsage(5), [], 'nor at its next step');
+  // Another process carries it on and pauses it: every call that ran so far counts, once.
+  const b = new SqliteStore(file);
+  t.after(() => b.close());
+  const loaded = (await b.loadRun(run.id)) as RunState;
+  Object.assign(loaded, { status: 'paused', reason: 'awaiting_user_input' });
+  await b.saveRun(structuredClone(loaded));
+  await b.saveRun(structuredClone(loaded));
+  const counted = [
+    { tool: 'archive_email', calls: 1 },
+    { tool: 'search_email', calls: 1 },
+  ];
+  assert.deepEqual(await a.toolUsage(5), counted);
+  // Running again (a third store that never loaded it), then ending: only the calls since count.
+  const c = new SqliteStore(file);
+  t.after(() => c.close());
+  Object.assign(loaded, { status: 'running', reason: null });
+  loaded.steps.push({ ...run.steps[0], call_id: 'c5', tool: 'archive_email' });
+  await c.saveRun(structuredClone(loaded));
+  assert.deepEqual(await a.toolUsage(5), counted);
+  Object.assign(loaded, { status: 'done', reason: 'final_answer' });
+  await c.saveRun(structuredClone(loaded));
+  assert.deepEqual(await a.toolUsage(5), [
+    { tool: 'archive_email', calls: 2 },
+    { tool: 'search_email', calls: 1 },
+  ]);
+});
