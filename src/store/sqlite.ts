@@ -56,10 +56,6 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS messages (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS calls (run_id TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS requests (run_id TEXT NOT NULL, seq INTEGER NOT NULL, step INTEGER NOT NULL, system_hash TEXT NOT NULL, tools_hash TEXT NOT NULL, meta TEXT NOT NULL, PRIMARY KEY (run_id, seq));
--- A run's trace as it grows: one row per save holding what the save added (issue 29: one row, not one
--- per message, call record and request), with the trace's lengths after it. seq is the sum of the three.
-CREATE TABLE IF NOT EXISTS run_parts (run_id TEXT NOT NULL, seq INTEGER NOT NULL, messages INTEGER NOT NULL, steps INTEGER NOT NULL,
-  requests INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq));
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, mode TEXT NOT NULL, last_run_id TEXT, contract TEXT, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (hash TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS approvals (
@@ -75,7 +71,12 @@ CREATE TABLE IF NOT EXISTS ledger (
 );
 CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS run_events (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL);
+-- The journal, and the run's trace as it grows (issue 29: one row per write). A row is one event (n NULL:
+-- body is the event, its id the row's), or what a save wrote: its n events (body a JSON array, ids id to
+-- id + n - 1; n = 0 holds none and takes one id no event has) and, in part, what it added to the trace —
+-- messages, call records, requests — with the trace's lengths after it.
+CREATE TABLE IF NOT EXISTS run_events (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL,
+  n INTEGER, part TEXT);
 CREATE INDEX IF NOT EXISTS run_events_run ON run_events(run_id, id);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, created_at DESC);
@@ -88,8 +89,8 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
 `;
 
 type Row = Record<string, unknown>;
-/** The most rows one INSERT of `insertRows` carries (SQLite binds at most 32,766 values a statement). */
-const ROWS_PER_INSERT = 64;
+/** The id the journal's next row takes: after the last row's events (or its one id when it holds none). */
+const NEXT_EVENT_ID = 'COALESCE((SELECT id + MAX(COALESCE(n, 1), 1) FROM run_events ORDER BY id DESC LIMIT 1), 1)';
 
 /** Stores of this process with journal rows not yet committed. */
 const PENDING = new Set<SqliteStore>();
@@ -102,8 +103,16 @@ function commitOthers(self: SqliteStore): void {
 type Stored = { messages: number; steps: number; requests: number; counted: number };
 /** The run's fields a save writes, in the order of `writeRun`'s values. */
 const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 'model_calls', 'effects', 'notes', 'warnings', 'contract', 'counted_steps'];
-/** One row of `run_parts`: what one save added to a run's trace (a key is absent when it added none). */
-type Part = { m?: Message[]; c?: StepRow[]; r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][] };
+/**
+ * What one save added to a run's trace (a key is absent when it added none), and the trace's lengths
+ * after it (messages, call records, requests): a journal row's `part`.
+ */
+type Part = {
+  n: [messages: number, steps: number, requests: number];
+  m?: Message[];
+  c?: StepRow[];
+  r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][];
+};
 
 export interface SqliteStoreOptions {
   /** How long a run's lease lasts without renewal (default 30 s; KEEL_LEASE_MS), as on PostgreSQL. */
@@ -122,8 +131,6 @@ export class SqliteStore implements Store {
   private uncommittedBlobs: string[] = [];
   /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
   private readonly transaction: (write: () => void) => void;
-  /** Multi-row INSERTs, one per table and row count (see `many`). */
-  private readonly manyRows = new Map<string, Database.Statement>();
   /** Statements of the queries built from a filter, one per shape. */
   private readonly shapes = new Map<string, Database.Statement>();
   /** Journal rows written since the last commit (see appendEvent). */
@@ -176,18 +183,18 @@ export class SqliteStore implements Store {
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
       getRun: p('SELECT * FROM runs WHERE id = ?'),
-      appendEvent: p('INSERT INTO run_events (run_id, type, at, body) VALUES (?, ?, ?, ?)'),
+      appendEvent: p(`INSERT INTO run_events (id, run_id, type, at, body) VALUES (${NEXT_EVENT_ID}, ?, ?, ?, ?)`),
+      insertWrite: p(`INSERT INTO run_events (id, run_id, type, at, body, n, part) VALUES (${NEXT_EVENT_ID}, ?, ?, ?, ?, ?, ?)`),
       // The journal group's transaction (appendEvent), prepared once rather than parsed at each step.
       begin: p('BEGIN IMMEDIATE'),
       commit: p('COMMIT'),
       // The lengths of a run's trace: its last part's, or (a run an older Keel stored) its rows counted.
-      counts: p(`SELECT messages, steps, requests FROM run_parts WHERE run_id = @id ORDER BY seq DESC LIMIT 1`),
+      counts: p(`SELECT json_extract(part, '$.n') AS n FROM run_events WHERE run_id = @id AND part IS NOT NULL ORDER BY id DESC LIMIT 1`),
       counted: p('SELECT counted_steps AS counted FROM runs WHERE id = ?'),
       oldCounts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
-      insertPart: p('INSERT INTO run_parts (run_id, seq, messages, steps, requests, body) VALUES (?, ?, ?, ?, ?, ?)'),
-      parts: p('SELECT body FROM run_parts WHERE run_id = ? ORDER BY seq'),
+      parts: p('SELECT part AS body FROM run_events WHERE run_id = ? AND part IS NOT NULL ORDER BY id'),
       blobBody: p('SELECT body FROM blobs WHERE hash = ?'),
       insertBlob: p('INSERT OR IGNORE INTO blobs (hash, body) VALUES (?, ?)'),
       messages: p('SELECT body FROM messages WHERE run_id = ? ORDER BY seq'),
@@ -269,6 +276,9 @@ export class SqliteStore implements Store {
       ['runs', 'lease_until', 'INTEGER'],
       // R23: how many of the run's call records its tools' use counts (NULL: all of them).
       ['runs', 'counted_steps', 'INTEGER'],
+      // Issue 29: a journal row holds a save's events and its part of the trace.
+      ['run_events', 'n', 'INTEGER'],
+      ['run_events', 'part', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -284,7 +294,8 @@ export class SqliteStore implements Store {
           this.db.exec(`CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls INTEGER NOT NULL);
             INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM (
               SELECT json_extract(body, '$.tool') AS tool, json_extract(body, '$.outcome') AS outcome FROM calls
-              UNION ALL SELECT json_extract(c.value, '$.tool'), json_extract(c.value, '$.outcome') FROM run_parts, json_each(run_parts.body, '$.c') AS c)
+              UNION ALL SELECT json_extract(c.value, '$.tool'), json_extract(c.value, '$.outcome') FROM run_events, json_each(run_events.part, '$.c') AS c
+                WHERE run_events.part IS NOT NULL)
               WHERE outcome = 'ran' AND tool IS NOT NULL GROUP BY 1;`);
         })
         .immediate();
@@ -295,7 +306,11 @@ export class SqliteStore implements Store {
   private storedOf(id: string): Stored {
     let n = this.stored.get(id);
     if (!n) {
-      n = (this.stmt.counts.get({ id }) ?? this.stmt.oldCounts.get({ id })) as Stored;
+      const last = this.stmt.counts.get({ id }) as { n: string } | undefined;
+      if (last) {
+        const [messages, steps, requests] = JSON.parse(last.n) as Part['n'];
+        n = { messages, steps, requests, counted: 0 };
+      } else n = this.stmt.oldCounts.get({ id }) as Stored;
       n.counted = (this.stmt.counted.get(id) as { counted: number | null } | undefined)?.counted ?? n.steps;
       this.stored.set(id, n);
     }
@@ -306,29 +321,31 @@ export class SqliteStore implements Store {
    * Appends what the file does not hold yet and writes the run's fields. The transcript only grows.
    * Returns the mode of the run's session as stored, read by the same update.
    */
-  private writeRun(run: RunState): Mode | undefined {
+  private writeRun(run: RunState): { mode: Mode | undefined; part: string | null } {
     const had = this.storedOf(run.id);
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length, counted: had.counted };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
     }
-    // Issue 29: what the save adds to the trace — messages, call records, requests — is one row.
+    // Issue 29: what the save adds to the trace — messages, call records, requests — is one text, the
+    // part of the save's one journal row.
+    let part: string | null = null;
     if (now.messages > had.messages || now.steps > had.steps || now.requests > had.requests) {
-      let body = '{';
+      let body = `{"n":[${now.messages},${now.steps},${now.requests}]`;
       if (now.messages > had.messages) {
-        body += '"m":[';
+        body += ',"m":[';
         for (let seq = had.messages; seq < now.messages; seq++) body += (seq > had.messages ? ',' : '') + JSON.stringify(run.messages[seq]);
         body += ']';
       }
       if (now.steps > had.steps) {
-        body += `${body.length > 1 ? ',' : ''}"c":[`;
+        body += ',"c":[';
         for (let seq = had.steps; seq < now.steps; seq++) {
           body += (seq > had.steps ? ',' : '') + JSON.stringify(stepRow(run, seq));
         }
         body += ']';
       }
       if (now.requests > had.requests) {
-        body += `${body.length > 1 ? ',' : ''}"r":[`;
+        body += ',"r":[';
         for (let seq = had.requests; seq < now.requests; seq++) {
           const { system, tools, ...meta } = run.requests[seq];
           // [system prompt's blob, menu's blob, the rest]: the prompt and the menu are content-addressed.
@@ -336,8 +353,7 @@ export class SqliteStore implements Store {
         }
         body += ']';
       }
-      body += '}';
-      this.stmt.insertPart.run(run.id, now.messages + now.steps + now.requests, now.messages, now.steps, now.requests, body);
+      part = `${body}}`;
     }
     // R23: each call that ran counts once towards its tool's use, when its run pauses or ends (not a
     // write at every step): the records since the last count, the count kept with the run's row.
@@ -379,7 +395,20 @@ export class SqliteStore implements Store {
     // Remembered only while this store holds the run running: no one else writes it then.
     if (run.status === 'running' && holder !== null) this.written.set(run.id, values);
     else this.written.delete(run.id);
-    return updated ? ((this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode ?? undefined) : undefined;
+    const mode = updated ? ((this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode ?? undefined) : undefined;
+    return { mode, part };
+  }
+
+  /**
+   * A save's one journal row: its events (their ids consecutive, in order, drawn under the file's
+   * write lock, S5) and its part of the run's trace. Returns the first event's id.
+   */
+  private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null): number {
+    let body = '[';
+    for (let i = 0; i < entries.length; i++) body += (i ? ',' : '') + eventJson(entries[i].event);
+    const first = entries[0];
+    const r = this.stmt.insertWrite.run(runId, first?.event.type ?? 'trace', first?.at ?? '', `${body}]`, entries.length, part);
+    return Number(r.lastInsertRowid);
   }
 
   /** The run's update that sets the fields in `changed` (bits in RUN_FIELDS' order), prepared once per set. */
@@ -391,27 +420,6 @@ export class SqliteStore implements Store {
       this.updates.set(changed, st);
     }
     return st;
-  }
-
-  /**
-   * Inserts rows with as few statements as it can (issue 29: one per kind of row a step adds; at
-   * most ROWS_PER_INSERT rows each), prepared once per row count. Returns the rows' ids: one
-   * statement's rows get consecutive ids (an INTEGER PRIMARY KEY is the largest so far plus one).
-   */
-  private insertRows(head: string, row: string, rows: readonly unknown[][]): number[] {
-    const ids: number[] = [];
-    for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
-      const chunk = rows.slice(from, from + ROWS_PER_INSERT);
-      const key = `${head}${chunk.length}`;
-      let st = this.manyRows.get(key);
-      if (!st) {
-        st = this.db.prepare(head + Array.from({ length: chunk.length }, () => row).join(', '));
-        this.manyRows.set(key, st);
-      }
-      const last = Number(st.run(chunk.flat()).lastInsertRowid);
-      for (let i = 0; i < chunk.length; i++) ids.push(last - chunk.length + 1 + i);
-    }
-    return ids;
   }
 
   /** A running run's lease from now; none for a paused or ended run. */
@@ -470,7 +478,8 @@ export class SqliteStore implements Store {
       this.inTransaction(run.id, () => {
         this.stmt.insertRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run) });
         this.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
-        this.writeRun(run);
+        const { part } = this.writeRun(run);
+        if (part) this.insertWrite(run.id, [], part);
       });
     });
     if (run.status === 'running' && run.owner) this.hold(run.id, run.owner);
@@ -480,24 +489,21 @@ export class SqliteStore implements Store {
     if (this.lost.has(run.id)) throw this.lostError(run.id);
     return this.write(() => {
       let mode: Mode | undefined;
-      const ids: number[] = [];
+      let first = 0;
       let kept: JournalEntry[] = [];
       this.inTransaction(run.id, () => {
         // A pause's card, with the paused run or not at all.
         if (card) this.insertApproval(card);
         // C5: the session's mode as stored, read in the save's own transaction.
-        mode = this.writeRun(run);
-        // Issue 29: the journal events that go with this save, in its transaction and one statement:
-        // their ids are consecutive, in the events' order (S5).
+        const written = this.writeRun(run);
+        mode = written.mode;
+        // Issue 29: the journal events that go with this save and what it adds to the trace, one row.
         // An event held for a mode the session has left is not kept (JournalEntry.onlyInMode).
         kept = events?.filter((e) => !e.onlyInMode || mode === undefined || mode === e.onlyInMode) ?? [];
-        if (kept.length) {
-          const rows = kept.map((e) => [run.id, e.event.type, e.at, eventJson(e.event)]);
-          ids.push(...this.insertRows('INSERT INTO run_events (run_id, type, at, body) VALUES ', '(?, ?, ?, ?)', rows));
-        }
+        if (kept.length || written.part) first = this.insertWrite(run.id, kept, written.part);
       });
       // Committed: the kept events have their ids.
-      for (let i = 0; i < kept.length; i++) kept[i].id = ids[i];
+      for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
       // Paused or ended: no longer held here (a claim holds it again).
       if (run.status !== 'running') this.held.delete(run.id);
       return mode;
@@ -709,28 +715,38 @@ export class SqliteStore implements Store {
 
   async latestEventId(): Promise<number> {
     commitOthers(this);
-    return (this.shaped('SELECT COALESCE(MAX(id), 0) AS id FROM run_events').get() as { id: number }).id;
+    const last = 'SELECT id + MAX(COALESCE(n, 1), 1) - 1 FROM run_events ORDER BY id DESC LIMIT 1';
+    return (this.shaped(`SELECT COALESCE((${last}), 0) AS id`).get() as { id: number }).id;
   }
 
   async listEvents(q: EventQuery = {}): Promise<StoredEvent[]> {
     commitOthers(this);
-    const where: string[] = ['id > ?'];
-    const args: (string | number)[] = [q.after ?? 0];
-    if (q.run_id) {
-      where.push('run_id = ?');
-      args.push(q.run_id);
+    const after = q.after ?? 0;
+    const limit = q.limit ?? 1000;
+    const byRun = q.run_id ? ' AND run_id = ?' : '';
+    const runArgs = q.run_id ? [q.run_id] : [];
+    // A save's row holds several events: reading starts at the row that holds `after`.
+    let from = (this.shaped(`SELECT COALESCE(MAX(id), 0) AS id FROM run_events WHERE id <= ?${byRun}`).get(after, ...runArgs) as { id: number }).id;
+    // A row of one event is filtered by its type here; a save's row once its events are read.
+    const types = q.types ? ` AND (n IS NOT NULL OR type IN (${q.types.map(() => '?').join(',')}))` : '';
+    const sql = `SELECT id, run_id, at, body, n FROM run_events WHERE id >= ?${byRun} AND (n IS NULL OR n > 0)${types} ORDER BY id LIMIT ?`;
+    const wanted = q.types ? new Set<string>(q.types) : undefined;
+    const out: StoredEvent[] = [];
+    while (out.length < limit) {
+      const rows = this.shaped(sql).all(from, ...runArgs, ...(q.types ?? []), limit) as Row[];
+      for (const r of rows) {
+        const run_id = r.run_id as string;
+        const at = r.at as string;
+        const id = r.id as number;
+        const events = (r.n === null ? [JSON.parse(r.body as string)] : JSON.parse(r.body as string)) as RunEvent[];
+        for (let i = 0; i < events.length; i++) {
+          if (id + i > after && (!wanted || wanted.has(events[i].type))) out.push({ id: id + i, run_id, at, event: events[i] });
+        }
+      }
+      if (rows.length < limit) break;
+      from = (rows[rows.length - 1].id as number) + 1;
     }
-    if (q.types) {
-      where.push(`type IN (${q.types.map(() => '?').join(',')})`);
-      args.push(...q.types);
-    }
-    const sql = `SELECT id, run_id, at, body FROM run_events WHERE ${where.join(' AND ')} ORDER BY id LIMIT ?`;
-    return (this.shaped(sql).all(...args, q.limit ?? 1000) as Row[]).map((r) => ({
-      id: r.id as number,
-      run_id: r.run_id as string,
-      at: r.at as string,
-      event: JSON.parse(r.body as string) as RunEvent,
-    }));
+    return out.length > limit ? out.slice(0, limit) : out;
   }
 
   async claimPause(runId: string, seq: number, owner: string): Promise<boolean> {

@@ -856,6 +856,47 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual(await store.listEvents({ run_id: 'no-such-run' }), []);
   });
 
+  test(`${name}: S5 a save's events: consecutive ids, read from inside them, by type, with a limit; a save without events adds none`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-a', { status: 'running', reason: null, pause: null, owner: null });
+    await store.createRun(structuredClone(run));
+    await store.createRun(sampleRun('run-b'));
+    const other = (n: number) => store.appendEvent('run-b', { type: 'assistant', step: n, text: `b${n}`, tool_calls: [] }, at(n));
+    const b1 = await other(1);
+    append(run, 3);
+    const entries: JournalEntry[] = [
+      { event: { type: 'assistant', step: 3, text: 'one', tool_calls: [] }, at: at(5) },
+      { event: { type: 'model_request', step: 4, declared: 2, dropped: 0, tools: [{ name: 'x', available: true }] }, at: at(5) },
+      { event: { type: 'assistant', step: 4, text: 'two', tool_calls: [] }, at: at(5) },
+    ];
+    await store.saveRun(structuredClone(run), entries);
+    const ids = entries.map((e) => e.id as number);
+    assert.ok(ids[0] > b1, 'after every id before the save');
+    assert.deepEqual(ids, [ids[0], ids[0] + 1, ids[0] + 2], 'consecutive, in the events order');
+    const b2 = await other(6);
+    assert.ok(b2 > ids[2]);
+    assert.equal(await store.latestEventId(), b2);
+    const read = (q: Parameters<typeof store.listEvents>[0]) => store.listEvents(q).then((es) => es.map((e) => e.id));
+    assert.deepEqual(await store.listEvents({ run_id: 'run-a' }), entries.map((e, i) => ({ id: ids[i], run_id: 'run-a', at: at(5), event: e.event })));
+    assert.deepEqual(await read({ run_id: 'run-a', after: ids[0] }), [ids[1], ids[2]], 'after an id inside the save');
+    assert.deepEqual(await read({ after: ids[1] }), [ids[2], b2], 'and across runs');
+    assert.deepEqual(await read({ types: ['model_request'] }), [ids[1]], 'by type');
+    assert.deepEqual(await read({ types: ['assistant'], after: ids[0] }), [ids[2], b2], 'by type, after an id inside the save');
+    assert.deepEqual(await read({ limit: 2, after: b1 }), [ids[0], ids[1]], 'a limit inside the save');
+    assert.deepEqual(await read({ limit: 1, after: ids[0] }), [ids[1]]);
+    for (let limit = 1; limit <= 5; limit++) {
+      assert.deepEqual(await read({ limit }), [b1, ...ids, b2].slice(0, limit), `limit ${limit}`);
+    }
+    // A save with nothing to show: the journal shows nothing more.
+    append(run, 4);
+    await store.saveRun(structuredClone(run), []);
+    assert.deepEqual(await read({ after: b2 }), []);
+    const b3 = await other(7);
+    assert.deepEqual(await read({ after: b2 }), [b3]);
+    assert.equal(await store.latestEventId(), b3);
+    assert.deepEqual((await store.loadRun('run-a'))?.messages, run.messages, 'the trace as saved');
+  });
+
   test(`${name}: S5/issue 29 saveRun appends the events it is given in the same write: ids in their order, above every id before, between appends; a refused save appends none`, async (t) => {
     const store = await fresh(t);
     const run = sampleRun('run-1');

@@ -73,14 +73,14 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   assert.deepEqual(await store.loadRun(run.id), run);
   const Database = (await import('better-sqlite3')).default;
   const raw = new Database(file, { readonly: true });
-  const parts = (raw.prepare('SELECT body FROM run_parts WHERE run_id = ?').all(run.id) as { body: string }[]).map(
+  const parts = (raw.prepare('SELECT part AS body FROM run_events WHERE run_id = ? AND part IS NOT NULL').all(run.id) as { body: string }[]).map(
     (r) => JSON.parse(r.body) as { m?: unknown[]; c?: unknown[] },
   );
   raw.close();
   const holding = (xs: unknown[]) => xs.filter((x) => JSON.stringify(x).includes(big)).length;
   assert.equal(holding(parts.flatMap((p) => p.c ?? [])), 0, 'not in the call records');
   assert.equal(holding(parts.flatMap((p) => p.m ?? [])), 1, 'once, in its tool message');
-  assert.equal(parts.length, 1, 'issue 29: what one save adds to the trace is one row');
+  assert.equal(parts.length, 1, 'issue 29: what one save adds to the trace is part of its one journal row');
 
   // An older file: no warnings column, no consent_writes column, no tool counts.
   const old = dbFile();
@@ -110,7 +110,7 @@ test('sqlite: a run an older Keel stored a row per message, call and request loa
   const Database = (await import('better-sqlite3')).default;
   const db = new Database(file);
   db.transaction(() => {
-    db.prepare('DELETE FROM run_parts WHERE run_id = ?').run(run.id);
+    db.prepare('DELETE FROM run_events WHERE run_id = ?').run(run.id);
     run.messages.forEach((m, seq) => db.prepare('INSERT INTO messages VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(m)));
     run.steps.forEach((_, seq) => db.prepare('INSERT INTO calls VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(stepRow(run, seq))));
     run.requests.forEach(({ system, tools, ...meta }, seq) => {
