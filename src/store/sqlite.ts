@@ -25,7 +25,7 @@ import type {
   VapidKeys,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { contentHash, eventJson, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
+import { contentHash, eventJson, readEvents, type StepRow, stepRow, stepsFrom, toolsBlob } from './trace.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -127,6 +127,8 @@ export class SqliteStore implements Store {
   private readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   private readonly knownBlobs = new Set<string>();
+  /** Blob texts the journal's readers asked for lately (menus: a few, read again and again). */
+  private readonly blobCache = new Map<string, string>();
   /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
   private uncommittedBlobs: string[] = [];
   /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
@@ -267,6 +269,21 @@ export class SqliteStore implements Store {
     return this.blob(b.body, b.hash);
   }
 
+  /** Stores a blob (in the write in progress) and returns its key. */
+  private readonly keepBlob = (b: { body: string; hash: string }): string => this.blobOf(b);
+
+  /** A blob's text, by its key (the few a journal names are remembered). */
+  private readonly blobText = (hash: string): string => {
+    let body = this.blobCache.get(hash);
+    if (body === undefined) {
+      body = (this.stmt.blobBody.get(hash) as { body: string } | undefined)?.body;
+      if (body === undefined) throw new Error(`the journal names a blob the file does not hold (${hash})`);
+      if (this.blobCache.size >= 64) this.blobCache.clear();
+      this.blobCache.set(hash, body);
+    }
+    return body;
+  };
+
   /** Columns added since the first schema: a file made by an older Keel gains them (with their defaults). */
   private migrate(): void {
     const added: [table: string, column: string, definition: string][] = [
@@ -405,7 +422,7 @@ export class SqliteStore implements Store {
    */
   private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null): number {
     let body = '[';
-    for (let i = 0; i < entries.length; i++) body += (i ? ',' : '') + eventJson(entries[i].event);
+    for (let i = 0; i < entries.length; i++) body += (i ? ',' : '') + eventJson(entries[i].event, this.keepBlob);
     const first = entries[0];
     const r = this.stmt.insertWrite.run(runId, first?.event.type ?? 'trace', first?.at ?? '', `${body}]`, entries.length, part);
     return Number(r.lastInsertRowid);
@@ -652,7 +669,7 @@ export class SqliteStore implements Store {
       PENDING.add(this);
       setImmediate(() => this.commitEvents());
     }
-    return Number(this.stmt.appendEvent.run(runId, event.type, at, eventJson(event)).lastInsertRowid);
+    return Number(this.stmt.appendEvent.run(runId, event.type, at, eventJson(event, this.keepBlob)).lastInsertRowid);
   }
 
   /**
@@ -738,7 +755,7 @@ export class SqliteStore implements Store {
         const run_id = r.run_id as string;
         const at = r.at as string;
         const id = r.id as number;
-        const events = (r.n === null ? [JSON.parse(r.body as string)] : JSON.parse(r.body as string)) as RunEvent[];
+        const events = readEvents(r.body as string, this.blobText);
         for (let i = 0; i < events.length; i++) {
           if (id + i > after && (!wanted || wanted.has(events[i].type))) out.push({ id: id + i, run_id, at, event: events[i] });
         }

@@ -38,18 +38,37 @@ export function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRe
   });
 }
 
-const menuTexts = new WeakMap<object, string>();
+type Blob = { body: string; hash: string };
+const menuBlobs = new WeakMap<object, Blob>();
 /**
- * The journal's text of an event, as JSON.stringify writes it; a request's menu (the same at every
- * step while it is valid) is written out once.
+ * The journal's text of an event (SQLite). JSON, except that a request's menu — the same names at
+ * every step while it is valid — is kept once, as a content-addressed blob, and named by its key
+ * (`tools_blob`); `keep` stores the blob and returns the key. readEvents puts the menu back.
  */
-export function eventJson(ev: RunEvent): string {
+export function eventJson(ev: RunEvent, keep: (b: Blob) => string): string {
   if (ev.type === 'model_request' && ev.tools) {
-    let tools = menuTexts.get(ev.tools);
-    if (tools === undefined) menuTexts.set(ev.tools, (tools = JSON.stringify(ev.tools)));
-    return `{"type":"model_request","step":${ev.step},"declared":${ev.declared},"dropped":${ev.dropped},"tools":${tools}}`;
+    let menu = menuBlobs.get(ev.tools);
+    if (!menu) {
+      const body = JSON.stringify(ev.tools);
+      menuBlobs.set(ev.tools, (menu = { body, hash: contentHash(body) }));
+    }
+    return `{"type":"model_request","step":${ev.step},"declared":${ev.declared},"dropped":${ev.dropped},"tools_blob":"${keep(menu)}"}`;
   }
   return JSON.stringify(ev);
+}
+
+/** The events of a journal row's text (one event, or an array of them), each as it was written. */
+export function readEvents(text: string, blob: (hash: string) => string): RunEvent[] {
+  const parsed = JSON.parse(text) as RunEvent | RunEvent[];
+  const events = Array.isArray(parsed) ? parsed : [parsed];
+  for (const ev of events) {
+    if (ev.type !== 'model_request') continue;
+    const kept = ev as typeof ev & { tools_blob?: string };
+    if (kept.tools_blob === undefined) continue;
+    ev.tools = JSON.parse(blob(kept.tools_blob));
+    delete kept.tools_blob;
+  }
+  return events;
 }
 
 const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();

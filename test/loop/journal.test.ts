@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { toRunEvent } from '../../src/loop/journal.js';
-import { eventJson } from '../../src/store/trace.js';
-import type { LoopEvent } from '../../src/types/index.js';
+import { eventJson, readEvents } from '../../src/store/trace.js';
+import type { LoopEvent, RunEvent } from '../../src/types/index.js';
 import { Harness } from '../support/keel.js';
 
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1'] } };
@@ -109,7 +109,7 @@ test('S5/issue 29: a step is one save — its last result and the next request a
   );
 });
 
-test('S5: the journal stores an event as JSON.stringify writes it, a request whose menu repeats included', () => {
+test('S5: the journal gives back each event as it was written; a request menu is kept once, as a blob, and put back', () => {
   const tools = ['a', 'b"quoted"', 'ünï'].map((name, i) => ({ name, description: 'd', parameters: {}, available: i !== 1 }));
   const events: LoopEvent[] = [
     { type: 'model_request', step: 1, system: 's', tools, dropped: [] },
@@ -117,10 +117,13 @@ test('S5: the journal stores an event as JSON.stringify writes it, a request who
     { type: 'model_request', step: 3, system: 's', tools: [], dropped: [] },
     { type: 'assistant', step: 1, text: 'hi "there"', tool_calls: [] },
   ];
-  for (const e of events) {
-    const ev = toRunEvent(e);
-    assert.ok(ev);
-    assert.equal(eventJson(ev), JSON.stringify(ev));
-    assert.equal(eventJson(ev), JSON.stringify(ev), 'the second time, from the menu written once');
-  }
+  const blobs = new Map<string, string>();
+  const keep = (b: { body: string; hash: string }) => (blobs.set(b.hash, b.body), b.hash);
+  const stored = events.map((e) => eventJson(toRunEvent(e) as RunEvent, keep));
+  assert.equal(blobs.size, 2, 'one blob per menu (the empty one included), however many requests send it');
+  assert.ok(!stored[1].includes('quoted'), 'the names are not in the event row');
+  const read = readEvents(`[${stored.join(',')}]`, (h) => blobs.get(h) as string);
+  assert.deepEqual(read, events.map(toRunEvent));
+  assert.deepEqual(readEvents(stored[0], (h) => blobs.get(h) as string), [toRunEvent(events[0])], 'a row of one event');
+  assert.deepEqual(readEvents(JSON.stringify(toRunEvent(events[0])), () => assert.fail('no blob')), [toRunEvent(events[0])], 'a menu written inline');
 });
