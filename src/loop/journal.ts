@@ -57,7 +57,7 @@ export function outcomeOf(r: RunResult): RunOutcome {
  */
 export async function* mapEvents(
   gen: AsyncGenerator<LoopEvent, RunResult>,
-  f: (e: LoopEvent) => Promise<LoopEvent>,
+  f: (e: LoopEvent) => LoopEvent | Promise<LoopEvent>,
 ): AsyncGenerator<LoopEvent, RunResult> {
   let done = false;
   try {
@@ -67,17 +67,20 @@ export async function* mapEvents(
         done = true;
         return n.value;
       }
-      yield await f(n.value);
+      // An async generator's yield waits for a promise it is given (and takes no extra turn for a value).
+      yield f(n.value);
     }
   } finally {
     if (!done) await gen.return(undefined as never);
   }
 }
 
-/** Keeps each event of a leg in the run's journal before passing it on with its id. */
+/**
+ * Keeps each event of a leg in the run's journal before passing it on with its id. An event a save
+ * already journaled (it has its id) and a text delta pass straight on.
+ */
 export function journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-  return mapEvents(gen, async (e) => {
-    const id = await run.record(e);
-    return id === undefined ? e : { ...e, id };
-  });
+  return mapEvents(gen, (e) =>
+    e.id !== undefined || e.type === 'text_delta' ? e : run.record(e).then((id) => (id === undefined ? e : { ...e, id })),
+  );
 }
