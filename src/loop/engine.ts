@@ -189,19 +189,10 @@ export class RunLeg {
    * A new run: from the user's message to its first end or pause. `traced` written out: every event
    * of a new run passes one generator fewer on its way out (bench/loop: −6% per step).
    */
-  async *start(): AsyncGenerator<LoopEvent, RunResult> {
-    const span = (this.span = startLegSpan('start', this.run.state, this.deps.model.spec));
-    try {
-      // Its own write, shown before the first request is made: a consumer may switch the session's
-      // mode as the run starts (C1), and the first request is then made in the new mode.
-      yield this.begin(false);
-      return yield* this.drive();
-    } catch (err) {
-      recordError(span, err);
-      throw err;
-    } finally {
-      endLegSpan(span, this.run.state);
-    }
+  start(): AsyncGenerator<LoopEvent, RunResult> {
+    // The loop itself, with the leg's span and first event: no generator of its own around it, so
+    // each event of a run takes one delegation fewer on its way out.
+    return this.drive(true);
   }
 
   /**
@@ -418,142 +409,156 @@ export class RunLeg {
     return now;
   }
 
-  /** Drives the run until it ends or pauses, yielding every event on the way. */
-  private async *drive(): AsyncGenerator<LoopEvent, RunResult> {
-    const s = this.run.state;
-    await this.loadMostUsed();
-    while (true) {
-      if (this.interrupted) return yield* this.pauseInterrupted(s.model_calls + 1);
-      if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
-      if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
-      if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
-      this.run.switchMode(this.mode(), 'during the run');
-      const entry = this.menu();
-      const { menu, system } = entry;
-      const step = s.model_calls + 1;
-      const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
-      const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
-      if (found.length) trace.found = found;
-      // R30: counted in a process of its own while the model works (the first count loads an encoding, ~1 s).
-      const tokens = this.deps.countTokens
-        ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
-        : undefined;
-      // Issue 29: the step before's save (its last result held back for it) and this request's
-      // event in one write; the request joins the trace after it (its usage is known at the next
-      // save). A leg's first request has no step before it to save: its event is appended alone.
-      const request: LoopEvent = { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
-      if (this.stepUnsaved) {
-        this.stepUnsaved = false;
-        // C2/C5: journaled only if the save finds the session still in the mode this request was
-        // built in. A switch made in another process during the step leaves it out: the loop's top
-        // then takes the new mode and builds the request again (appended alone), so no call of this
-        // step is gated, nor the model told, by the mode the session has left.
-        this.run.defer(request, s.mode);
-        let kept = false;
-        for (const e of await this.run.save()) {
-          if (e.type === 'model_request') kept = true;
-          yield e;
-        }
-        if (!kept) continue;
-      } else yield request;
-      this.run.addRequest(trace);
-      let reply: AssistantReply | undefined;
-      let failed = false;
-      let error: unknown;
-      // The model call's span ends as the call does, also when the consumer stops at a text delta.
-      const chat = startChatSpan(this.span, this.deps.model.spec);
-      try {
-        for await (const ev of this.deps.model.stream({
-          system,
-          messages: s.messages,
-          tools: menu.declared,
-          seq: s.seq_base + repliedCalls(s),
-          signal: this.modelAbort.signal,
-        })) {
-          if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
-          else if (ev.type === 'done') reply = ev.reply;
-        }
-        if (!reply) throw new ModelError('the model stream ended without a reply');
-      } catch (err) {
-        failed = true;
-        error = err;
-        recordError(chat, err);
-      } finally {
-        endChatSpan(chat, failed ? undefined : reply?.usage);
-      }
-      if (failed || !reply) {
-        // P2/R18: a call the interruption cut short gave no reply: resuming asks again (replayed).
-        if (this.interrupted) trace.unanswered = true;
-        this.run.countModelCall(trace, await this.counted(tokens, trace), undefined);
-        if (this.interrupted) return yield* this.pauseInterrupted(step);
+  /**
+   * Drives the run until it ends or pauses, yielding every event on the way. `starting`: the leg
+   * starts the run here — its span, and the run's start shown before the first request is made (its
+   * own write: a consumer may switch the session's mode as the run starts, C1, and the first request
+   * is then made in the new mode).
+   */
+  private async *drive(starting = false): AsyncGenerator<LoopEvent, RunResult> {
+    const span = starting ? (this.span = startLegSpan('start', this.run.state, this.deps.model.spec)) : undefined;
+    try {
+      if (starting) yield this.begin(false);
+      const s = this.run.state;
+      await this.loadMostUsed();
+      while (true) {
+        if (this.interrupted) return yield* this.pauseInterrupted(s.model_calls + 1);
         if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
-        if (this.timedOut) return yield* this.end('failed', 'timeout');
-        // A provider's error may echo a header or a key: it is stored and shown without them.
-        const msg = redact(error instanceof Error ? error.message : String(error));
-        this.run.note(`model error: ${msg}`);
-        return yield* this.end('failed', 'model_error', msg);
-      }
-      this.run.countModelCall(trace, await this.counted(tokens, trace), reply.usage);
-      const admitted = admitReply(reply.tool_calls);
-      if ('problem' in admitted) {
-        // Nothing of a reply whose calls cannot be told apart runs or joins the transcript (R19, R21).
-        this.run.note(`model reply refused: ${admitted.problem}`);
-        return yield* this.end('failed', 'model_error', admitted.problem);
-      }
-      // Issue 27: what the model wrote is made storable here, once, before anything keeps or shows it.
-      const clean = storableReply(reply.text, admitted.calls);
-      if (clean.replaced) {
-        this.run.note(unstorableNote('model reply', clean.replaced));
-        reply = { ...reply, text: clean.text };
-      }
-      const calls = clean.calls;
-      if (calls.length === 0 && !reply.text.trim() && !reply.truncated) {
-        // Issue 26: an empty reply (no text, no call) is asked again once; it never joins the transcript.
-        if (s.notes.includes(EMPTY_RETRY)) return yield* this.end('failed', 'model_error', SAY.emptyReply(this.deps.model.spec));
-        this.run.note(EMPTY_RETRY);
-        yield* this.saved();
-        continue;
-      }
-      this.run.addAssistant(reply.text, calls);
-      // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
-      // suggests the server never showed the model its tools (a chat template that cannot render them).
-      if (step === 1 && menu.declared.length) {
-        const outside = calls.filter((c) => !entry.names.has(c.name)).map((c) => c.name);
-        if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
-      }
-      for (const c of calls) this.called.add(c.name);
-      yield { type: 'assistant', step, text: reply.text, tool_calls: calls };
-      if (calls.length === 0) {
-        // Issue 26: a text cut off at the output token limit is never the answer.
-        if (reply.truncated) return yield* this.end('failed', 'truncated', SAY.outputLimit(reply.truncated));
-        // C1: a goal runs until every criterion is reported verified (or a boundary stops it).
-        const goal = goalProgress(s);
-        if (goal?.missing.length) {
-          const reminders = s.notes.filter((n) => n.startsWith('goal reminder')).length;
-          if (reminders >= MAX_GOAL_REMINDERS) {
-            return yield* this.end('failed', 'halted', `the goal's criteria ${goal.missing.join(', ')} were never reported verified`);
+        if (s.model_calls >= this.limits.maxSteps) return yield* this.end('failed', 'max_steps');
+        if (this.timedOut || Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
+        this.run.switchMode(this.mode(), 'during the run');
+        const entry = this.menu();
+        const { menu, system } = entry;
+        const step = s.model_calls + 1;
+        const found = this.found.size ? menu.tools.filter((t) => this.found.has(t.name)).map((t) => t.name) : [];
+        const trace: RequestTrace = { step, system, tools: menu.declared, dropped: menu.dropped };
+        if (found.length) trace.found = found;
+        // R30: counted in a process of its own while the model works (the first count loads an encoding, ~1 s).
+        const tokens = this.deps.countTokens
+          ? (entry.tokens.count ??= countRequestTokens(system, menu.declared, encodingFor(this.deps.model.spec)).catch(() => -1))
+          : undefined;
+        // Issue 29: the step before's save (its last result held back for it) and this request's
+        // event in one write; the request joins the trace after it (its usage is known at the next
+        // save). A leg's first request has no step before it to save: its event is appended alone.
+        const request: LoopEvent = { type: 'model_request', step, system, tools: menu.declared, dropped: menu.dropped };
+        if (this.stepUnsaved) {
+          this.stepUnsaved = false;
+          // C2/C5: journaled only if the save finds the session still in the mode this request was
+          // built in. A switch made in another process during the step leaves it out: the loop's top
+          // then takes the new mode and builds the request again (appended alone), so no call of this
+          // step is gated, nor the model told, by the mode the session has left.
+          this.run.defer(request, s.mode);
+          let kept = false;
+          for (const e of await this.run.save()) {
+            if (e.type === 'model_request') kept = true;
+            yield e;
           }
-          this.run.note(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
-          this.run.addCoreMessage(goalReminder(goal.missing));
+          if (!kept) continue;
+        } else yield request;
+        this.run.addRequest(trace);
+        let reply: AssistantReply | undefined;
+        let failed = false;
+        let error: unknown;
+        // The model call's span ends as the call does, also when the consumer stops at a text delta.
+        const chat = startChatSpan(this.span, this.deps.model.spec);
+        try {
+          for await (const ev of this.deps.model.stream({
+            system,
+            messages: s.messages,
+            tools: menu.declared,
+            seq: s.seq_base + repliedCalls(s),
+            signal: this.modelAbort.signal,
+          })) {
+            if (ev.type === 'text_delta') yield { type: 'text_delta', text: ev.text };
+            else if (ev.type === 'done') reply = ev.reply;
+          }
+          if (!reply) throw new ModelError('the model stream ended without a reply');
+        } catch (err) {
+          failed = true;
+          error = err;
+          recordError(chat, err);
+        } finally {
+          endChatSpan(chat, failed ? undefined : reply?.usage);
+        }
+        if (failed || !reply) {
+          // P2/R18: a call the interruption cut short gave no reply: resuming asks again (replayed).
+          if (this.interrupted) trace.unanswered = true;
+          this.run.countModelCall(trace, await this.counted(tokens, trace), undefined);
+          if (this.interrupted) return yield* this.pauseInterrupted(step);
+          if (this.stopped) return yield* this.end('failed', 'halted', this.stopped);
+          if (this.timedOut) return yield* this.end('failed', 'timeout');
+          // A provider's error may echo a header or a key: it is stored and shown without them.
+          const msg = redact(error instanceof Error ? error.message : String(error));
+          this.run.note(`model error: ${msg}`);
+          return yield* this.end('failed', 'model_error', msg);
+        }
+        this.run.countModelCall(trace, await this.counted(tokens, trace), reply.usage);
+        const admitted = admitReply(reply.tool_calls);
+        if ('problem' in admitted) {
+          // Nothing of a reply whose calls cannot be told apart runs or joins the transcript (R19, R21).
+          this.run.note(`model reply refused: ${admitted.problem}`);
+          return yield* this.end('failed', 'model_error', admitted.problem);
+        }
+        // Issue 27: what the model wrote is made storable here, once, before anything keeps or shows it.
+        const clean = storableReply(reply.text, admitted.calls);
+        if (clean.replaced) {
+          this.run.note(unstorableNote('model reply', clean.replaced));
+          reply = { ...reply, text: clean.text };
+        }
+        const calls = clean.calls;
+        if (calls.length === 0 && !reply.text.trim() && !reply.truncated) {
+          // Issue 26: an empty reply (no text, no call) is asked again once; it never joins the transcript.
+          if (s.notes.includes(EMPTY_RETRY)) return yield* this.end('failed', 'model_error', SAY.emptyReply(this.deps.model.spec));
+          this.run.note(EMPTY_RETRY);
           yield* this.saved();
           continue;
         }
-        if (this.deps.output) {
-          const verdict = this.deps.output.parse(reply.text);
-          if (!verdict.ok) {
-            if (s.notes.some((n) => n.startsWith(OUTPUT_RETRY))) return yield* this.end('failed', 'invalid_output', verdict.problem);
-            this.run.note(`${OUTPUT_RETRY}${verdict.problem}`);
-            this.run.addCoreMessage(SAY.outputMismatch(verdict.problem));
+        this.run.addAssistant(reply.text, calls);
+        // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
+        // suggests the server never showed the model its tools (a chat template that cannot render them).
+        if (step === 1 && menu.declared.length) {
+          const outside = calls.filter((c) => !entry.names.has(c.name)).map((c) => c.name);
+          if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
+        }
+        for (const c of calls) this.called.add(c.name);
+        yield { type: 'assistant', step, text: reply.text, tool_calls: calls };
+        if (calls.length === 0) {
+          // Issue 26: a text cut off at the output token limit is never the answer.
+          if (reply.truncated) return yield* this.end('failed', 'truncated', SAY.outputLimit(reply.truncated));
+          // C1: a goal runs until every criterion is reported verified (or a boundary stops it).
+          const goal = goalProgress(s);
+          if (goal?.missing.length) {
+            const reminders = s.notes.filter((n) => n.startsWith('goal reminder')).length;
+            if (reminders >= MAX_GOAL_REMINDERS) {
+              return yield* this.end('failed', 'halted', `the goal's criteria ${goal.missing.join(', ')} were never reported verified`);
+            }
+            this.run.note(`goal reminder: criteria ${goal.missing.join(', ')} not yet verified`);
+            this.run.addCoreMessage(goalReminder(goal.missing));
             yield* this.saved();
             continue;
           }
+          if (this.deps.output) {
+            const verdict = this.deps.output.parse(reply.text);
+            if (!verdict.ok) {
+              if (s.notes.some((n) => n.startsWith(OUTPUT_RETRY))) return yield* this.end('failed', 'invalid_output', verdict.problem);
+              this.run.note(`${OUTPUT_RETRY}${verdict.problem}`);
+              this.run.addCoreMessage(SAY.outputMismatch(verdict.problem));
+              yield* this.saved();
+              continue;
+            }
+          }
+          return yield* this.end('done', 'final_answer', undefined, reply.text);
         }
-        return yield* this.end('done', 'final_answer', undefined, reply.text);
+        // Issue 26: in a reply cut off at the output token limit, the last call is the one cut short.
+        const cutOff = reply.truncated ? { call_id: calls[calls.length - 1].id, limit: SAY.outputLimit(reply.truncated) } : undefined;
+        const outcome = yield* this.runCalls(step, calls, menu, cutOff);
+        if (outcome) return outcome;
       }
-      // Issue 26: in a reply cut off at the output token limit, the last call is the one cut short.
-      const cutOff = reply.truncated ? { call_id: calls[calls.length - 1].id, limit: SAY.outputLimit(reply.truncated) } : undefined;
-      const outcome = yield* this.runCalls(step, calls, menu, cutOff);
-      if (outcome) return outcome;
+    } catch (err) {
+      if (span) recordError(span, err);
+      throw err;
+    } finally {
+      if (span) endLegSpan(span, this.run.state);
     }
   }
 

@@ -337,22 +337,22 @@ export class RunWriter {
    */
   async save(card?: ApprovalRecord): Promise<LoopEvent[]> {
     this.counting.clear(); // R30: counts not in yet stay out of the requests this save stores
-    this.s.updated_at = this.clock().toISOString();
-    const token = this.watch?.begin();
     const held = this.deferred;
     if (held.length) this.deferred = [];
+    // No store: nothing is written, and the events go out as they are.
+    if (!this.store) return held.map((h) => h.e);
+    this.s.updated_at = this.clock().toISOString();
+    const token = this.watch?.begin();
     let mode: Awaited<ReturnType<RunStore['saveRun']>> | undefined;
     let entries: JournalEntry[] | undefined;
     // Issue 29's crash test: killed with a step's last result (and what else the save carries) not yet stored.
     crashPoint('before_save');
     try {
-      if (this.store) {
-        if (held.length) {
-          const at = this.s.updated_at;
-          entries = held.map(({ e, onlyInMode }) => ({ event: toRunEvent(e) as RunEvent, at, ...(onlyInMode ? { onlyInMode } : {}) }));
-        }
-        mode = await this.store.saveRun(this.s, entries, card);
+      if (held.length) {
+        const at = this.s.updated_at;
+        entries = held.map(({ e, onlyInMode }) => ({ event: toRunEvent(e) as RunEvent, at, ...(onlyInMode ? { onlyInMode } : {}) }));
       }
+      mode = await this.store.saveRun(this.s, entries, card);
     } catch (err) {
       throw await this.unstorable(err);
     }
