@@ -71,12 +71,13 @@ CREATE TABLE IF NOT EXISTS ledger (
 );
 CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
--- The journal, and the run's trace as it grows (issue 29: one row per write). A row is one event (n NULL:
+-- The journal, and the run's trace as it grows (issue 29: one row per step). A row is one event (n NULL:
 -- body is the event, its id the row's), or what a save wrote: its n events (body a JSON array, ids id to
 -- id + n - 1; n = 0 holds none and takes one id no event has) and, in part, what it added to the trace —
--- messages, call records, requests — with the trace's lengths after it.
+-- messages, call records, requests — with the trace's lengths after it. A save whose run's reply is the
+-- journal's last row extends that row (its events follow the reply's; at_rest is their time).
 CREATE TABLE IF NOT EXISTS run_events (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL, body TEXT NOT NULL,
-  n INTEGER, part TEXT);
+  n INTEGER, part TEXT, at_rest TEXT);
 CREATE INDEX IF NOT EXISTS run_events_run ON run_events(run_id, id);
 CREATE INDEX IF NOT EXISTS runs_created ON runs(created_at DESC);
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, created_at DESC);
@@ -127,6 +128,8 @@ export class SqliteStore implements Store {
   private readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   private readonly knownBlobs = new Set<string>();
+  /** The last row this store appended on its own (a run's reply): the run's next save may extend it. */
+  private lastAppended: { runId: string; id: number; body: string } | undefined;
   /** Blob texts the journal's readers asked for lately (menus: a few, read again and again). */
   private readonly blobCache = new Map<string, string>();
   /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
@@ -187,6 +190,8 @@ export class SqliteStore implements Store {
       getRun: p('SELECT * FROM runs WHERE id = ?'),
       appendEvent: p(`INSERT INTO run_events (id, run_id, type, at, body) VALUES (${NEXT_EVENT_ID}, ?, ?, ?, ?)`),
       insertWrite: p(`INSERT INTO run_events (id, run_id, type, at, body, n, part) VALUES (${NEXT_EVENT_ID}, ?, ?, ?, ?, ?, ?)`),
+      extendRow: p('UPDATE run_events SET body = ?, n = ?, at_rest = ?, part = ? WHERE id = ?'),
+      lastEventRow: p('SELECT id FROM run_events ORDER BY id DESC LIMIT 1'),
       // The journal group's transaction (appendEvent), prepared once rather than parsed at each step.
       begin: p('BEGIN IMMEDIATE'),
       commit: p('COMMIT'),
@@ -296,6 +301,7 @@ export class SqliteStore implements Store {
       // Issue 29: a journal row holds a save's events and its part of the trace.
       ['run_events', 'n', 'INTEGER'],
       ['run_events', 'part', 'TEXT'],
+      ['run_events', 'at_rest', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -421,10 +427,18 @@ export class SqliteStore implements Store {
    * write lock, S5) and its part of the run's trace. Returns the first event's id.
    */
   private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null): number {
-    let body = '[';
-    for (let i = 0; i < entries.length; i++) body += (i ? ',' : '') + eventJson(entries[i].event, this.keepBlob);
+    let events = '';
+    for (let i = 0; i < entries.length; i++) events += (i ? ',' : '') + eventJson(entries[i].event, this.keepBlob);
     const first = entries[0];
-    const r = this.stmt.insertWrite.run(runId, first?.event.type ?? 'trace', first?.at ?? '', `${body}]`, entries.length, part);
+    const reply = this.lastAppended;
+    this.lastAppended = undefined;
+    // The run's reply is still the journal's last row (no id after it is taken): the save extends it,
+    // its events taking the ids after the reply's — a step is one row, the reply's.
+    if (reply?.runId === runId && (reply.id === (this.stmt.lastEventRow.get() as { id: number } | undefined)?.id)) {
+      this.stmt.extendRow.run(`[${reply.body}${events ? `,${events}` : ''}]`, 1 + entries.length, first?.at ?? null, part, reply.id);
+      return reply.id + 1;
+    }
+    const r = this.stmt.insertWrite.run(runId, first?.event.type ?? 'trace', first?.at ?? '', `[${events}]`, entries.length, part);
     return Number(r.lastInsertRowid);
   }
 
@@ -669,7 +683,11 @@ export class SqliteStore implements Store {
       PENDING.add(this);
       setImmediate(() => this.commitEvents());
     }
-    return Number(this.stmt.appendEvent.run(runId, event.type, at, eventJson(event, this.keepBlob)).lastInsertRowid);
+    const body = eventJson(event, this.keepBlob);
+    this.lastAppended = undefined;
+    const id = Number(this.stmt.appendEvent.run(runId, event.type, at, body).lastInsertRowid);
+    this.lastAppended = { runId, id, body };
+    return id;
   }
 
   /**
@@ -711,6 +729,7 @@ export class SqliteStore implements Store {
       this.stored.clear();
       this.written.clear();
       this.knownBlobs.clear();
+      this.lastAppended = undefined;
       if (failWrite) throw err;
       process.stderr.write(`keel: the store could not keep a run's latest events: ${(err as Error).message}\n`);
     }
@@ -746,17 +765,17 @@ export class SqliteStore implements Store {
     let from = (this.shaped(`SELECT COALESCE(MAX(id), 0) AS id FROM run_events WHERE id <= ?${byRun}`).get(after, ...runArgs) as { id: number }).id;
     // A row of one event is filtered by its type here; a save's row once its events are read.
     const types = q.types ? ` AND (n IS NOT NULL OR type IN (${q.types.map(() => '?').join(',')}))` : '';
-    const sql = `SELECT id, run_id, at, body, n FROM run_events WHERE id >= ?${byRun} AND (n IS NULL OR n > 0)${types} ORDER BY id LIMIT ?`;
+    const sql = `SELECT id, run_id, at, at_rest, body, n FROM run_events WHERE id >= ?${byRun} AND (n IS NULL OR n > 0)${types} ORDER BY id LIMIT ?`;
     const wanted = q.types ? new Set<string>(q.types) : undefined;
     const out: StoredEvent[] = [];
     while (out.length < limit) {
       const rows = this.shaped(sql).all(from, ...runArgs, ...(q.types ?? []), limit) as Row[];
       for (const r of rows) {
         const run_id = r.run_id as string;
-        const at = r.at as string;
         const id = r.id as number;
         const events = readEvents(r.body as string, this.blobText);
         for (let i = 0; i < events.length; i++) {
+          const at = (i > 0 && (r.at_rest as string | null)) || (r.at as string);
           if (id + i > after && (!wanted || wanted.has(events[i].type))) out.push({ id: id + i, run_id, at, event: events[i] });
         }
       }

@@ -897,6 +897,55 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual((await store.loadRun('run-a'))?.messages, run.messages, 'the trace as saved');
   });
 
+  test(`${name}: S5 a reply, then its step's save: the save's events follow the reply's id, each with its own time, whoever wrote in between`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-a', { status: 'running', reason: null, pause: null, owner: null });
+    await store.createRun(structuredClone(run));
+    await store.createRun(sampleRun('run-b'));
+    const reply = (step: number): RunEvent => ({ type: 'assistant', step, text: `reply ${step}`, tool_calls: [] });
+    const result = (step: number): JournalEntry[] => [
+      { event: { type: 'assistant', step, text: `result ${step}`, tool_calls: [] }, at: at(step * 10 + 1) },
+      { event: { type: 'model_request', step: step + 1, declared: 1, dropped: 0, tools: [{ name: 'x', available: true }] }, at: at(step * 10 + 1) },
+    ];
+    // The reply is the journal's last row when its step is saved.
+    const r1 = await store.appendEvent('run-a', reply(1), at(10));
+    append(run, 3);
+    const e1 = result(1);
+    await store.saveRun(structuredClone(run), e1);
+    assert.deepEqual(e1.map((e) => e.id), [r1 + 1, r1 + 2]);
+    // Another run's event comes between the reply and the save.
+    const r2 = await store.appendEvent('run-a', reply(2), at(20));
+    const b = await store.appendEvent('run-b', reply(9), at(25));
+    append(run, 4);
+    const e2 = result(2);
+    await store.saveRun(structuredClone(run), e2);
+    assert.ok(e2[0].id === (e2[1].id as number) - 1 && (e2[0].id as number) > b, 'after what was written in between');
+    // A save with no events after a reply.
+    const r3 = await store.appendEvent('run-a', reply(3), at(30));
+    append(run, 5);
+    await store.saveRun(structuredClone(run), []);
+    const b2 = await store.appendEvent('run-b', reply(10), at(35));
+    assert.ok(b2 > r3);
+    assert.equal(await store.latestEventId(), b2);
+    const all = await store.listEvents({ run_id: 'run-a' });
+    assert.deepEqual(
+      all.map((e) => [e.id, e.at, e.event.type, 'text' in e.event ? e.event.text : 'step' in e.event ? e.event.step : null]),
+      [
+        [r1, at(10), 'assistant', 'reply 1'],
+        [r1 + 1, at(11), 'assistant', 'result 1'],
+        [r1 + 2, at(11), 'model_request', 2],
+        [r2, at(20), 'assistant', 'reply 2'],
+        [e2[0].id, at(21), 'assistant', 'result 2'],
+        [e2[1].id, at(21), 'model_request', 3],
+        [r3, at(30), 'assistant', 'reply 3'],
+      ],
+    );
+    assert.deepEqual((await store.listEvents({ run_id: 'run-a', after: r1 })).map((e) => e.id).slice(0, 2), [r1 + 1, r1 + 2], 'after the reply');
+    assert.deepEqual((await store.listEvents({ run_id: 'run-a', types: ['model_request'] })).map((e) => e.id), [r1 + 2, e2[1].id]);
+    assert.deepEqual((await store.listEvents({ after: r3 })).map((e) => e.id), [b2]);
+    assert.deepEqual((await store.loadRun('run-a'))?.messages, run.messages, 'the trace as saved');
+  });
+
   test(`${name}: S5/issue 29 saveRun appends the events it is given in the same write: ids in their order, above every id before, between appends; a refused save appends none`, async (t) => {
     const store = await fresh(t);
     const run = sampleRun('run-1');
