@@ -81,6 +81,7 @@ export async function* mapEvents(
  */
 export function journaled(run: RunWriter, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
   return mapEvents(gen, (e) =>
-    e.id !== undefined || e.type === 'text_delta' ? e : run.record(e).then((id) => (id === undefined ? e : { ...e, id })),
+    // Each event a leg yields is a new object, passed on once: it takes its id itself.
+    e.id !== undefined || e.type === 'text_delta' ? e : run.record(e).then((id) => (id === undefined ? e : Object.assign(e, { id }))),
   );
 }

@@ -362,7 +362,8 @@ export class RunWriter {
     const out: LoopEvent[] = [];
     for (let i = 0; i < held.length; i++) {
       const id = entries[i].id;
-      if (id !== undefined) out.push({ ...held[i].e, id });
+      // Each held event was made for this save (see defer, pause, end): it takes its id itself.
+      if (id !== undefined) out.push(Object.assign(held[i].e, { id }));
       else if (!held[i].onlyInMode) throw new Error(`run ${this.s.id}: the save kept no journal id for its ${held[i].e.type} event`);
     }
     return out;
