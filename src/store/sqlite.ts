@@ -6,6 +6,7 @@ import type {
   ApprovalRecord,
   ApprovalStatus,
   AuditRecord,
+  CallRecord,
   EventQuery,
   JournalEntry,
   LedgerRow,
@@ -111,7 +112,7 @@ const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 
 type Part = {
   n: [messages: number, steps: number, requests: number];
   m?: Message[];
-  c?: StepRow[];
+  c?: (StepRow | number)[];
   r?: [systemHash: string, toolsHash: string, meta: Omit<RequestTrace, 'system' | 'tools'>][];
 };
 
@@ -201,7 +202,7 @@ export class SqliteStore implements Store {
       oldCounts:
         p(`SELECT (SELECT COUNT(*) FROM messages WHERE run_id = @id) AS messages, (SELECT COUNT(*) FROM calls WHERE run_id = @id) AS steps,
         (SELECT COUNT(*) FROM requests WHERE run_id = @id) AS requests`),
-      parts: p('SELECT part AS body FROM run_events WHERE run_id = ? AND part IS NOT NULL ORDER BY id'),
+      parts: p('SELECT part, body FROM run_events WHERE run_id = ? AND part IS NOT NULL ORDER BY id'),
       blobBody: p('SELECT body FROM blobs WHERE hash = ?'),
       insertBlob: p('INSERT OR IGNORE INTO blobs (hash, body) VALUES (?, ?)'),
       messages: p('SELECT body FROM messages WHERE run_id = ? ORDER BY seq'),
@@ -344,39 +345,11 @@ export class SqliteStore implements Store {
    * Appends what the file does not hold yet and writes the run's fields. The transcript only grows.
    * Returns the mode of the run's session as stored, read by the same update.
    */
-  private writeRun(run: RunState): { mode: Mode | undefined; part: string | null } {
+  private writeRun(run: RunState): { mode: Mode | undefined; had: Stored; now: Stored } {
     const had = this.storedOf(run.id);
     const now = { messages: run.messages.length, steps: run.steps.length, requests: run.requests.length, counted: had.counted };
     for (const k of ['messages', 'steps', 'requests'] as const) {
       if (now[k] < had[k]) throw new Error(`run ${run.id}: ${k} went from ${had[k]} to ${now[k]}; a run's trace is never rewritten`);
-    }
-    // Issue 29: what the save adds to the trace — messages, call records, requests — is one text, the
-    // part of the save's one journal row.
-    let part: string | null = null;
-    if (now.messages > had.messages || now.steps > had.steps || now.requests > had.requests) {
-      let body = `{"n":[${now.messages},${now.steps},${now.requests}]`;
-      if (now.messages > had.messages) {
-        body += ',"m":[';
-        for (let seq = had.messages; seq < now.messages; seq++) body += (seq > had.messages ? ',' : '') + JSON.stringify(run.messages[seq]);
-        body += ']';
-      }
-      if (now.steps > had.steps) {
-        body += ',"c":[';
-        for (let seq = had.steps; seq < now.steps; seq++) {
-          body += (seq > had.steps ? ',' : '') + JSON.stringify(stepRow(run, seq));
-        }
-        body += ']';
-      }
-      if (now.requests > had.requests) {
-        body += ',"r":[';
-        for (let seq = had.requests; seq < now.requests; seq++) {
-          const { system, tools, ...meta } = run.requests[seq];
-          // [system prompt's blob, menu's blob, the rest]: the prompt and the menu are content-addressed.
-          body += `${seq > had.requests ? ',' : ''}[${JSON.stringify(this.blob(system))},${JSON.stringify(this.blobOf(toolsBlob(tools)))},${JSON.stringify(meta)}]`;
-        }
-        body += ']';
-      }
-      part = `${body}}`;
     }
     // R23: each call that ran counts once towards its tool's use, when its run pauses or ends (not a
     // write at every step): the records since the last count, the count kept with the run's row.
@@ -419,22 +392,62 @@ export class SqliteStore implements Store {
     if (run.status === 'running' && holder !== null) this.written.set(run.id, values);
     else this.written.delete(run.id);
     const mode = updated ? ((this.stmt.sessionMode.get(run.session_id) as { mode: Mode } | undefined)?.mode ?? undefined) : undefined;
-    return { mode, part };
+    return { mode, had, now };
+  }
+
+  /**
+   * Issue 29: what a save adds to the run's trace — messages, call records, requests — as one text,
+   * the part of the save's journal row; none when it adds nothing. A call record that is the record of
+   * one of the row's own events (a tool_result written with it, `events[i]` at row index `offset + i`)
+   * is that index, not a second copy.
+   */
+  private partOf(run: RunState, had: Stored, now: Stored, events: readonly JournalEntry[], offset: number): string | null {
+    if (now.messages === had.messages && now.steps === had.steps && now.requests === had.requests) return null;
+    let body = `{"n":[${now.messages},${now.steps},${now.requests}]`;
+    if (now.messages > had.messages) {
+      body += ',"m":[';
+      for (let seq = had.messages; seq < now.messages; seq++) body += (seq > had.messages ? ',' : '') + JSON.stringify(run.messages[seq]);
+      body += ']';
+    }
+    if (now.steps > had.steps) {
+      body += ',"c":[';
+      for (let seq = had.steps; seq < now.steps; seq++) {
+        const inRow = events.findIndex((e) => e.event.type === 'tool_result' && e.event.record === run.steps[seq]);
+        body += (seq > had.steps ? ',' : '') + (inRow >= 0 ? String(offset + inRow) : JSON.stringify(stepRow(run, seq)));
+      }
+      body += ']';
+    }
+    if (now.requests > had.requests) {
+      body += ',"r":[';
+      for (let seq = had.requests; seq < now.requests; seq++) {
+        const { system, tools, ...meta } = run.requests[seq];
+        // [system prompt's blob, menu's blob, the rest]: the prompt and the menu are content-addressed.
+        body += `${seq > had.requests ? ',' : ''}[${JSON.stringify(this.blob(system))},${JSON.stringify(this.blobOf(toolsBlob(tools)))},${JSON.stringify(meta)}]`;
+      }
+      body += ']';
+    }
+    return `${body}}`;
+  }
+
+  /** The run's reply this store appended, if it is still the journal's last row: the save's row may extend it. */
+  private extendable(runId: string): { runId: string; id: number; body: string } | undefined {
+    const reply = this.lastAppended;
+    if (reply?.runId !== runId) return undefined;
+    return reply.id === (this.stmt.lastEventRow.get() as { id: number } | undefined)?.id ? reply : undefined;
   }
 
   /**
    * A save's one journal row: its events (their ids consecutive, in order, drawn under the file's
    * write lock, S5) and its part of the run's trace. Returns the first event's id.
    */
-  private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null): number {
+  private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null, reply?: { id: number; body: string }): number {
     let events = '';
     for (let i = 0; i < entries.length; i++) events += (i ? ',' : '') + eventJson(entries[i].event, this.keepBlob);
     const first = entries[0];
-    const reply = this.lastAppended;
     this.lastAppended = undefined;
     // The run's reply is still the journal's last row (no id after it is taken): the save extends it,
     // its events taking the ids after the reply's — a step is one row, the reply's.
-    if (reply?.runId === runId && (reply.id === (this.stmt.lastEventRow.get() as { id: number } | undefined)?.id)) {
+    if (reply) {
       this.stmt.extendRow.run(`[${reply.body}${events ? `,${events}` : ''}]`, 1 + entries.length, first?.at ?? null, part, reply.id);
       return reply.id + 1;
     }
@@ -509,7 +522,8 @@ export class SqliteStore implements Store {
       this.inTransaction(run.id, () => {
         this.stmt.insertRun.run({ ...this.runParams(run), lease_until: this.leaseFor(run) });
         this.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
-        const { part } = this.writeRun(run);
+        const { had, now } = this.writeRun(run);
+        const part = this.partOf(run, had, now, [], 0);
         if (part) this.insertWrite(run.id, [], part);
       });
     });
@@ -526,12 +540,14 @@ export class SqliteStore implements Store {
         // A pause's card, with the paused run or not at all.
         if (card) this.insertApproval(card);
         // C5: the session's mode as stored, read in the save's own transaction.
-        const written = this.writeRun(run);
-        mode = written.mode;
+        const { had, now, mode: stored } = this.writeRun(run);
+        mode = stored;
         // Issue 29: the journal events that go with this save and what it adds to the trace, one row.
         // An event held for a mode the session has left is not kept (JournalEntry.onlyInMode).
         kept = events?.filter((e) => !e.onlyInMode || mode === undefined || mode === e.onlyInMode) ?? [];
-        if (kept.length || written.part) first = this.insertWrite(run.id, kept, written.part);
+        const reply = this.extendable(run.id);
+        const part = this.partOf(run, had, now, kept, reply ? 1 : 0);
+        if (kept.length || part) first = this.insertWrite(run.id, kept, part, reply);
       });
       // Committed: the kept events have their ids.
       for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
@@ -580,9 +596,14 @@ export class SqliteStore implements Store {
       return body;
     };
     const tools = new Map<string, RequestTrace['tools']>();
-    for (const part of bodies(this.stmt.parts) as Part[]) {
+    for (const row of this.stmt.parts.all(id) as { part: string; body: string }[]) {
+      const part = JSON.parse(row.part) as Part;
       if (part.m) messages.push(...part.m);
-      if (part.c) callRows.push(...part.c);
+      if (part.c) {
+        // A number: the record of the row's own event at that index (see partOf).
+        let events: { record?: CallRecord }[] | undefined;
+        for (const c of part.c) callRows.push(typeof c === 'number' ? ((events ??= JSON.parse(row.body))[c].record as CallRecord) : c);
+      }
       for (const [systemHash, toolsHash, meta] of part.r ?? []) {
         // One menu's declarations are parsed once per load, shared by the requests that sent it.
         let declared = tools.get(toolsHash);

@@ -946,6 +946,31 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual((await store.loadRun('run-a'))?.messages, run.messages, 'the trace as saved');
   });
 
+  test(`${name}: S4/S5 a call's record saved with its tool_result event (after its reply or not) loads as it was saved`, async (t) => {
+    const store = await fresh(t);
+    const run = sampleRun('run-r', { status: 'running', reason: null, pause: null, owner: null });
+    await store.createRun(structuredClone(run));
+    for (const step of [3, 4]) {
+      if (step === 3) await store.appendEvent(run.id, { type: 'assistant', step, text: 'calling', tool_calls: [] }, at(step));
+      append(run, step);
+      const record = run.steps[run.steps.length - 1];
+      const entries: JournalEntry[] = [
+        { event: { type: 'tool_result', step, record: { ...record, call_id: 'not-this-one' } }, at: at(step) },
+        { event: { type: 'tool_result', step, record }, at: at(step) },
+      ];
+      await store.saveRun(run, entries);
+      // Changed after the save: what the store holds is what was saved.
+      const saved = structuredClone(run);
+      record.result = 'changed later';
+      assert.deepEqual(await store.loadRun(run.id), saved, `step ${step}`);
+      record.result = saved.steps[saved.steps.length - 1].result;
+      assert.deepEqual(
+        (await store.listEvents({ run_id: run.id, types: ['tool_result'] })).slice(-1)[0].event,
+        { type: 'tool_result', step, record: saved.steps[saved.steps.length - 1] },
+      );
+    }
+  });
+
   test(`${name}: S5/issue 29 saveRun appends the events it is given in the same write: ids in their order, above every id before, between appends; a refused save appends none`, async (t) => {
     const store = await fresh(t);
     const run = sampleRun('run-1');
