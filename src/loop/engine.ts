@@ -92,8 +92,11 @@ export class RunLeg {
   private readonly started = Date.now();
   /** Aborted by the time limit or a stop: the model call and the tools in flight. */
   private readonly abort = new AbortController();
-  /** The model call's: aborted with `abort`, and by an interruption too (a tool in flight finishes). */
-  private readonly modelAbort = new AbortController();
+  /**
+   * The model call's: aborted with `abort`, and by an interruption too (a tool in flight finishes) —
+   * `abort` itself when nothing can interrupt the leg (no signal given).
+   */
+  private readonly modelAbort: AbortController;
   private aborted: Promise<typeof ABORTED> | undefined;
   private stopped: string | undefined;
   /** Set by Ctrl-C/SIGTERM (the deps' signal): the leg pauses at the next safe point, resumable. */
@@ -110,6 +113,7 @@ export class RunLeg {
     this.deps = deps;
     this.run = run;
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
+    this.modelAbort = deps.signal ? new AbortController() : this.abort;
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
     this.gate = deriveGateState(run.state.steps, deps.store !== null);
     if (deps.sessionWatch) run.watchSession(deps.sessionWatch);
