@@ -279,6 +279,12 @@ export class ProviderModel implements ModelClient {
   private readonly priced: boolean;
   /** Gemini's thought signatures by call id: Keel's transcript has no field for them (in-process only). */
   private readonly signatures = new Map<string, string>();
+  /**
+   * Each transcript message as pi-ai takes it, converted once: a transcript only grows and its
+   * messages are never changed, so a step converts only what is new (pi-agent-core keeps its context
+   * in pi-ai's form; converting the whole transcript at every step made a run's cost grow with its square).
+   */
+  private readonly converted = new WeakMap<Message, PiAi.Message>();
 
   /**
    * `model`: a pi-ai Model to use as it is instead of one built from the target (a provider pi-ai
@@ -376,44 +382,53 @@ export class ProviderModel implements ModelClient {
    * cross-provider rules never rename a call id (it normalises ids of "foreign" turns).
    */
   private toPiMessages(messages: readonly Message[]): PiAi.Message[] {
+    const out: PiAi.Message[] = new Array(messages.length);
+    for (let i = 0; i < messages.length; i++) {
+      const msg = messages[i];
+      let pi = this.converted.get(msg);
+      if (!pi) this.converted.set(msg, (pi = this.toPiMessage(msg)));
+      out[i] = pi;
+    }
+    return out;
+  }
+
+  private toPiMessage(msg: Message): PiAi.Message {
     const m = this.model;
-    return messages.map((msg): PiAi.Message => {
-      if (msg.role === 'user') return { role: 'user', content: msg.content, timestamp: 0 };
-      if (msg.role === 'tool') {
-        return {
-          role: 'toolResult',
-          toolCallId: msg.call_id,
-          toolName: msg.name,
-          content: [{ type: 'text', text: msg.content }],
-          isError: msg.is_error,
-          timestamp: 0,
-        };
-      }
-      const content: PiAi.AssistantMessage['content'] = [];
-      if (msg.content) content.push({ type: 'text', text: msg.content });
-      for (const c of msg.tool_calls) {
-        const sig = this.signatures.get(c.id);
-        content.push({
-          type: 'toolCall',
-          id: c.id,
-          name: c.name,
-          // A call whose arguments did not parse goes back as {}: the wire needs an object, and the
-          // error result the model got quotes the raw text.
-          arguments: isPlainObject(c.args) ? c.args : {},
-          ...(sig ? { thoughtSignature: sig } : {}),
-        });
-      }
+    if (msg.role === 'user') return { role: 'user', content: msg.content, timestamp: 0 };
+    if (msg.role === 'tool') {
       return {
-        role: 'assistant',
-        content,
-        api: m.api,
-        provider: m.provider,
-        model: m.id,
-        usage: ZERO_USAGE,
-        stopReason: msg.tool_calls.length ? 'toolUse' : 'stop',
+        role: 'toolResult',
+        toolCallId: msg.call_id,
+        toolName: msg.name,
+        content: [{ type: 'text', text: msg.content }],
+        isError: msg.is_error,
         timestamp: 0,
       };
-    });
+    }
+    const content: PiAi.AssistantMessage['content'] = [];
+    if (msg.content) content.push({ type: 'text', text: msg.content });
+    for (const c of msg.tool_calls) {
+      const sig = this.signatures.get(c.id);
+      content.push({
+        type: 'toolCall',
+        id: c.id,
+        name: c.name,
+        // A call whose arguments did not parse goes back as {}: the wire needs an object, and the
+        // error result the model got quotes the raw text.
+        arguments: isPlainObject(c.args) ? c.args : {},
+        ...(sig ? { thoughtSignature: sig } : {}),
+      });
+    }
+    return {
+      role: 'assistant',
+      content,
+      api: m.api,
+      provider: m.provider,
+      model: m.id,
+      usage: ZERO_USAGE,
+      stopReason: msg.tool_calls.length ? 'toolUse' : 'stop',
+      timestamp: 0,
+    };
   }
 
   /** A provider failure → a ModelError that says what happened and what to do. */

@@ -109,6 +109,16 @@ describe('P4: declarations are converted once per menu, not per request', () => 
     assert.equal(result.model_calls, 5);
     assert.equal(piToolConversions.count - before, pool.length, 'every declared tool converted once over five requests');
     for (const c of contexts) assert.equal(c.tools, contexts[0].tools, 'every step sends the first step’s converted tools');
+    // The transcript too: each message is converted once, and every later request sends that conversion.
+    for (let k = 1; k < contexts.length; k++) {
+      const earlier = contexts[k - 1].messages;
+      assert.equal(contexts[k].messages.length, earlier.length + 2, 'a reply and its result more');
+      for (let i = 0; i < earlier.length; i++) assert.equal(contexts[k].messages[i], earlier[i], `request ${k + 1}, message ${i + 1}`);
+    }
+    assert.deepEqual(
+      contexts[4].messages.map((m) => m.role),
+      ['user', ...Array.from({ length: 4 }, () => ['assistant', 'toolResult']).flat()],
+    );
   });
 });
 
