@@ -342,8 +342,10 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * Appends what the file does not hold yet and writes the run's fields. The transcript only grows.
-   * Returns the mode of the run's session as stored, read by the same update.
+   * Writes the run's fields (those that changed) and counts its tools' use when it pauses or ends.
+   * Returns the mode of the run's session as stored, read in the same transaction, and the lengths of
+   * its trace in the file before and after the save (what the save appends: see partOf). The trace
+   * only grows.
    */
   private writeRun(run: RunState): { mode: Mode | undefined; had: Stored; now: Stored } {
     const had = this.storedOf(run.id);
