@@ -440,7 +440,7 @@ export class SqliteStore implements Store {
 
   /**
    * A save's one journal row: its events (their ids consecutive, in order, drawn under the file's
-   * write lock, S5) and its part of the run's trace. Returns the first event's id.
+   * write lock) and its part of the run's trace. Returns the first event's id.
    */
   private insertWrite(runId: string, entries: readonly JournalEntry[], part: string | null, reply?: { id: number; body: string }): number {
     let events = '';
