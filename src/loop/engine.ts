@@ -190,12 +190,11 @@ export class RunLeg {
   }
 
   /**
-   * A new run: from the user's message to its first end or pause. `traced` written out: every event
-   * of a new run passes one generator fewer on its way out (bench/loop: −6% per step).
+   * A new run: from the user's message to its first end or pause. The loop itself, with the leg's
+   * span and first event (`traced` written into drive): every event of a new run passes no generator
+   * of start's own on its way out.
    */
   start(): AsyncGenerator<LoopEvent, RunResult> {
-    // The loop itself, with the leg's span and first event: no generator of its own around it, so
-    // each event of a run takes one delegation fewer on its way out.
     return this.drive(true);
   }
 

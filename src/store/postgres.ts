@@ -456,6 +456,19 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** The run's fields that change as it goes, in the order both INSERT_RUN and SAVE take them. */
+  private progressParams(run: RunState): unknown[] {
+    return [
+      run.answer === null ? null : jsonb(run.answer),
+      run.pause ? jsonb(run.pause) : null,
+      run.pause_seq,
+      run.model_calls,
+      jsonb(run.effects),
+      jsonb(run.notes),
+      jsonb(run.warnings),
+    ];
+  }
+
   private runParams(run: RunState): unknown[] {
     return [
       run.id,
@@ -465,13 +478,7 @@ export class PostgresStore implements Store {
       run.mode,
       run.model,
       jsonb(run.plugin_dirs),
-      run.answer === null ? null : jsonb(run.answer),
-      run.pause ? jsonb(run.pause) : null,
-      run.pause_seq,
-      run.model_calls,
-      jsonb(run.effects),
-      jsonb(run.notes),
-      jsonb(run.warnings),
+      ...this.progressParams(run),
       run.owner,
       run.session_id,
       run.seq_base,
@@ -530,13 +537,7 @@ export class PostgresStore implements Store {
       run.status,
       run.reason,
       run.mode,
-      run.answer === null ? null : jsonb(run.answer),
-      run.pause ? jsonb(run.pause) : null,
-      run.pause_seq,
-      run.model_calls,
-      jsonb(run.effects),
-      jsonb(run.notes),
-      jsonb(run.warnings),
+      ...this.progressParams(run),
       run.contract ? jsonb(run.contract) : null,
       run.updated_at,
       now.messages,

@@ -104,7 +104,20 @@ function commitOthers(self: SqliteStore): void {
 /** The lengths of a run's trace in the file, and how many of its call records its tools' use counts (R23). */
 type Stored = { messages: number; steps: number; requests: number; counted: number };
 /** The run's fields a save writes, in the order of `writeRun`'s values. */
-const RUN_FIELDS = ['status', 'reason', 'mode', 'answer', 'pause', 'pause_seq', 'model_calls', 'effects', 'notes', 'warnings', 'contract', 'counted_steps'];
+const RUN_FIELDS = [
+  'status',
+  'reason',
+  'mode',
+  'answer',
+  'pause',
+  'pause_seq',
+  'model_calls',
+  'effects',
+  'notes',
+  'warnings',
+  'contract',
+  'counted_steps',
+];
 /**
  * What one save added to a run's trace (a key is absent when it added none), and the trace's lengths
  * after it (messages, call records, requests): a journal row's `part`.
@@ -278,16 +291,21 @@ export class SqliteStore implements Store {
   /** Stores a blob (in the write in progress) and returns its key. */
   private readonly keepBlob = (b: { body: string; hash: string }): string => this.blobOf(b);
 
-  /** A blob's text, by its key (the few a journal names are remembered). */
-  private readonly blobText = (hash: string): string => {
-    let body = this.blobCache.get(hash);
+  /** A blob's text, by its key, read once into `cache`. */
+  private blobFrom(hash: string, cache: Map<string, string>): string {
+    let body = cache.get(hash);
     if (body === undefined) {
       body = (this.stmt.blobBody.get(hash) as { body: string } | undefined)?.body;
-      if (body === undefined) throw new Error(`the journal names a blob the file does not hold (${hash})`);
-      if (this.blobCache.size >= 64) this.blobCache.clear();
-      this.blobCache.set(hash, body);
+      if (body === undefined) throw new Error(`the file names a blob it does not hold (${hash})`);
+      cache.set(hash, body);
     }
     return body;
+  }
+
+  /** A blob the journal names (a menu's names): the few read lately are remembered. */
+  private readonly blobText = (hash: string): string => {
+    if (this.blobCache.size >= 64 && !this.blobCache.has(hash)) this.blobCache.clear();
+    return this.blobFrom(hash, this.blobCache);
   };
 
   /** Columns added since the first schema: a file made by an older Keel gains them (with their defaults). */
@@ -587,16 +605,9 @@ export class SqliteStore implements Store {
     const requests = (this.stmt.requests.all(id) as Row[]).map(
       (x) => ({ ...JSON.parse(x.meta as string), system: x.system, tools: JSON.parse(x.tools as string) }) as RequestTrace,
     );
+    // The prompts and menus this run's requests name, each read once for this load.
     const blobs = new Map<string, string>();
-    const blob = (hash: string): string => {
-      let body = blobs.get(hash);
-      if (body === undefined) {
-        body = (this.stmt.blobBody.get(hash) as { body: string } | undefined)?.body;
-        if (body === undefined) throw new Error(`run ${id}: its trace names a blob the file does not hold (${hash})`);
-        blobs.set(hash, body);
-      }
-      return body;
-    };
+    const blob = (hash: string): string => this.blobFrom(hash, blobs);
     const tools = new Map<string, RequestTrace['tools']>();
     for (const row of this.stmt.parts.all(id) as { part: string; body: string }[]) {
       const part = JSON.parse(row.part) as Part;
@@ -785,7 +796,9 @@ export class SqliteStore implements Store {
     const byRun = q.run_id ? ' AND run_id = ?' : '';
     const runArgs = q.run_id ? [q.run_id] : [];
     // A save's row holds several events: reading starts at the row that holds `after`.
-    let from = (this.shaped(`SELECT COALESCE(MAX(id), 0) AS id FROM run_events WHERE id <= ?${byRun}`).get(after, ...runArgs) as { id: number }).id;
+    let from = (
+      this.shaped(`SELECT COALESCE(MAX(id), 0) AS id FROM run_events WHERE id <= ?${byRun}`).get(after, ...runArgs) as { id: number }
+    ).id;
     // A row of one event is filtered by its type here; a save's row once its events are read.
     const types = q.types ? ` AND (n IS NOT NULL OR type IN (${q.types.map(() => '?').join(',')}))` : '';
     const sql = `SELECT id, run_id, at, at_rest, body, n FROM run_events WHERE id >= ?${byRun} AND (n IS NULL OR n > 0)${types} ORDER BY id LIMIT ?`;

@@ -3,7 +3,7 @@
  * once (in its tool message), menus and system prompts content-addressed.
  */
 import { createHash } from 'node:crypto';
-import type { CallRecord, Message, RequestTrace, RunEvent, RunState } from '../types/index.js';
+import type { CallRecord, Message, RunEvent, RunState } from '../types/index.js';
 
 /**
  * A call's result is stored once: when the tool message that answers the call (the k-th answering its
@@ -38,21 +38,14 @@ export function stepsFrom(rows: StepRow[], messages: readonly Message[]): CallRe
   });
 }
 
-type Blob = { body: string; hash: string };
-const menuBlobs = new WeakMap<object, Blob>();
 /**
  * The journal's text of an event (SQLite). JSON, except that a request's menu — the same names at
  * every step while it is valid — is kept once, as a content-addressed blob, and named by its key
  * (`tools_blob`); `keep` stores the blob and returns the key. readEvents puts the menu back.
  */
-export function eventJson(ev: RunEvent, keep: (b: Blob) => string): string {
+export function eventJson(ev: RunEvent, keep: (b: { body: string; hash: string }) => string): string {
   if (ev.type === 'model_request' && ev.tools) {
-    let menu = menuBlobs.get(ev.tools);
-    if (!menu) {
-      const body = JSON.stringify(ev.tools);
-      menuBlobs.set(ev.tools, (menu = { body, hash: contentHash(body) }));
-    }
-    return `{"type":"model_request","step":${ev.step},"declared":${ev.declared},"dropped":${ev.dropped},"tools_blob":"${keep(menu)}"}`;
+    return `{"type":"model_request","step":${ev.step},"declared":${ev.declared},"dropped":${ev.dropped},"tools_blob":"${keep(toolsBlob(ev.tools))}"}`;
   }
   return JSON.stringify(ev);
 }
@@ -72,8 +65,11 @@ export function readEvents(text: string, blob: (hash: string) => string): RunEve
 }
 
 const toolsBlobCache = new WeakMap<object, { body: string; hash: string }>();
-/** The same menu (same array, see the engine's menu memo) is serialised and hashed once per process. */
-export function toolsBlob(tools: RequestTrace['tools']): { body: string; hash: string } {
+/**
+ * A menu as a blob: a request's declarations, or a request event's names. The same menu (same array,
+ * see the engine's menu memo) is serialised and hashed once per process.
+ */
+export function toolsBlob(tools: readonly object[]): { body: string; hash: string } {
   let b = toolsBlobCache.get(tools);
   if (!b) {
     const body = JSON.stringify(tools);

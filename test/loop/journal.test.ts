@@ -118,12 +118,23 @@ test('S5: the journal gives back each event as it was written; a request menu is
     { type: 'assistant', step: 1, text: 'hi "there"', tool_calls: [] },
   ];
   const blobs = new Map<string, string>();
-  const keep = (b: { body: string; hash: string }) => (blobs.set(b.hash, b.body), b.hash);
+  const keep = (b: { body: string; hash: string }) => {
+    blobs.set(b.hash, b.body);
+    return b.hash;
+  };
   const stored = events.map((e) => eventJson(toRunEvent(e) as RunEvent, keep));
   assert.equal(blobs.size, 2, 'one blob per menu (the empty one included), however many requests send it');
   assert.ok(!stored[1].includes('quoted'), 'the names are not in the event row');
   const read = readEvents(`[${stored.join(',')}]`, (h) => blobs.get(h) as string);
   assert.deepEqual(read, events.map(toRunEvent));
-  assert.deepEqual(readEvents(stored[0], (h) => blobs.get(h) as string), [toRunEvent(events[0])], 'a row of one event');
-  assert.deepEqual(readEvents(JSON.stringify(toRunEvent(events[0])), () => assert.fail('no blob')), [toRunEvent(events[0])], 'a menu written inline');
+  assert.deepEqual(
+    readEvents(stored[0], (h) => blobs.get(h) as string),
+    [toRunEvent(events[0])],
+    'a row of one event',
+  );
+  assert.deepEqual(
+    readEvents(JSON.stringify(toRunEvent(events[0])), () => assert.fail('no blob')),
+    [toRunEvent(events[0])],
+    'a menu written inline',
+  );
 });

@@ -877,7 +877,10 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.ok(b2 > ids[2]);
     assert.equal(await store.latestEventId(), b2);
     const read = (q: Parameters<typeof store.listEvents>[0]) => store.listEvents(q).then((es) => es.map((e) => e.id));
-    assert.deepEqual(await store.listEvents({ run_id: 'run-a' }), entries.map((e, i) => ({ id: ids[i], run_id: 'run-a', at: at(5), event: e.event })));
+    assert.deepEqual(
+      await store.listEvents({ run_id: 'run-a' }),
+      entries.map((e, i) => ({ id: ids[i], run_id: 'run-a', at: at(5), event: e.event })),
+    );
     assert.deepEqual(await read({ run_id: 'run-a', after: ids[0] }), [ids[1], ids[2]], 'after an id inside the save');
     assert.deepEqual(await read({ after: ids[1] }), [ids[2], b2], 'and across runs');
     assert.deepEqual(await read({ types: ['model_request'] }), [ids[1]], 'by type');
@@ -905,14 +908,20 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     const reply = (step: number): RunEvent => ({ type: 'assistant', step, text: `reply ${step}`, tool_calls: [] });
     const result = (step: number): JournalEntry[] => [
       { event: { type: 'assistant', step, text: `result ${step}`, tool_calls: [] }, at: at(step * 10 + 1) },
-      { event: { type: 'model_request', step: step + 1, declared: 1, dropped: 0, tools: [{ name: 'x', available: true }] }, at: at(step * 10 + 1) },
+      {
+        event: { type: 'model_request', step: step + 1, declared: 1, dropped: 0, tools: [{ name: 'x', available: true }] },
+        at: at(step * 10 + 1),
+      },
     ];
     // The reply is the journal's last row when its step is saved.
     const r1 = await store.appendEvent('run-a', reply(1), at(10));
     append(run, 3);
     const e1 = result(1);
     await store.saveRun(structuredClone(run), e1);
-    assert.deepEqual(e1.map((e) => e.id), [r1 + 1, r1 + 2]);
+    assert.deepEqual(
+      e1.map((e) => e.id),
+      [r1 + 1, r1 + 2],
+    );
     // Another run's event comes between the reply and the save.
     const r2 = await store.appendEvent('run-a', reply(2), at(20));
     const b = await store.appendEvent('run-b', reply(9), at(25));
@@ -940,9 +949,19 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
         [r3, at(30), 'assistant', 'reply 3'],
       ],
     );
-    assert.deepEqual((await store.listEvents({ run_id: 'run-a', after: r1 })).map((e) => e.id).slice(0, 2), [r1 + 1, r1 + 2], 'after the reply');
-    assert.deepEqual((await store.listEvents({ run_id: 'run-a', types: ['model_request'] })).map((e) => e.id), [r1 + 2, e2[1].id]);
-    assert.deepEqual((await store.listEvents({ after: r3 })).map((e) => e.id), [b2]);
+    assert.deepEqual(
+      (await store.listEvents({ run_id: 'run-a', after: r1 })).map((e) => e.id).slice(0, 2),
+      [r1 + 1, r1 + 2],
+      'after the reply',
+    );
+    assert.deepEqual(
+      (await store.listEvents({ run_id: 'run-a', types: ['model_request'] })).map((e) => e.id),
+      [r1 + 2, e2[1].id],
+    );
+    assert.deepEqual(
+      (await store.listEvents({ after: r3 })).map((e) => e.id),
+      [b2],
+    );
     assert.deepEqual((await store.loadRun('run-a'))?.messages, run.messages, 'the trace as saved');
   });
 
@@ -964,10 +983,11 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
       record.result = 'changed later';
       assert.deepEqual(await store.loadRun(run.id), saved, `step ${step}`);
       record.result = saved.steps[saved.steps.length - 1].result;
-      assert.deepEqual(
-        (await store.listEvents({ run_id: run.id, types: ['tool_result'] })).slice(-1)[0].event,
-        { type: 'tool_result', step, record: saved.steps[saved.steps.length - 1] },
-      );
+      assert.deepEqual((await store.listEvents({ run_id: run.id, types: ['tool_result'] })).slice(-1)[0].event, {
+        type: 'tool_result',
+        step,
+        record: saved.steps[saved.steps.length - 1],
+      });
     }
   });
 

@@ -73,9 +73,9 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   assert.deepEqual(await store.loadRun(run.id), run);
   const Database = (await import('better-sqlite3')).default;
   const raw = new Database(file, { readonly: true });
-  const parts = (raw.prepare('SELECT part AS body FROM run_events WHERE run_id = ? AND part IS NOT NULL').all(run.id) as { body: string }[]).map(
-    (r) => JSON.parse(r.body) as { m?: unknown[]; c?: unknown[] },
-  );
+  const parts = (
+    raw.prepare('SELECT part AS body FROM run_events WHERE run_id = ? AND part IS NOT NULL').all(run.id) as { body: string }[]
+  ).map((r) => JSON.parse(r.body) as { m?: unknown[]; c?: unknown[] });
   raw.close();
   const holding = (xs: unknown[]) => xs.filter((x) => JSON.stringify(x).includes(big)).length;
   assert.equal(holding(parts.flatMap((p) => p.c ?? [])), 0, 'not in the call records');
@@ -111,12 +111,21 @@ test('sqlite: a run an older Keel stored a row per message, call and request loa
   const db = new Database(file);
   db.transaction(() => {
     db.prepare('DELETE FROM run_events WHERE run_id = ?').run(run.id);
-    run.messages.forEach((m, seq) => db.prepare('INSERT INTO messages VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(m)));
-    run.steps.forEach((_, seq) => db.prepare('INSERT INTO calls VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(stepRow(run, seq))));
+    for (const [seq, m] of run.messages.entries()) db.prepare('INSERT INTO messages VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(m));
+    for (let seq = 0; seq < run.steps.length; seq++) {
+      db.prepare('INSERT INTO calls VALUES (?, ?, ?)').run(run.id, seq, JSON.stringify(stepRow(run, seq)));
+    }
     run.requests.forEach(({ system, tools, ...meta }, seq) => {
       const menu = toolsBlob(tools);
       db.prepare('INSERT OR IGNORE INTO blobs VALUES (?, ?), (?, ?)').run(contentHash(system), system, menu.hash, menu.body);
-      db.prepare('INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?)').run(run.id, seq, meta.step, contentHash(system), menu.hash, JSON.stringify(meta));
+      db.prepare('INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?)').run(
+        run.id,
+        seq,
+        meta.step,
+        contentHash(system),
+        menu.hash,
+        JSON.stringify(meta),
+      );
     });
   })();
   db.close();
@@ -176,4 +185,29 @@ test('sqlite: R23 a run counts its calls that ran when it pauses or ends, each o
     { tool: 'archive_email', calls: 2 },
     { tool: 'search_email', calls: 1 },
   ]);
+});
+
+test('sqlite: issue 29 a run held running is written field by field as it changes; another store reads every change', async (t) => {
+  const file = dbFile();
+  const a = new SqliteStore(file);
+  t.after(() => a.close());
+  const run = sampleRun('run-fields', { status: 'running', reason: null, pause: null, owner: 'host-a:1:1', contract: null });
+  await a.createRun(structuredClone(run));
+  const b = new SqliteStore(file);
+  t.after(() => b.close());
+  const changes: ((r: RunState) => void)[] = [
+    (r) => r.notes.push('a note'),
+    (r) => r.effects.push({ call_id: 'c9', tool: 'archive_email', effect: 'write', args: { id: 'm9' } }),
+    (r) => r.warnings.push('a warning'),
+    (r) => (r.model_calls += 1),
+    (r) => (r.contract = { kind: 'plan', summary: 'Sort the inbox', steps: ['sort'] }),
+    (r) => (r.mode = 'plan'),
+    (r) => Object.assign(r, { status: 'done', reason: 'final_answer', answer: 'Sorted.' }),
+  ];
+  for (const change of changes) {
+    change(run);
+    run.updated_at = at(changes.indexOf(change) + 5);
+    await a.saveRun(structuredClone(run));
+    assert.deepEqual(await b.loadRun(run.id), run, String(change));
+  }
 });
