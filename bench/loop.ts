@@ -36,15 +36,17 @@
  * --baseline DIR: another checkout of Keel (e.g. `git worktree add /tmp/keel-before REV`, with its
  * node_modules) runs the same conversation with its own engine and store in this process, its runs
  * interleaved with this checkout's, and the table adds `keel-baseline` rows and the ratio of this
- * checkout to the baseline for each case (< 1: this checkout spends less per step). The baseline's
- * code is loaded as --keel says when its bench support can (it has loadKeelCode); an older checkout's
- * runs through tsx, so compare it with --keel src.
+ * checkout to the baseline for each case (< 1: this checkout spends less per step). Both checkouts,
+ * their bench support with them, are loaded as --keel says: with dist each checkout's src/ and
+ * bench/support/ are compiled by its own tsc (a checkout from before loadKeelCode too), so neither
+ * side pays tsx's `__name` calls — nor does the pi-ai pairing, whose two agents run under this
+ * checkout's compiled bench support, as pi-agent-core runs from its own dist/.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GCProfiler, getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { EngineDeps } from '../src/loop/engine.js';
@@ -53,17 +55,10 @@ import type { Registry } from '../src/plugin-host/host.js';
 import { systemPrompt } from '../src/prompt/prompt.js';
 import type { SqliteStore } from '../src/store/sqlite.js';
 import { conversation } from './support/conversation.js';
-import { benchRegistry, compileKeel, type KeelCode, loadKeelCode, providerModel, ReplayModel, runKeelOnce } from './support/keel-side.js';
-import {
-  checkPiRun,
-  liveFauxStream,
-  type PiCase,
-  piTools,
-  recordedFauxStream,
-  registerZeroLatencyFaux,
-  runPiOnce,
-  scriptFaux,
-} from './support/pi-side.js';
+import type * as KeelSupport from './support/keel-side.js';
+import { compileKeel, type KeelCode } from './support/keel-side.js';
+import type * as PiSupport from './support/pi-side.js';
+import type { PiCase } from './support/pi-side.js';
 import { Meter, now, summarize } from './support/timing.js';
 
 function arg(name: string, fallback: string): string {
@@ -190,16 +185,30 @@ interface KeelSide {
   code?: KeelCode;
 }
 
-/** Keel's code as --keel says: compiled (dist, as `npm run build` makes it) or its TypeScript through tsx (src). */
-async function keelCode(repo: string, load: typeof loadKeelCode): Promise<KeelCode> {
-  return load(KEEL === 'dist' ? compileKeel(repo) : join(repo, 'src'));
+/**
+ * A checkout's bench support (bench/support/), as --keel says: compiled with its src/ (dist) or its
+ * TypeScript through tsx (src). Each checkout's Keel runs under its own bench support (the replay
+ * model, the run and its checks, the tools), and the pi-ai pairing's two agents under this checkout's,
+ * all of it compiled alike: under tsx every named closure the support makes (the replay model's
+ * iterator at each model call) pays a `__name` call that a compiled side does not.
+ */
+async function supportOf(repo: string): Promise<{ dir: string; src: string }> {
+  if (KEEL === 'src') return { dir: join(repo, 'bench', 'support'), src: join(repo, 'src') };
+  const src = compileKeel(repo, true);
+  return { dir: join(src, '..', 'bench', 'support'), src };
 }
+
+const importFrom = (dir: string, file: string) => import(pathToFileURL(join(dir, KEEL === 'src' ? `${file}.ts` : `${file}.js`)).href);
+
+/** This checkout's bench support, loaded by main() as --keel says. */
+let K: typeof KeelSupport;
+let P: typeof PiSupport;
 
 function sideOf(code: KeelCode): KeelSide {
   return {
-    registry: (count) => benchRegistry(code, count, tools),
-    replay: (replies) => new ReplayModel(replies, model),
-    run: (deps) => runKeelOnce(code, deps, STEPS),
+    registry: (count) => K.benchRegistry(code, count, tools),
+    replay: (replies) => new K.ReplayModel(replies, model),
+    run: (deps) => K.runKeelOnce(code, deps, STEPS),
     store: (path) => new code.SqliteStore(path),
     code,
   };
@@ -207,11 +216,10 @@ function sideOf(code: KeelCode): KeelSide {
 
 /** The baseline checkout's own bench support and store, loaded from its tree. */
 async function baselineSide(): Promise<KeelSide> {
-  const { pathToFileURL } = await import('node:url');
-  const from = (p: string) => import(pathToFileURL(join(BASELINE, p)).href);
-  const side = await from('bench/support/keel-side.ts');
+  const support = await supportOf(BASELINE);
+  const side = await importFrom(support.dir, 'keel-side');
   if (side.loadKeelCode) {
-    const code: KeelCode = await keelCode(BASELINE, side.loadKeelCode);
+    const code: KeelCode = await side.loadKeelCode(support.src);
     return {
       registry: (count) => side.benchRegistry(code, count, tools),
       replay: (replies) => new side.ReplayModel(replies, model),
@@ -219,8 +227,8 @@ async function baselineSide(): Promise<KeelSide> {
       store: (path) => new code.SqliteStore(path),
     };
   }
-  // A checkout from before the bench loaded Keel's code itself: its src/ through tsx.
-  const store = await from('src/store/sqlite.ts');
+  // A checkout from before the bench loaded Keel's code itself: its bench support imports its src/.
+  const store = await import(pathToFileURL(join(support.src, 'store', KEEL === 'src' ? 'sqlite.ts' : 'sqlite.js')).href);
   return {
     registry: (count) => side.benchRegistry(count, tools),
     replay: (replies) => new side.ReplayModel(replies, model),
@@ -258,38 +266,38 @@ function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: stri
 /** The fair pairing: Keel (through its pi-ai adapter) and pi-agent-core on the same faux streams. */
 async function fauxContenders(code: KeelCode, toolCount: number): Promise<Contender[]> {
   const replies = conversation(toolCount, STEPS);
-  const faux = registerZeroLatencyFaux();
-  const live = liveFauxStream(model);
+  const faux = P.registerZeroLatencyFaux();
+  const live = P.liveFauxStream(model);
   const pi: PiCase = {
     faux,
-    tools: piTools(toolCount, tools),
+    tools: P.piTools(toolCount, tools),
     replies,
     streamFn: live,
     system: systemPrompt({ mode: 'agent', menu: [], unavailable: [] }),
   };
   const out: Contender[] = [];
-  let agent: Awaited<ReturnType<typeof runPiOnce>> | undefined;
+  let agent: Awaited<ReturnType<typeof P.runPiOnce>> | undefined;
   if (ONLY !== 'pi') {
-    const registry = benchRegistry(code, toolCount, tools);
-    const liveDeps: EngineDeps = { registry, model: providerModel(code, faux.getModel(), live), store: null };
+    const registry = K.benchRegistry(code, toolCount, tools);
+    const liveDeps: EngineDeps = { registry, model: K.providerModel(code, faux.getModel(), live), store: null };
     out.push(
       contender({
         impl: 'keel',
         store: 'none',
         model: 'faux',
-        before: () => scriptFaux(pi),
-        run: () => runKeelOnce(code, liveDeps, STEPS),
+        before: () => P.scriptFaux(pi),
+        run: () => K.runKeelOnce(code, liveDeps, STEPS),
       }),
     );
-    const recorded = await recordedFauxStream(pi, model);
-    const recordedDeps: EngineDeps = { registry, model: providerModel(code, faux.getModel(), recorded.stream), store: null };
+    const recorded = await P.recordedFauxStream(pi, model);
+    const recordedDeps: EngineDeps = { registry, model: K.providerModel(code, faux.getModel(), recorded.stream), store: null };
     out.push(
       contender({
         impl: 'keel',
         store: 'none',
         model: 'faux-recorded',
         before: recorded.reset,
-        run: () => runKeelOnce(code, recordedDeps, STEPS),
+        run: () => K.runKeelOnce(code, recordedDeps, STEPS),
       }),
     );
   }
@@ -299,14 +307,14 @@ async function fauxContenders(code: KeelCode, toolCount: number): Promise<Conten
         impl: 'pi-agent-core',
         store: 'none',
         model: 'faux',
-        before: () => scriptFaux(pi),
+        before: () => P.scriptFaux(pi),
         run: async () => {
-          agent = await runPiOnce(pi);
+          agent = await P.runPiOnce(pi);
         },
-        after: () => checkPiRun(agent!, STEPS),
+        after: () => P.checkPiRun(agent!, STEPS),
       }),
     );
-    const recorded = await recordedFauxStream(pi, model);
+    const recorded = await P.recordedFauxStream(pi, model);
     const piRecorded: PiCase = { ...pi, streamFn: recorded.stream };
     out.push(
       contender({
@@ -315,9 +323,9 @@ async function fauxContenders(code: KeelCode, toolCount: number): Promise<Conten
         model: 'faux-recorded',
         before: recorded.reset,
         run: async () => {
-          agent = await runPiOnce(piRecorded);
+          agent = await P.runPiOnce(piRecorded);
         },
-        after: () => checkPiRun(agent!, STEPS),
+        after: () => P.checkPiRun(agent!, STEPS),
       }),
     );
   }
@@ -555,7 +563,9 @@ async function main(): Promise<void> {
   const rows: CaseRow[] = [];
   const pairs: PairRow[] = [];
   const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
-  const code = await keelCode(repo, loadKeelCode);
+  const support = await supportOf(repo);
+  [K, P] = await Promise.all([importFrom(support.dir, 'keel-side'), importFrom(support.dir, 'pi-side')]);
+  const code = await K.loadKeelCode(support.src);
   const sides = { keel: sideOf(code), baseline: BASELINE ? await baselineSide() : undefined };
   try {
     for (const n of TOOL_COUNTS) {

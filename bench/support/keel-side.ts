@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as PiAi from '@mariozechner/pi-ai';
@@ -60,18 +60,33 @@ export async function loadKeelCode(srcDir: string): Promise<KeelCode> {
  * Compiles the checkout at `repo` as `npm run build` does (tsc, tsconfig.build.json), into
  * node_modules/.cache/keel-bench-loop-HASH (so its imports resolve to the checkout's node_modules), and
  * returns the compiled src/. Type errors are reported and the emitted JavaScript used all the same.
+ * `withBench`: its bench/support/ too (a checkout from before the bench loaded Keel's code itself runs
+ * its own bench support, whose imports of src/ then reach the compiled src/): a tsconfig of the
+ * cache's own extends the checkout's tsconfig.json, which covers bench/, with src/ and bench/support/.
  */
-export function compileKeel(repo: string): string {
+export function compileKeel(repo: string, withBench = false): string {
   // One folder per checkout: a baseline whose node_modules is this one's (a symlink) gets its own.
+  const root = realpathSync(repo);
   const out = join(
     repo,
     'node_modules',
     '.cache',
-    `keel-bench-loop-${createHash('sha256').update(realpathSync(repo)).digest('hex').slice(0, 8)}`,
+    `keel-bench-loop-${createHash('sha256').update(root).digest('hex').slice(0, 8)}${withBench ? '-bench' : ''}`,
   );
+  let project = 'tsconfig.build.json';
+  if (withBench) {
+    mkdirSync(out, { recursive: true });
+    project = join(out, 'tsconfig.json');
+    const config = {
+      extends: join(root, 'tsconfig.json'),
+      compilerOptions: { noEmit: false, rootDir: root },
+      include: [join(root, 'src'), join(root, 'bench', 'support')],
+    };
+    writeFileSync(project, JSON.stringify(config));
+  }
   const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
   try {
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', out, '--declaration', 'false'], {
+    execFileSync(process.execPath, [tsc, '-p', project, '--outDir', out, '--declaration', 'false'], {
       cwd: repo,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -82,7 +97,9 @@ export function compileKeel(repo: string): string {
     );
   }
   const src = join(out, 'src');
-  if (!existsSync(join(src, 'loop', 'legs.js'))) throw new Error(`bench/loop: compiling ${repo} produced no ${src}/loop/legs.js`);
+  if (!existsSync(join(src, 'loop', 'legs.js')) && !existsSync(join(src, 'loop', 'run.js'))) {
+    throw new Error(`bench/loop: compiling ${repo} produced no ${src}/loop/`);
+  }
   return src;
 }
 

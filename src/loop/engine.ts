@@ -63,6 +63,8 @@ import { storableReply, unstorableNote } from './storable.js';
 export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
 type EndOn = { reason: EndReason; answer: string };
+/** How a leg ends: what `end` takes. */
+type Ending = [status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string];
 
 /** How many of the store's most used tools a leg reads for the menu's fill (R23). */
 const MOST_USED = 50;
@@ -359,8 +361,8 @@ export class RunLeg {
   /** Completes the step a pause interrupted, then drives on. */
   private async *continueStep(records: CallRecord[], results: PendingResult[]): AsyncGenerator<LoopEvent, RunResult> {
     const priorToolCalls = this.run.state.steps.some((r) => r.tool !== 'ask_user');
-    const ended = yield* this.finishStep(records, results, undefined, priorToolCalls);
-    if (ended) return ended;
+    const ending = await this.finishStep(records, results, undefined, priorToolCalls);
+    if (ending) return yield* this.end(...ending);
     this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
     return yield* this.drive();
   }
@@ -731,16 +733,20 @@ export class RunLeg {
         calls: records,
       });
     }
-    return yield* this.finishStep(records, results, endOn, priorToolCalls);
+    const ending = await this.finishStep(records, results, endOn, priorToolCalls);
+    return ending ? yield* this.end(...ending) : undefined;
   }
 
-  /** Appends a completed step's results (call order, R22) and applies the evaluator and R12. */
-  private async *finishStep(
+  /**
+   * Appends a completed step's results (call order, R22) and applies the evaluator and R12: the end
+   * they call for, if any (a plain function: a step that goes on passes no generator of its own).
+   */
+  private async finishStep(
     records: CallRecord[],
     results: PendingResult[],
     endOn: EndOn | undefined,
     priorToolCalls: boolean,
-  ): AsyncGenerator<LoopEvent, RunResult | undefined> {
+  ): Promise<Ending | undefined> {
     const s = this.run.state;
     this.run.completeStep(records, results);
     for (const r of records) {
@@ -748,7 +754,7 @@ export class RunLeg {
     }
     const goal = goalProgress(s);
     if (goal?.boundary && records.some((r) => r.tool === 'report_goal' && r.outcome === 'ran')) {
-      return yield* this.end('failed', 'halted', `a boundary stops the goal: ${goal.boundary}`);
+      return ['failed', 'halted', `a boundary stops the goal: ${goal.boundary}`];
     }
     // R20: the evaluator has its say first.
     const failures = countTrailingFailures(s.steps);
@@ -756,13 +762,13 @@ export class RunLeg {
       // R20: the message names what failed, and points at the plugins only when a tool itself failed.
       const what = describeFailures(s.steps, failures);
       const hint = what.plugin ? '; keel plugins check shows whether a plugin is failing' : '';
-      return yield* this.end('failed', 'halted', `${failures} tool calls failed in a row: ${what.text}${hint}`);
+      return ['failed', 'halted', `${failures} tool calls failed in a row: ${what.text}${hint}`];
     }
-    if (Date.now() - this.started > this.limits.timeoutMs) return yield* this.end('failed', 'timeout');
+    if (Date.now() - this.started > this.limits.timeoutMs) return ['failed', 'timeout'];
     if (endOn) {
-      if (endOn.reason === 'answered_by_tool') return yield* this.end('done', 'answered_by_tool', undefined, endOn.answer);
-      if (endOn.answer) return yield* this.end('done', 'stalled', undefined, endOn.answer);
-      return yield* this.end('failed', 'stalled', 'the model repeated the same call with nothing usable to show');
+      if (endOn.reason === 'answered_by_tool') return ['done', 'answered_by_tool', undefined, endOn.answer];
+      if (endOn.answer) return ['done', 'stalled', undefined, endOn.answer];
+      return ['failed', 'stalled', 'the model repeated the same call with nothing usable to show'];
     }
     // R12: an answers_directly tool that is the run's first tool ends the run on its output.
     const tools = priorToolCalls ? undefined : records.filter((r) => r.tool !== 'ask_user');
@@ -770,7 +776,7 @@ export class RunLeg {
       const only = tools[0];
       const spec = this.deps.registry.byName.get(only.tool);
       if (spec?.declaration.answers_directly && only.outcome === 'ran' && !only.is_error && only.result.trim() !== '') {
-        return yield* this.end('done', 'answered_by_tool', undefined, only.result);
+        return ['done', 'answered_by_tool', undefined, only.result];
       }
     }
     // The step is saved with the next request's event (drive), or by the end or pause that comes first.
@@ -822,7 +828,7 @@ export class RunLeg {
     this.deps.signal?.removeEventListener('abort', this.onInterrupt);
   }
 
-  private async *end(status: 'done' | 'failed', reason: EndReason, why?: string, answer?: string): AsyncGenerator<LoopEvent, RunResult> {
+  private async *end(...[status, reason, why, answer]: Ending): AsyncGenerator<LoopEvent, RunResult> {
     this.release();
     for (const tool of this.gate.heldAwaitingAnswer) this.run.warn(SAY.heldNeverAsked(tool));
     let result: RunResult | undefined;

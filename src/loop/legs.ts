@@ -78,9 +78,45 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
   return leg(run, (l) => l.start(), deps, { kind: 'start' });
 }
 
+/**
+ * The leg `open` makes, driven when the consumer first asks for an event, its events going out as the
+ * leg's own generator yields them: no generator of the caller's stands between (an async generator
+ * delegating with `yield*` costs each event promise turns of its own). A `return()` or `throw()`
+ * before the first `next()` opens nothing; once `open` failed, the stream is over.
+ */
+function whenAsked(open: () => Promise<Leg>): AsyncGenerator<LoopEvent, RunResult> {
+  let inner: AsyncGenerator<LoopEvent, RunResult> | undefined;
+  let opening: Promise<AsyncGenerator<LoopEvent, RunResult>> | undefined;
+  const opened = () =>
+    (opening ??= open().then(
+      (l) => (inner = l.drive()),
+      (err: unknown) => {
+        inner = over();
+        throw err;
+      },
+    ));
+  /** Closed before it was opened: over, as a finished generator is, without opening anything. */
+  const closed = () => {
+    inner = over();
+    return inner;
+  };
+  const gen: AsyncGenerator<LoopEvent, RunResult> = {
+    next: (...a) => (inner ? inner.next(...a) : opened().then((g) => g.next(...a))),
+    return: (v) => (inner ?? (opening ? undefined : closed()))?.return(v) ?? opened().then((g) => g.return(v)),
+    throw: (e) => (inner ?? (opening ? undefined : closed()))?.throw(e) ?? opened().then((g) => g.throw(e)),
+    [Symbol.asyncIterator]: () => gen,
+  };
+  return gen;
+}
+
+/** A stream that is over: its leg could not be opened, or it was closed first. */
+function over(): AsyncGenerator<LoopEvent, RunResult> {
+  return (async function* () {})() as unknown as AsyncGenerator<LoopEvent, RunResult>;
+}
+
 /** Streaming API: every event as it happens, ending with the run's result. */
-export async function* streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
-  return yield* (await startLeg(deps, input)).drive();
+export function streamRun(deps: EngineDeps, input: StartInput): AsyncGenerator<LoopEvent, RunResult> {
+  return whenAsked(() => startLeg(deps, input));
 }
 
 /** Blocking API: the same events, collected. */
@@ -107,8 +143,8 @@ export async function answerLeg(deps: EngineDeps, runId: string, given: Answer):
   return leg(run, (l) => l.continueAfterAnswer(pause, answer), deps, { kind: 'answer', seq: pause.seq, answer });
 }
 
-export async function* streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
-  return yield* (await answerLeg(deps, runId, answer)).drive();
+export function streamResume(deps: EngineDeps, runId: string, answer: Answer): AsyncGenerator<LoopEvent, RunResult> {
+  return whenAsked(() => answerLeg(deps, runId, answer));
 }
 
 /**
@@ -120,8 +156,8 @@ export async function approvalLeg(deps: EngineDeps, approval: ApprovalRecord): P
   return leg(run, (l) => l.continueAfterApproval(pause, approval), deps, { kind: 'approval', approval_id: approval.id });
 }
 
-export async function* streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
-  return yield* (await approvalLeg(deps, approval)).drive();
+export function streamApprovalContinuation(deps: EngineDeps, approval: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
+  return whenAsked(() => approvalLeg(deps, approval));
 }
 
 /**
@@ -173,12 +209,13 @@ export async function queuedLeg(deps: EngineDeps, runId: string, job: Exclude<Le
   return leg(run, (l) => l.start(), deps, job);
 }
 
-export async function* streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
-  return yield* (await continueLeg(deps, runId)).drive();
+export function streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<LoopEvent, RunResult> {
+  return whenAsked(() => continueLeg(deps, runId));
 }
 
 /** `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused. */
-export async function* streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
-  const run = await RunWriter.claimStalled(storeOf(deps), runId, deps.now);
-  return yield* leg(run, (l) => l.cancel(why), deps, { kind: 'continue' }).drive();
+export function streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
+  return whenAsked(async () =>
+    leg(await RunWriter.claimStalled(storeOf(deps), runId, deps.now), (l) => l.cancel(why), deps, { kind: 'continue' }),
+  );
 }

@@ -67,13 +67,14 @@ export function expiredAnswer(a: ApprovalRecord): string {
 
 /** S1: the one JSON object `keel run --json` prints. */
 export function toResult(s: RunView): RunResult {
-  const base: RunResultBase = {
+  // One object, its fields set in the order they print; a field that may be absent is set only when
+  // present (a spread of a conditional object, or of a base object per status, cost every run
+  // a few microseconds).
+  const out = {
     run_id: s.id,
     mode: s.mode,
     model_calls: s.model_calls,
     effects: [...s.effects],
-    // Fields set one by one where they may be absent: a spread of a conditional object cost every run
-    // a few microseconds per request and call.
     requests: s.requests.map((r) => {
       const q = { system: r.system, tools: summarizeTools(r.tools) } as RunResultBase['requests'][number];
       if (r.input_tokens !== undefined) q.input_tokens = r.input_tokens;
@@ -99,21 +100,22 @@ export function toResult(s: RunView): RunResult {
     }),
     notes: [...s.notes],
     warnings: [...s.warnings],
-  };
-  const answer = s.answer;
-  if (s.status === 'paused' && s.pause) {
-    const p = s.pause;
-    if (p.kind === 'approval')
-      return { ...base, status: 'paused', reason: 'awaiting_approval', answer, approval: { id: p.approval_id, card: p.card } };
-    if (p.kind === 'ask_user') {
-      return p.confirm
-        ? { ...base, status: 'paused', reason: 'awaiting_user_input', answer, question: p.question, confirm: p.confirm }
-        : { ...base, status: 'paused', reason: 'awaiting_user_input', answer, question: p.question };
-    }
-    return { ...base, status: 'paused', reason: 'interrupted', answer };
-  }
-  if (s.status === 'done' && s.reason && answer !== null) return { ...base, status: 'done', reason: s.reason, answer };
-  return { ...base, status: 'failed', reason: s.reason, answer };
+    status: s.status,
+    reason: s.reason,
+    answer: s.answer,
+  } as Record<string, unknown>;
+  const p = s.status === 'paused' ? s.pause : undefined;
+  if (p) {
+    if (p.kind === 'approval') {
+      out.reason = 'awaiting_approval';
+      out.approval = { id: p.approval_id, card: p.card };
+    } else if (p.kind === 'ask_user') {
+      out.reason = 'awaiting_user_input';
+      out.question = p.question;
+      if (p.confirm) out.confirm = p.confirm;
+    } else out.reason = 'interrupted';
+  } else if (s.status !== 'done' || !s.reason || s.answer === null) out.status = 'failed';
+  return out as unknown as RunResult;
 }
 
 /** The paused step's calls that have a result already (the question itself is still open). */

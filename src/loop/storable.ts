@@ -7,7 +7,7 @@
  * themselves change nothing.
  */
 import type { ToolCall } from '../types/index.js';
-import { storableText, storableValue } from '../util/text.js';
+import { holdsUnstorable, isStorable, storableText, storableValue } from '../util/text.js';
 
 /** The run's note for text made storable: what, how many, and with what. */
 export function unstorableNote(what: string, replaced: number): string {
@@ -19,6 +19,9 @@ export function storableReply(text: string, calls: readonly ToolCall[]): { text:
   const t = storableText(text);
   let replaced = t.replaced;
   const out = calls.map((c) => {
+    // Fast path, taken on nearly every call: nothing to replace, nothing made.
+    if (isStorable(c.id) && isStorable(c.name) && (c.raw_args === undefined || isStorable(c.raw_args)) && !holdsUnstorable(c.args))
+      return c;
     const id = storableText(c.id);
     const name = storableText(c.name);
     const args = c.args === undefined ? undefined : storableValue(c.args);

@@ -38,16 +38,22 @@ function distance(a: string, b: string): number {
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this looks for
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is what this looks for
-const HAS_UNSTORABLE = /[\u0000\uD800-\uDFFF]/;
+
+/**
+ * Whether `s` holds nothing storableText would replace: no lone surrogate (String#isWellFormed, in
+ * constant time on a string of one-byte characters) and no NUL.
+ */
+export function isStorable(s: string): boolean {
+  return (s as string & { isWellFormed(): boolean }).isWellFormed() && !s.includes('\0');
+}
 
 /**
  * `s` as every store holds it the same way: each NUL and each lone surrogate replaced with U+FFFD
  * (the replacement character), and how many were replaced (0: `s` itself, unchanged).
  */
 export function storableText(s: string): { text: string; replaced: number } {
-  // Fast path: most text has no NUL and no surrogate at all.
-  if (!HAS_UNSTORABLE.test(s)) return { text: s, replaced: 0 };
+  // Fast path: most text has no NUL and no lone surrogate.
+  if (isStorable(s)) return { text: s, replaced: 0 };
   let replaced = 0;
   const text = s.replace(UNSTORABLE, () => {
     replaced++;
@@ -90,9 +96,9 @@ export function storableValue<T>(value: T): { value: T; replaced: number } {
   return { value: out, replaced };
 }
 
-/** Whether any string or key in a JSON-like value holds a NUL or a surrogate (storableText's fast test). */
-function holdsUnstorable(v: unknown): boolean {
-  if (typeof v === 'string') return HAS_UNSTORABLE.test(v);
+/** Whether any string or key in a JSON-like value holds a NUL or a lone surrogate (isStorable). */
+export function holdsUnstorable(v: unknown): boolean {
+  if (typeof v === 'string') return !isStorable(v);
   if (v === null || typeof v !== 'object') return false;
   if (Array.isArray(v)) {
     for (const x of v) if (holdsUnstorable(x)) return true;
@@ -100,7 +106,7 @@ function holdsUnstorable(v: unknown): boolean {
   }
   for (const k in v) {
     if (!Object.hasOwn(v, k)) continue;
-    if (HAS_UNSTORABLE.test(k) || holdsUnstorable((v as Record<string, unknown>)[k])) return true;
+    if (!isStorable(k) || holdsUnstorable((v as Record<string, unknown>)[k])) return true;
   }
   return false;
 }
