@@ -15,7 +15,12 @@
  *
  *    Round trips per step: every query the PostgreSQL store sends during those runs is counted
  *    (pg's Client.prototype.query wrapped in this process: a BEGIN or a COMMIT is one too), per run
- *    and divided by the steps.
+ *    and divided by the steps. WAL flushes per step: pg_stat_wal's wal_sync over all of those runs.
+ *    Beside them, SQLite at PostgreSQL's durability (the same file store with synchronous=FULL: each
+ *    commit waits for its fsync, where Keel's NORMAL syncs at checkpoints), and PostgreSQL's floor on
+ *    this machine: a commit of a one-row INSERT (a round trip and a WAL flush) and a SELECT 1, each
+ *    timed --floor-reps times; the floor per step counts each flush as such a commit and each other
+ *    round trip as a SELECT 1.
  *
  * PostgreSQL: KEEL_TEST_PG_URL (its fsync and synchronous_commit are read with SHOW and reported
  * beside the figures), else a throwaway cluster with PostgreSQL's DEFAULT durability — fsync on,
@@ -23,7 +28,7 @@
  * (test/support/pg.ts). Writes bench/results/scale.json. No assertion: figures and ratios. On a
  * shared machine run it as `chrt -f 50 node …` (the load average is reported with the figures).
  *
- *   node --import tsx bench/scale.ts [--runs 120] [--delay 50] [--steps 20] [--reps 7] [--workers 1,2,4] [--no-write]
+ *   node --import tsx bench/scale.ts [--runs 120] [--delay 50] [--steps 20] [--reps 7] [--floor-reps 300] [--workers 1,2,4] [--no-write]
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,6 +56,7 @@ const RUNS = Number(arg('runs', '120'));
 const DELAY = Number(arg('delay', '50'));
 const STEPS = Number(arg('steps', '20'));
 const REPS = Number(arg('reps', '7'));
+const FLOOR_REPS = Number(arg('floor-reps', '300'));
 const WORKERS = arg('workers', '1,2,4').split(',').map(Number);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -156,19 +162,69 @@ async function durability(url: string): Promise<Record<string, string>> {
   }
 }
 
+/** The cluster's WAL flushes so far (pg_stat_wal, PostgreSQL 14+), or undefined where it has none. */
+async function walSyncs(c: pg.Client): Promise<number | undefined> {
+  try {
+    return Number((await c.query('SELECT wal_sync FROM pg_stat_wal')).rows[0].wal_sync);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * PostgreSQL's floor on this machine: the median time of a round trip that writes nothing (SELECT 1)
+ * and of one that commits a one-row INSERT on its own (a round trip and a WAL flush: the least any
+ * durable write costs), each --floor-reps times on a client of the bench's database.
+ */
+async function floor(url: string) {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query('CREATE TABLE IF NOT EXISTS keel_bench_floor (id bigserial PRIMARY KEY, body text NOT NULL)');
+    const round: number[] = [];
+    const commit: number[] = [];
+    for (let i = 0; i < FLOOR_REPS + 20; i++) {
+      let t0 = now();
+      await c.query('SELECT 1');
+      const r = now() - t0;
+      t0 = now();
+      await c.query('INSERT INTO keel_bench_floor (body) VALUES ($1)', [`probe ${i}`]);
+      const w = now() - t0;
+      if (i >= 20) {
+        round.push(r);
+        commit.push(w);
+      }
+    }
+    await c.query('DROP TABLE keel_bench_floor');
+    return { round_trip_ms: median(round), commit_ms: median(commit) };
+  } finally {
+    await c.end();
+  }
+}
+
 async function stepOverhead(url: string) {
-  const pg = new PostgresStore(withSchema(url, freshSchema('keel_bench')));
+  const pgUrl = withSchema(url, freshSchema('keel_bench'));
+  const pgStore = new PostgresStore(pgUrl);
   const sqlite = new SqliteStore(join(home, 'steps.db'));
+  // The same store with PostgreSQL's durability: a commit waits for its fsync (synchronous=FULL; Keel
+  // opens the file with NORMAL, which in WAL mode syncs at checkpoints, not at every commit).
+  const sqliteFull = new SqliteStore(join(home, 'steps-full.db'));
+  (sqliteFull as unknown as { db: { pragma(p: string): unknown } }).db.pragma('synchronous = FULL');
   const kinds: [string, Store | null][] = [
     ['none', null],
     ['sqlite', sqlite],
-    ['postgres', pg],
+    ['sqlite_full', sqliteFull],
+    ['postgres', pgStore],
   ];
   const env = { ...process.env, KEEL_HOME: home, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '' };
   const keels = kinds.map(([name, store]) => [name, new Keel({ home, env, store })] as const);
-  const times: Record<string, number[]> = { none: [], sqlite: [], postgres: [] };
+  const times: Record<string, number[]> = { none: [], sqlite: [], sqlite_full: [], postgres: [] };
   const trips: number[] = [];
+  const stats = new pg.Client({ connectionString: url });
+  await stats.connect();
+  let flushes = Number.NaN;
   try {
+    const syncsBefore = await walSyncs(stats);
     for (let rep = 0; rep < REPS + 2; rep++) {
       for (const [name, keel] of keels) {
         queries = 0;
@@ -183,20 +239,41 @@ async function stepOverhead(url: string) {
         if (rep >= 2) times[name].push(ms); // two warm-up rounds
       }
     }
+    // A backend reports its WAL statistics when it has been idle for 10 s, or as it exits
+    // (PostgreSQL 15): the store's connections are left idle that long before they are read.
+    await sleep(11_000);
+    const syncsAfter = await walSyncs(stats);
+    if (syncsBefore !== undefined && syncsAfter !== undefined) flushes = (syncsAfter - syncsBefore) / ((REPS + 2) * STEPS);
   } finally {
+    await stats.end();
     for (const [, keel] of keels) await keel.close();
   }
   const base = median(times.none);
   const per = (name: string) => (median(times[name]) - base) / STEPS;
+  const least = await floor(pgUrl);
+  const flushesPerStep = flushes;
+  const tripsPerStep = median(trips) / STEPS;
   return {
     steps: STEPS,
     reps: REPS,
-    median_run_ms: { none: base, sqlite: median(times.sqlite), postgres: median(times.postgres) },
-    store_ms_per_step: { sqlite: per('sqlite'), postgres: per('postgres') },
+    median_run_ms: { none: base, sqlite: median(times.sqlite), sqlite_full: median(times.sqlite_full), postgres: median(times.postgres) },
+    store_ms_per_step: { sqlite: per('sqlite'), sqlite_full: per('sqlite_full'), postgres: per('postgres') },
     postgres_over_sqlite: per('postgres') / per('sqlite'),
+    /** Against SQLite at PostgreSQL's durability (synchronous=FULL: a commit waits for its fsync). */
+    postgres_over_sqlite_full: per('postgres') / per('sqlite_full'),
     /** Queries the PostgreSQL store sent per run (median) and per step: the run's own (start, end) included. */
     postgres_round_trips_per_run: median(trips),
-    postgres_round_trips_per_step: median(trips) / STEPS,
+    postgres_round_trips_per_step: tripsPerStep,
+    /** WAL flushes per step: pg_stat_wal.wal_sync over all the PostgreSQL runs (the cluster's own included) / their steps. */
+    postgres_wal_flushes_per_step: flushesPerStep,
+    /**
+     * The least a step can cost on this server, as this store writes it: each WAL flush as a one-row
+     * commit, each other round trip as a SELECT 1.
+     */
+    postgres_floor: {
+      ...least,
+      ms_per_step: flushesPerStep * least.commit_ms + Math.max(0, tripsPerStep - flushesPerStep) * least.round_trip_ms,
+    },
   };
 }
 
@@ -223,6 +300,13 @@ try {
   const steps = await stepOverhead(url);
   console.log(
     `store per step (${steps.steps}-step run, median of ${steps.reps}): SQLite file ${steps.store_ms_per_step.sqlite.toFixed(2)} ms, PostgreSQL ${steps.store_ms_per_step.postgres.toFixed(2)} ms (fsync=${settings.fsync}, synchronous_commit=${settings.synchronous_commit}) — PostgreSQL / SQLite ×${steps.postgres_over_sqlite.toFixed(2)}; ${steps.postgres_round_trips_per_step.toFixed(2)} PostgreSQL round trips per step (${steps.postgres_round_trips_per_run} per run); load ${loadavg()[0].toFixed(1)}`,
+  );
+  const f = steps.postgres_floor;
+  console.log(
+    `at the same durability: SQLite file with synchronous=FULL ${steps.store_ms_per_step.sqlite_full.toFixed(2)} ms per step — PostgreSQL / SQLite(FULL) ×${steps.postgres_over_sqlite_full.toFixed(2)}`,
+  );
+  console.log(
+    `PostgreSQL's floor here: ${steps.postgres_wal_flushes_per_step.toFixed(2)} WAL flushes per step × ${f.commit_ms.toFixed(3)} ms (a one-row commit) + the other round trips × ${f.round_trip_ms.toFixed(3)} ms (SELECT 1) = ${f.ms_per_step.toFixed(2)} ms per step (${(f.ms_per_step / steps.store_ms_per_step.sqlite).toFixed(1)}× SQLite file)`,
   );
   if (!process.argv.includes('--no-write')) {
     writeFileSync(
