@@ -3,7 +3,7 @@
  * at 2,000 pool tools, against pi-agent-core's `Agent` running the same conversation in the same
  * process.
  *
- *   node --import tsx bench/loop.ts [--runs 600] [--warmup 60] [--steps 10] [--tools 20,2000] [--only keel|pi]
+ *   node --import tsx bench/loop.ts [--runs 2000] [--warmup 400] [--steps 10] [--tools 20,2000] [--only keel|pi]
  *     [--stores none,sqlite-memory,sqlite-file] [--mem-runs 40] [--block 1] [--groups 10] [--keel dist|src]
  *     [--no-write] [--out NAME.json] [--baseline DIR]
  *
@@ -28,6 +28,10 @@
  * leaves is collected on no one else's time — in two phases: Keel's replay rows (with the baseline's),
  * then the pi-ai pairing, so both checkouts' engines run the same contenders (see benchCase). Spread: the runs are cut into --groups groups in
  * order; each pairing's ratio is computed per group and the lowest and highest are reported.
+ * Warm-up: --warmup runs per contender before any is timed. The figures are the engines' steady
+ * state: this checkout's engine runs more code per step than wave 1's and takes longer to be fully
+ * optimised (~300 runs of 10 steps against ~200); with 60 warm-up runs its first timed runs were
+ * still partly interpreted, and the engine-alone ratio at 20 tools read 1.10–1.15 instead of ~1.0.
  * Memory: --mem-runs more runs per contender, interleaved, each under v8's GCProfiler: bytes
  * allocated per step = (heap used after − before + what each GC freed) / model calls (the model
  * stream's own allocations included: for the live faux that is its serialisation of the context).
@@ -65,8 +69,8 @@ function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : fallback;
 }
-const RUNS = Number(arg('runs', '600'));
-const WARMUP = Number(arg('warmup', '60'));
+const RUNS = Number(arg('runs', '2000'));
+const WARMUP = Number(arg('warmup', '400'));
 const STEPS = Number(arg('steps', '10'));
 const TOOL_COUNTS = arg('tools', '20,2000').split(',').map(Number);
 const ONLY = arg('only', '');

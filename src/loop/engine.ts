@@ -522,7 +522,8 @@ export class RunLeg {
         // Issue 26: a first reply calling a tool the request did not declare, after a request with tools,
         // suggests the server never showed the model its tools (a chat template that cannot render them).
         if (step === 1 && menu.declared.length) {
-          const outside = calls.filter((c) => !entry.names.has(c.name)).map((c) => c.name);
+          const outside: string[] = [];
+          for (const c of calls) if (!entry.names.has(c.name)) outside.push(c.name);
           if (outside.length) this.run.warn(SAY.toolsNotSeen(this.deps.model.spec, outside));
         }
         for (const c of calls) this.called.add(c.name);

@@ -21,6 +21,7 @@ import { crashPoint } from '../util/crash.js';
 import { callKey } from '../util/json.js';
 import { closestNames, storableText, truncate } from '../util/text.js';
 import { SAY } from './sentences.js';
+import { mapSame } from './storable.js';
 
 /**
  * Intake: a reply the core can carry out call by call. Refused (the whole reply, before anything of
@@ -28,7 +29,7 @@ import { SAY } from './sentences.js';
  * (R19). Arguments nested too deep or too large to keep are replaced by a note, and the call is then
  * answered as invalid (R21).
  */
-export function admitReply(calls: readonly ToolCall[]): { problem: string } | { calls: ToolCall[] } {
+export function admitReply(calls: ToolCall[]): { problem: string } | { calls: ToolCall[] } {
   const seen = new Set<string>();
   for (const c of calls) {
     if (typeof c.id !== 'string' || c.id === '') return { problem: `the model's reply has a tool call (${String(c.name)}) without an id` };
@@ -36,7 +37,7 @@ export function admitReply(calls: readonly ToolCall[]): { problem: string } | { 
     seen.add(c.id);
   }
   return {
-    calls: calls.map((c) => {
+    calls: mapSame(calls, (c) => {
       if (c.args === undefined || c.args === null || typeof c.args !== 'object') return c;
       // Frozen from here on: the transcript, the records, hooks and the handler all see these arguments, unchanged.
       const over = boundAndFreeze(c.args);

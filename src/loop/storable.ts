@@ -14,11 +14,30 @@ export function unstorableNote(what: string, replaced: number): string {
   return `${what}: ${replaced} character${replaced === 1 ? '' : 's'} no store can hold (NUL, or half of a UTF-16 surrogate pair) replaced with U+FFFD`;
 }
 
+/**
+ * `xs` with `f` applied to each element, as `map` does — but `xs` itself when `f` gave back every
+ * element as it was: a model's reply passes admission and storable checks each step, nearly always
+ * unchanged, and an array made anew per check cost each step its allocation (and, holding another
+ * kind of elements than the model's own, a deoptimised loop while the engine warmed up).
+ */
+export function mapSame<T>(xs: T[], f: (x: T) => T): T[] {
+  let out: T[] | undefined;
+  for (let i = 0; i < xs.length; i++) {
+    const y = f(xs[i]);
+    if (out) out.push(y);
+    else if (y !== xs[i]) {
+      out = xs.slice(0, i);
+      out.push(y);
+    }
+  }
+  return out ?? xs;
+}
+
 /** A model's reply: its text and each call's id, name, arguments (already bounded: admitReply) and raw argument text. */
-export function storableReply(text: string, calls: readonly ToolCall[]): { text: string; calls: ToolCall[]; replaced: number } {
+export function storableReply(text: string, calls: ToolCall[]): { text: string; calls: ToolCall[]; replaced: number } {
   const t = storableText(text);
   let replaced = t.replaced;
-  const out = calls.map((c) => {
+  const out = mapSame(calls, (c) => {
     // Fast path, taken on nearly every call: nothing to replace, nothing made.
     if (isStorable(c.id) && isStorable(c.name) && (c.raw_args === undefined || isStorable(c.raw_args)) && !holdsUnstorable(c.args))
       return c;

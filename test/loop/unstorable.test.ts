@@ -189,3 +189,35 @@ for (const [name, open] of STORES) {
     assert.equal(failed?.reason, 'store_error');
   });
 }
+
+test('issue 27/29: storable checks find what storableText replaces (a lone surrogate, a NUL) and pass whole pairs; a reply with nothing to replace comes back as the very same array', async () => {
+  const { isStorable, holdsUnstorable } = await import('../../src/util/text.js');
+  const { storableReply, mapSame } = await import('../../src/loop/storable.js');
+  const { admitReply } = await import('../../src/loop/pipeline.js');
+  for (const s of ['', 'plain', `pair ${EMOJI}`, 'é ü ñ', 'x'.repeat(5000)]) assert.equal(isStorable(s), true, s);
+  for (const s of ['a\u0000b', '\uD83D', 'x\uDE00', `${EMOJI.slice(1)}${EMOJI.slice(0, 1)}`]) {
+    assert.equal(isStorable(s), false, JSON.stringify(s));
+    assert.ok(storableText(s).replaced > 0, JSON.stringify(s));
+  }
+  assert.equal(holdsUnstorable({ a: [{ b: 'ok' }], c: 1 }), false);
+  assert.equal(holdsUnstorable({ a: [{ b: 'bad\u0000' }] }), true);
+  assert.equal(holdsUnstorable({ ['k\uD800']: 1 }), true, 'a key too');
+  const calls: ToolCall[] = [
+    { id: 'c1', name: 'read', args: { path: 'a' } },
+    { id: 'c2', name: 'read', args: { path: 'b' } },
+  ];
+  assert.equal(storableReply('fine', calls).calls, calls, 'nothing replaced: the same array');
+  const admitted = admitReply(calls);
+  assert.ok('calls' in admitted && admitted.calls === calls, 'nothing bounded: the same array');
+  const dirty: ToolCall[] = [calls[0], { id: 'c3', name: 'read', args: { path: 'x\u0000' } }];
+  const out = storableReply('fine', dirty);
+  assert.notEqual(out.calls, dirty);
+  assert.equal(out.calls[0], dirty[0], 'an unchanged call is kept as it was');
+  assert.deepEqual(out.calls[1].args, { path: 'x\uFFFD' });
+  assert.equal(out.replaced, 1);
+  assert.deepEqual(dirty[1].args, { path: 'x\u0000' }, 'the model’s own array and call are left as they were');
+  assert.deepEqual(
+    mapSame([1, 2, 3], (x) => (x === 2 ? 20 : x)),
+    [1, 20, 3],
+  );
+});
