@@ -558,6 +558,14 @@ function verdicts(rows: CaseRow[], pairs: PairRow[]): string[] {
     if (file)
       out.push(`${n} tools: durable (sqlite-file) ${file.median_us_per_step < 1000 ? 'MEETS' : 'MISSES'} "< 1 ms per step (median)"`);
   }
+  // Issue 29's targets against a baseline (stated for the wave-1 commit 79ef51b): the engine alone
+  // within 5% of it, a durable step within 20%.
+  for (const [key, r] of Object.entries(baselineRatios(rows))) {
+    const [, store, n] = /^keel_(.+)_vs_baseline_at_(\d+)$/.exec(key) ?? [];
+    const limit = store === 'none' ? 1.05 : 1.2;
+    const what = store === 'none' ? 'the engine alone (store none)' : `a durable step (${store})`;
+    out.push(`${n} tools: ${what} ${r <= limit ? 'MEETS' : 'MISSES'} "≤ ${limit} × the baseline" (ratio ${r.toFixed(2)})`);
+  }
   return out;
 }
 
