@@ -198,7 +198,7 @@ interface KeelSide {
  */
 async function supportOf(repo: string): Promise<{ dir: string; src: string }> {
   if (KEEL === 'src') return { dir: join(repo, 'bench', 'support'), src: join(repo, 'src') };
-  const src = compileKeel(repo, true);
+  const src = compileKeel(repo);
   return { dir: join(src, '..', 'bench', 'support'), src };
 }
 

@@ -57,33 +57,24 @@ export async function loadKeelCode(srcDir: string): Promise<KeelCode> {
 }
 
 /**
- * Compiles the checkout at `repo` as `npm run build` does (tsc, tsconfig.build.json), into
+ * Compiles the checkout at `repo` — its src/ as `npm run build` does, and its bench/support/ — into
  * node_modules/.cache/keel-bench-loop-HASH (so its imports resolve to the checkout's node_modules), and
- * returns the compiled src/. Type errors are reported and the emitted JavaScript used all the same.
- * `withBench`: its bench/support/ too (a checkout from before the bench loaded Keel's code itself runs
- * its own bench support, whose imports of src/ then reach the compiled src/): a tsconfig of the
- * cache's own extends the checkout's tsconfig.json, which covers bench/, with src/ and bench/support/.
+ * returns the compiled src/ (its bench support is beside it, in bench/support/). A tsconfig of the
+ * cache's own extends the checkout's tsconfig.json (which covers bench/ in every checkout) with just
+ * those two folders. Type errors are reported and the emitted JavaScript used all the same.
  */
-export function compileKeel(repo: string, withBench = false): string {
+export function compileKeel(repo: string): string {
   // One folder per checkout: a baseline whose node_modules is this one's (a symlink) gets its own.
   const root = realpathSync(repo);
-  const out = join(
-    repo,
-    'node_modules',
-    '.cache',
-    `keel-bench-loop-${createHash('sha256').update(root).digest('hex').slice(0, 8)}${withBench ? '-bench' : ''}`,
-  );
-  let project = 'tsconfig.build.json';
-  if (withBench) {
-    mkdirSync(out, { recursive: true });
-    project = join(out, 'tsconfig.json');
-    const config = {
-      extends: join(root, 'tsconfig.json'),
-      compilerOptions: { noEmit: false, rootDir: root },
-      include: [join(root, 'src'), join(root, 'bench', 'support')],
-    };
-    writeFileSync(project, JSON.stringify(config));
-  }
+  const out = join(repo, 'node_modules', '.cache', `keel-bench-loop-${createHash('sha256').update(root).digest('hex').slice(0, 8)}-bench`);
+  mkdirSync(out, { recursive: true });
+  const project = join(out, 'tsconfig.json');
+  const config = {
+    extends: join(root, 'tsconfig.json'),
+    compilerOptions: { noEmit: false, rootDir: root },
+    include: [join(root, 'src'), join(root, 'bench', 'support')],
+  };
+  writeFileSync(project, JSON.stringify(config));
   const tsc = join(repo, 'node_modules', 'typescript', 'bin', 'tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', project, '--outDir', out, '--declaration', 'false'], {
@@ -97,9 +88,8 @@ export function compileKeel(repo: string, withBench = false): string {
     );
   }
   const src = join(out, 'src');
-  if (!existsSync(join(src, 'loop', 'legs.js')) && !existsSync(join(src, 'loop', 'run.js'))) {
-    throw new Error(`bench/loop: compiling ${repo} produced no ${src}/loop/`);
-  }
+  if (!existsSync(join(out, 'bench', 'support', 'keel-side.js')))
+    throw new Error(`bench/loop: compiling ${repo} produced no ${out}/bench/support/keel-side.js`);
   return src;
 }
 
