@@ -4,14 +4,13 @@
  * only through `optionalImport`.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { KeelError } from '../../src/util/errors.js';
 import { installCommand, isInstalled, OPTIONAL_PACKAGES, optionalImport } from '../../src/util/optional.js';
-import { ROOT } from '../support/helpers.js';
+import { ROOT, tempHome } from '../support/helpers.js';
 
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
@@ -23,7 +22,7 @@ const ALL: Record<string, string> = Object.assign({}, ...Object.values(OPTIONAL_
 
 /** Imports `spec` from a module in a temp folder, where no node_modules can provide it: the real error. */
 async function importFromNowhere(spec: string): Promise<unknown> {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-optional-'));
+  const dir = tempHome('keel-optional-');
   try {
     const file = join(dir, 'load.mjs');
     writeFileSync(file, `export default await import(${JSON.stringify(spec)});\n`);

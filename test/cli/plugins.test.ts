@@ -1,18 +1,17 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { PluginReport } from '../../src/plugin-host/types.js';
-import { keel as runCli } from '../support/helpers.js';
+import { keel as runCli, tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const _BIN = join(ROOT, 'bin', 'keel.js');
 const GOOD = join(ROOT, 'test', 'fixtures', 'plugins');
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
-const home = mkdtempSync(join(tmpdir(), 'keel-cli-plugins-'));
+const home = tempHome('keel-cli-plugins-');
 after(() => rmSync(home, { recursive: true, force: true }));
 
 before(() => {
@@ -263,7 +262,7 @@ describe('R8: keel plugins check takes a plugin.yaml, and says when a folder hol
       parse<{ plugins: PluginReport[] }>(one).plugins.map((p) => p.name),
       ['calendar'],
     );
-    const empty = mkdtempSync(join(tmpdir(), 'keel-empty-'));
+    const empty = tempHome('keel-empty-');
     const none = await keel(['plugins', 'check', empty]);
     assert.equal(none.code, 2);
     assert.match(none.stderr, /no plugin in .*a plugin folder holds a plugin\.yaml/);

@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { FakeGateway } from '../support/fake-gateway.js';
-import { type CliResult, FIXTURES, keel, ROOT } from '../support/helpers.js';
+import { type CliResult, FIXTURES, keel, ROOT, tempHome } from '../support/helpers.js';
 
 function runAndList(home: string): { answer: string; loaded: string[] } {
   const code = `
@@ -35,7 +34,7 @@ function runAndList(home: string): { answer: string; loaded: string[] } {
 }
 
 test('a one-reply run with a warm manifest cache loads neither the OpenTelemetry API, nor ajv, nor zod, nor yaml', () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
+  const home = tempHome('keel-imports-');
   runAndList(home); // fills the manifest cache
   assert.deepEqual(runAndList(home), { answer: 'Hi.', loaded: [] });
 });
@@ -73,7 +72,7 @@ async function packagesLoaded(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ r: CliResult; packages: Set<string>; counter: Set<string> }> {
-  const list = join(mkdtempSync(join(tmpdir(), 'keel-load-list-')), 'loaded.txt');
+  const list = join(tempHome('keel-load-list-'), 'loaded.txt');
   const r = await keel(args, { ...env, NODE_OPTIONS: `--import=${pathToFileURL(LOAD_LIST).href}`, KEEL_TEST_LOAD_LIST: list });
   const read = (file: string) => {
     const urls = existsSync(file) ? readFileSync(file, 'utf8').split('\n') : [];
@@ -89,7 +88,7 @@ test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what i
   const piPackages = new Set(['@mariozechner/pi-ai', ...Object.keys(piDeps.dependencies)]);
   assert.ok(piPackages.has('@anthropic-ai/sdk') && piPackages.has('@google/genai') && piPackages.has('typebox'), [...piPackages].join(' '));
   const g = await FakeGateway.start([{ text: 'Hello from OpenAI.' }, { text: 'Hello from Anthropic.' }], { strict: true });
-  const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
+  const home = tempHome('keel-imports-');
   try {
     const runs: { args: string[]; env: Record<string, string>; answer: string; expected: string[] }[] = [
       {
@@ -128,7 +127,7 @@ test('P1 (issue 26): a one-reply run against a server loads of pi-ai only what i
 test("R30 (issue 26): with token counting on (by default, and with KEEL_COUNT_TOKENS=1) ai-tokenizer never loads in Keel's process", async () => {
   // The load-list hook records Keel's process's imports; the counter's (a process of its own) go to a list of their own.
   const g = await FakeGateway.start([{ text: 'Counted by default.' }, { text: 'Counted always.' }], { strict: true });
-  const home = mkdtempSync(join(tmpdir(), 'keel-imports-'));
+  const home = tempHome('keel-imports-');
   try {
     const spec = `openai-compatible:fake-model@${g.openaiBaseUrl}`;
     for (const [counting, answer] of [

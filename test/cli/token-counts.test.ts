@@ -9,14 +9,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { defineTool, Keel } from '../../src/index.js';
 import { countRequestTokens, waitForCount } from '../../src/prompt/tokens.js';
 import { FakeGateway } from '../support/fake-gateway.js';
-import { type CliResult, ensureBuilt, FIXTURES, json, KEEL_BIN, ROOT } from '../support/helpers.js';
+import { type CliResult, ensureBuilt, FIXTURES, json, KEEL_BIN, ROOT, tempHome } from '../support/helpers.js';
 
 const COUNTER = join(ROOT, 'test', 'fixtures', 'token-counter');
 
@@ -63,7 +62,7 @@ async function withGateway(replies: number, body: (spec: string, home: string, g
     Array.from({ length: replies }, (_, i) => ({ text: `Hello ${i + 1}.` })),
     { strict: true },
   );
-  const home = mkdtempSync(join(tmpdir(), 'keel-token-counts-'));
+  const home = tempHome('keel-token-counts-');
   try {
     await body(`openai-compatible:fake-model@${g.openaiBaseUrl}`, home, g);
   } finally {
@@ -148,7 +147,7 @@ test('R30: by default a count that comes in while the run is still going joins i
   const g = await FakeGateway.start([{ tool_calls: [{ id: 'p1', name: 'probe_counts', args: {} }] }, { text: 'Probed.' }], {
     strict: true,
   });
-  const home = mkdtempSync(join(tmpdir(), 'keel-token-counts-'));
+  const home = tempHome('keel-token-counts-');
   const env: NodeJS.ProcessEnv = { ...process.env, KEEL_HOME: home, KEEL_STORE: '', KEEL_PLUGINS: '' };
   delete env.KEEL_COUNT_TOKENS;
   const keel = new Keel({ home, env, tools: [probe] });

@@ -10,12 +10,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { tempHome } from '../support/helpers.js';
 import { appDir, installEnv, installedKeel } from '../support/installed.js';
 
-const work = mkdtempSync(join(tmpdir(), 'keel-plugin-outside-'));
+const work = tempHome('keel-plugin-outside-');
 after(() => rmSync(work, { recursive: true, force: true }));
 
 /**

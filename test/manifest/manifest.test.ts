@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { formatIssue, loadManifestFile, type ManifestIssue, type ManifestResult, parseManifest } from '../../src/manifest/load.js';
 import { type Declaration, effectiveGate, normalizeDeclaration } from '../../src/manifest/schema.js';
+import { tempHome } from '../support/helpers.js';
 
 /** Lines joined with newlines, so each test's YAML reads as the file would and line numbers are countable. */
 const yaml = (...lines: string[]) => `${lines.join('\n')}\n`;
@@ -512,7 +512,7 @@ describe('M2: normalizeDeclaration defaults', () => {
 });
 
 describe('M4: loadManifestFile', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-manifest-'));
+  const dir = tempHome('keel-manifest-');
   after(() => rmSync(dir, { recursive: true, force: true }));
 
   test('M4: a manifest that cannot be read says why, with the file and the folder name', async () => {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +7,7 @@ import { parse } from 'yaml';
 import { draftManifest, effectFromAnnotations, splitCommandLine } from '../../src/cli/plugins-init.js';
 import { parseManifest } from '../../src/manifest/load.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
-import { keel as runCli } from '../support/helpers.js';
+import { keel as runCli, tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -40,7 +39,7 @@ const effects = (m: Drafted) => Object.fromEntries(Object.entries(m.tools).map((
 describe('keel plugins init --from-mcp (the real CLI)', () => {
   let home: string;
   before(() => {
-    home = mkdtempSync(join(tmpdir(), 'keel-mcp-init-'));
+    home = tempHome('keel-mcp-init-');
     mkdirSync(join(home, 'files'));
   });
   after(() => rmSync(home, { recursive: true, force: true }));

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -15,6 +14,7 @@ import {
 } from '../../src/plugin-host/mcp.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
 import type { ToolContext, ToolSpec } from '../../src/types/index.js';
+import { tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MCP = join(ROOT, 'test', 'fixtures', 'mcp');
@@ -42,7 +42,7 @@ describe('MCP servers as plugins: server-memory and server-filesystem mount from
   let home: string;
   let r: Registry;
   before(async () => {
-    home = mkdtempSync(join(tmpdir(), 'keel-mcp-mount-'));
+    home = tempHome('keel-mcp-mount-');
     mkdirSync(join(home, 'files'));
     writeFileSync(join(home, 'files', 'notes.txt'), 'first line\nsecond line\n');
     r = await mountPlugins([join(MCP, 'memory'), join(MCP, 'filesystem')], { home });
@@ -121,7 +121,7 @@ describe('MCP: refused, drift, entry module, failures', () => {
   let home: string;
   let r: Registry;
   before(async () => {
-    home = mkdtempSync(join(tmpdir(), 'keel-mcp-bad-'));
+    home = tempHome('keel-mcp-bad-');
     r = await mountPlugins(
       ['crashing', 'bad_substitution', 'memory_partial', 'missing_command'].map((d) => join(MCP, d)),
       { home },
@@ -203,7 +203,7 @@ describe('MCP: refused, drift, entry module, failures', () => {
 
 describe('MCP: start timeout, command resolution, result mapping', () => {
   test('a server that never answers fails within the timeout, and is stopped', async () => {
-    const home = mkdtempSync(join(tmpdir(), 'keel-mcp-hang-'));
+    const home = tempHome('keel-mcp-hang-');
     const started = Date.now();
     await assert.rejects(
       startMcpServer(
@@ -226,7 +226,7 @@ describe('MCP: start timeout, command resolution, result mapping', () => {
     assert.equal(resolveCommand('bin/server', '/p/plug').file, '/p/plug/bin/server');
     assert.equal(resolveCommand('/usr/bin/env', '/p').file, '/usr/bin/env');
     assert.equal(resolveCommand('mcp-server-memory', join(MCP, 'memory')).file, join(ROOT, 'node_modules', '.bin', 'mcp-server-memory'));
-    const elsewhere = mkdtempSync(join(tmpdir(), 'keel-mcp-bin-'));
+    const elsewhere = tempHome('keel-mcp-bin-');
     assert.equal(resolveCommand('mcp-server-memory', elsewhere, ROOT).file, join(ROOT, 'node_modules', '.bin', 'mcp-server-memory'));
     mkdirSync(join(elsewhere, 'node_modules', '.bin'), { recursive: true });
     writeFileSync(join(elsewhere, 'node_modules', '.bin', 'mcp-server-memory'), '');
@@ -274,7 +274,7 @@ describe('MCP: a server whose tool names are not Keel names (test/fixtures/mcp/o
   let home: string;
   let r: Registry;
   before(async () => {
-    home = mkdtempSync(join(tmpdir(), 'keel-mcp-odd-'));
+    home = tempHome('keel-mcp-odd-');
     r = await mountPlugins([join(MCP, 'odd_names')], { home });
   });
   after(async () => {

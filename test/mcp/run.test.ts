@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { Keel } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
+import { tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MEMORY = join(ROOT, 'test', 'fixtures', 'mcp', 'memory');
@@ -14,7 +14,7 @@ const FILESYSTEM = join(ROOT, 'test', 'fixtures', 'mcp', 'filesystem');
 
 /** A temp KEEL_HOME with a seeded knowledge graph and files folder, and a scripted model in it. */
 function setup(entries: ScriptEntry[], env: NodeJS.ProcessEnv = process.env): { home: string; model: string; keel: Keel } {
-  const home = mkdtempSync(join(tmpdir(), 'keel-mcp-run-'));
+  const home = tempHome('keel-mcp-run-');
   const graph = [
     { type: 'entity', name: 'Ada', entityType: 'person', observations: ['wrote the first program'] },
     { type: 'entity', name: 'Grace', entityType: 'person', observations: ['found the first bug'] },

@@ -2,11 +2,11 @@
 // that says which URL was tried and what to do; pi-ai is loaded only by commands that call a model.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
+import { tempHome } from '../support/helpers.js';
 import { LOAD_TRACE, ROOT, WIRE_PLUGINS } from './wire-support.js';
 
 const BIN = join(ROOT, 'bin', 'keel.js');
@@ -73,7 +73,7 @@ async function closedPort(): Promise<number> {
 }
 
 test('P1: keel run --model ollama:… with Ollama down exits non-zero fast, naming the URL and how to start Ollama', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-cli-'));
+  const home = tempHome('keel-cli-');
   try {
     const port = await closedPort();
     const r = await cli(['run', '--model', 'ollama:qwen2.5:7b', '--plugins', WIRE_PLUGINS, 'hi'], {
@@ -94,7 +94,7 @@ test('P1: keel run --model ollama:… with Ollama down exits non-zero fast, nami
 });
 
 test('P1: keel run --json with OLLAMA_HOST as host:port (no scheme) reports the normalised URL in the failure', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-cli-'));
+  const home = tempHome('keel-cli-');
   try {
     const port = await closedPort();
     const r = await cli(['run', '--json', '--model', 'ollama:llama3.2', '--plugins', WIRE_PLUGINS, 'hi'], {
@@ -113,7 +113,7 @@ test('P1: keel run --json with OLLAMA_HOST as host:port (no scheme) reports the 
 });
 
 test('P1: a missing API key is a config error naming the variable, before any request', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-cli-'));
+  const home = tempHome('keel-cli-');
   try {
     for (const [spec, envVar] of [
       ['openai:gpt-4o-mini', 'OPENAI_API_KEY'],
@@ -131,7 +131,7 @@ test('P1: a missing API key is a config error naming the variable, before any re
 });
 
 test('DESIGN: pi-ai is imported lazily: not by keel --help, not by a script-model run, only by a provider run', async () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-cli-'));
+  const home = tempHome('keel-cli-');
   try {
     const trace = ['--import', LOAD_TRACE];
     const help = await cli(['--help'], { KEEL_HOME: home }, trace);

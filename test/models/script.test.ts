@@ -5,17 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseScript } from '../../src/models/script.js';
 import { fileCache } from '../../src/util/file-cache.js';
 import { yamlParse, yamlParseCached } from '../../src/util/yaml.js';
-import { ROOT } from '../support/helpers.js';
+import { ROOT, tempHome } from '../support/helpers.js';
 
 test('P2: a parsed script is remembered by its hash; the remembered value equals the parse, and a changed text is parsed anew', () => {
-  const dir = join(mkdtempSync(join(tmpdir(), 'keel-script-cache-')), 'scripts');
+  const dir = join(tempHome('keel-script-cache-'), 'scripts');
   const text = '- tool_calls: [{ id: c1, name: upcoming_dues, args: { within_days: 15, tags: [a, "b c"] } }]\n- text: "Done."\n';
   const first = parseScript(text, 's.yaml', fileCache(dir));
   assert.deepEqual(first, yamlParse(text));
@@ -30,7 +29,7 @@ test('P2: a parsed script is remembered by its hash; the remembered value equals
 });
 
 test('P2: values JSON would change (.inf, .nan, -0) are not remembered; a broken script is refused every time and never kept', () => {
-  const dir = join(mkdtempSync(join(tmpdir(), 'keel-script-cache-')), 'scripts');
+  const dir = join(tempHome('keel-script-cache-'), 'scripts');
   const kept = () => (existsSync(dir) ? readdirSync(dir).length : 0);
   const odd = '- text: x\n  delay_ms: .inf\n- text: y\n  delay_ms: -0\n';
   const v = yamlParseCached(odd, fileCache(dir)) as { delay_ms: number }[];
@@ -43,7 +42,7 @@ test('P2: values JSON would change (.inf, .nan, -0) are not remembered; a broken
 });
 
 test('P2: a keel run whose script was read before loads no YAML parser', () => {
-  const home = mkdtempSync(join(tmpdir(), 'keel-script-home-'));
+  const home = tempHome('keel-script-home-');
   writeFileSync(join(home, 's.yaml'), '- text: "Hi."\n');
   const code = `
     import { createRequire } from 'node:module';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keel, type KeelOptions } from '../../src/keel/keel.js';
 import { FakeGateway, type GatewayOptions, history, type Protocol, type ScriptedReply } from '../support/fake-gateway.js';
+import { tempHome } from '../support/helpers.js';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const FIXTURE_PLUGINS = join(ROOT, 'test', 'fixtures', 'plugins');
@@ -38,7 +38,7 @@ export const ROUTES: Route[] = [
 
 /** One test's world: a fresh KEEL_HOME, a gateway, and Keels that share both (new Keel = new process). */
 export class WireWorld {
-  readonly home = mkdtempSync(join(tmpdir(), 'keel-wire-'));
+  readonly home = tempHome('keel-wire-');
   readonly env: NodeJS.ProcessEnv;
   private readonly keels: Keel[] = [];
 

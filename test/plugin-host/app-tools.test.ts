@@ -5,8 +5,7 @@
  * policy (R7) like a plugin's tools, and run by the one engine (R12, R15, A1, C5).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { z } from 'zod';
@@ -24,9 +23,9 @@ import { SqliteStore } from '../../src/store/sqlite.js';
 import { askUser, findTools } from '../../src/tools/builtins.js';
 import { defineTool } from '../../src/tools/define.js';
 import type { AppTool, Mode, ToolContext, ToolDefinition } from '../../src/types/index.js';
-import { FIXTURES } from '../support/helpers.js';
+import { FIXTURES, tempHome } from '../support/helpers.js';
 
-const scratch = mkdtempSync(join(tmpdir(), 'keel-app-tools-'));
+const scratch = tempHome('keel-app-tools-');
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 const ctx = (mode: Mode = 'agent'): ToolContext => ({
@@ -554,7 +553,7 @@ describe('R12/R15/A1: runs through the engine with app tools', () => {
   let home: string;
   let store: SqliteStore;
   before(() => {
-    home = mkdtempSync(join(tmpdir(), 'keel-app-runs-'));
+    home = tempHome('keel-app-runs-');
     store = new SqliteStore(join(home, 'keel.db'));
   });
   after(async () => {

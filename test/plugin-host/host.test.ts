@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -9,12 +8,13 @@ import type { PluginReport } from '../../src/plugin-host/types.js';
 import { confirmOnceFromEnv, OperatorPolicy } from '../../src/policy/operator.js';
 import { askUser } from '../../src/tools/builtins.js';
 import type { ToolContext } from '../../src/types/index.js';
+import { tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const GOOD = join(ROOT, 'test', 'fixtures', 'plugins');
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
 
-const scratch = mkdtempSync(join(tmpdir(), 'keel-host-'));
+const scratch = tempHome('keel-host-');
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 function mount(dirs: string[], extra: Partial<Parameters<typeof mountPlugins>[1]> = {}): Promise<Registry> {
@@ -489,7 +489,7 @@ test('R8: a plugin whose manifest fails is reported under the name its manifest 
   const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { mountPlugins } = await import('../../src/plugin-host/host.js');
-  const root = mkdtempSync(join(tmpdir(), 'keel-named-'));
+  const root = tempHome('keel-named-');
   mkdirSync(join(root, 'folder_name'));
   writeFileSync(
     join(root, 'folder_name', 'plugin.yaml'),

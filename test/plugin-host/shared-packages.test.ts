@@ -5,14 +5,14 @@
  * test/e2e/plugin-outside.test.ts does the same with the installed package's CLI and library.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { namesSharedPackages } from '../../src/plugin-host/shared-packages.js';
 import { mountForTest } from '../../src/testing.js';
+import { tempHome } from '../support/helpers.js';
 
-const scratch = mkdtempSync(join(tmpdir(), 'keel-shared-packages-'));
+const scratch = tempHome('keel-shared-packages-');
 after(() => rmSync(scratch, { recursive: true, force: true }));
 
 function folder(name: string, files: Record<string, string>): string {

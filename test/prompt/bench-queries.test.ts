@@ -5,8 +5,7 @@
  * figure); each hard request has the restatement bench/prompt searches with.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +15,12 @@ import { mountPlugins } from '../../src/plugin-host/host.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { askUser, findTools, memoryTools } from '../../src/tools/builtins.js';
 import type { ToolSpec } from '../../src/types/index.js';
+import { tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 async function benchPool(): Promise<{ byName: Map<string, ToolSpec>; close: () => Promise<void> }> {
-  const home = mkdtempSync(join(tmpdir(), 'keel-bench-queries-'));
+  const home = tempHome('keel-bench-queries-');
   const store = new SqliteStore(':memory:');
   const reg = await mountPlugins([join(ROOT, 'plugins')], { home, builtins: [askUser, ...memoryTools(store), findTools] });
   const pool = [...reg.pool, ...generatedTools()];

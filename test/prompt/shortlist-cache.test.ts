@@ -2,8 +2,7 @@
 // process stems every word of every tool, most of a small CLI run's ranking cost. What is read back
 // must rank exactly as terms made afresh; a bad entry is made again; a changed tool is a new entry.
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
@@ -11,6 +10,7 @@ import { bm25Shortlist } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/types/index.js';
 import { fileCache } from '../../src/util/file-cache.js';
+import { tempHome } from '../support/helpers.js';
 
 const TOPICS = [
   'calendar events',
@@ -50,7 +50,7 @@ function rank(p: ToolSpec[], cacheDir?: string): string[][] {
 }
 
 test('R23: index terms read back from the cache rank exactly as terms made afresh', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-index-cache-'));
+  const dir = tempHome('keel-index-cache-');
   const fresh = rank(pool());
   assert.deepEqual(rank(pool(), dir), fresh, 'made and kept');
   assert.equal(readdirSync(dir).filter((f) => f.startsWith('terms-')).length, 1);
@@ -58,7 +58,7 @@ test('R23: index terms read back from the cache rank exactly as terms made afres
 });
 
 test('R23: what the cache holds is what the index uses; a malformed entry is made again; a changed tool is a new entry', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-index-cache-'));
+  const dir = tempHome('keel-index-cache-');
   rank(pool(), dir);
   const [file] = readdirSync(dir);
   const kept = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[][][];

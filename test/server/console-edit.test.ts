@@ -6,8 +6,7 @@
  * (A7); three cards approved in one action each run once (A8); a viewer can do none of it (S3).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -17,7 +16,7 @@ import { type TestServer, testServer } from '../support/server.js';
 
 let s: TestServer;
 let browser: BrowserContext;
-const profile = mkdtempSync(join(tmpdir(), 'keel-chromium-'));
+const profile = tempHome('keel-chromium-');
 const SIZES = [
   { name: 'phone', width: 390, height: 844 },
   { name: 'desktop', width: 1280, height: 800 },

@@ -8,8 +8,7 @@
  * (reported, never asserted) go to figures.json; KEEL_WRITE_SCREENSHOTS=1 refreshes docs/screenshots.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -20,7 +19,7 @@ import { type TestServer, testServer } from '../support/server.js';
 const BAD = join(ROOT, 'test', 'fixtures', 'bad-plugins');
 const FILES = join(ROOT, 'test', 'fixtures', 'modes', 'files');
 /** KEEL_WRITE_SCREENSHOTS=1 refreshes docs/screenshots (and figures.json); otherwise they go to a temp folder. */
-const SHOTS = process.env.KEEL_WRITE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : mkdtempSync(join(tmpdir(), 'keel-shots-'));
+const SHOTS = process.env.KEEL_WRITE_SCREENSHOTS === '1' ? join(ROOT, 'docs', 'screenshots') : tempHome('keel-shots-');
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1', 'm2'] } };
 const TITLE = 'Move 2 email(s) to Trash';
 /** Web Push on (S7), so its Notifications page is one of the pages checked. */
@@ -330,8 +329,13 @@ for (const size of SIZES) {
     const expires = (await s.api('GET', `/v1/approvals/${a.approval_id}`, { token: s.viewer })).body.expires_at as string;
     const time = card.locator('time');
     assert.equal(await time.getAttribute('datetime'), expires);
-    const local = new Intl.DateTimeFormat('en-US', { timeZone: size.timezoneId, hour: 'numeric', minute: '2-digit' }).format(
+    // An expiry on another day in the viewer's zone (an hour before local midnight) also names the day.
+    const inZone = (d: Date, o: Intl.DateTimeFormatOptions) =>
+      new Intl.DateTimeFormat('en-US', { timeZone: size.timezoneId, ...o }).format(d);
+    const sameDay = inZone(new Date(expires), { dateStyle: 'short' }) === inZone(new Date(), { dateStyle: 'short' });
+    const local = inZone(
       new Date(expires),
+      sameDay ? { hour: 'numeric', minute: '2-digit' } : { month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' },
     );
     const utc = new Intl.DateTimeFormat('en-US', { timeZone: 'UTC', hour: 'numeric', minute: '2-digit' }).format(new Date(expires));
     assert.notEqual(local, utc);

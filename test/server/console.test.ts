@@ -8,8 +8,7 @@
  * screenshots in docs/screenshots: console-layout.test.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
@@ -23,7 +22,7 @@ const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1', 'm2'] } };
 
 let s: TestServer;
 let browser: BrowserContext;
-const profile = mkdtempSync(join(tmpdir(), 'keel-chromium-'));
+const profile = tempHome('keel-chromium-');
 
 before(async () => {
   // KEEL_CHROMIUM, Debian's, or the packaged one; none: one line naming what to install (never a skip).

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,8 +10,28 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..')
 export const FIXTURES = join(ROOT, 'test', 'fixtures', 'plugins');
 export const KEEL_BIN = join(ROOT, 'bin', 'keel.js');
 
+const madeDirs: string[] = [];
+
+/**
+ * A new folder under the system's temp folder, removed when the test process exits (each test file
+ * runs in a process of its own). KEEL_KEEP_TEST_DIRS=1 keeps them, to look at after a failure.
+ */
 export function tempHome(prefix = 'keel-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  if (process.env.KEEL_KEEP_TEST_DIRS === '1') return dir;
+  if (!madeDirs.length) process.once('exit', removeMadeDirs);
+  madeDirs.push(dir);
+  return dir;
+}
+
+function removeMadeDirs(): void {
+  for (const dir of madeDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true, maxRetries: 2 });
+    } catch {
+      // A child process still writing there (a worker being stopped): the system's temp cleaning gets it.
+    }
+  }
 }
 
 /** Writes a script:FILE for the scripted model and returns the model spec. */

@@ -6,16 +6,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ROOT } from '../support/helpers.js';
+import { ROOT, tempHome } from '../support/helpers.js';
 import { fromJsonSchema, fromZod } from './typed/tools.js';
 
 const FIXTURE = join(ROOT, 'test', 'tools', 'typed', 'tools.ts');
 
 function tsc(file: string): { code: number | null; out: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'keel-types-'));
+  const dir = tempHome('keel-types-');
   const config = join(dir, 'tsconfig.json');
   writeFileSync(
     config,
@@ -65,7 +64,7 @@ test('defineTool: a zod schema from another copy of zod (an application’s own 
   const { cpSync } = await import('node:fs');
   const { pathToFileURL } = await import('node:url');
   const { defineTool } = await import('../../src/tools/define.js');
-  const dir = mkdtempSync(join(tmpdir(), 'keel-zod-copy-'));
+  const dir = tempHome('keel-zod-copy-');
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   cpSync(join(ROOT, 'node_modules', 'zod'), join(dir, 'zod'), { recursive: true });
   const { z } = (await import(pathToFileURL(join(dir, 'zod', 'index.js')).href)) as typeof import('zod');
