@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import type { ScriptEntry } from '../../src/models/script.js';
@@ -89,10 +89,32 @@ export function json<T = Record<string, unknown>>(r: CliResult): T {
 }
 
 let built = false;
-/** The CLI runs from dist/; `npm ci` builds it (prepare). Rebuild when a source is newer. */
+/**
+ * The CLI runs from dist/; `npm ci` builds it (prepare), and so does `npm test`. A test run alone
+ * after a change to src/ or plugins/ would test the build from before it: refused, naming the file.
+ */
 export function ensureBuilt(): void {
   if (built) return;
   const main = join(ROOT, 'dist', 'cli', 'main.js');
   if (!existsSync(main)) throw new Error('dist/ is missing: run `npm run build` (npm ci does it through prepare)');
-  built = statSync(main).mtimeMs > 0;
+  const at = statSync(main).mtimeMs;
+  const newer = newerSource(at);
+  if (newer) throw new Error(`dist/ is older than ${relative(ROOT, newer)}: run \`npm run build\` first (npm test does)`);
+  built = true;
+}
+
+/** A TypeScript source under src/ or plugins/ (tests aside) changed after `than`, if there is one. */
+function newerSource(than: number): string | undefined {
+  const walk = (dir: string): string | undefined => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) {
+        if (e.name === 'node_modules' || e.name === '_test') continue;
+        const found = walk(path);
+        if (found) return found;
+      } else if (/\.tsx?$/.test(e.name) && !e.name.endsWith('.test.ts') && statSync(path).mtimeMs > than) return path;
+    }
+    return undefined;
+  };
+  return walk(join(ROOT, 'src')) ?? walk(join(ROOT, 'plugins'));
 }
