@@ -85,7 +85,8 @@ td pre { max-height:12rem; overflow:auto; }
  *
  * Live updates: a region marked `data-live` (an API event stream, opened with the session cookie)
  * and `data-fragment` (where its fresh HTML comes from) is re-rendered after each burst of events.
- * Focus and typed text inside the region are not lost: a region being typed in waits.
+ * Focus and typed text inside the region are not lost: a region being typed in waits, and what the
+ * viewer changed in its forms (ticked boxes, typed text, a choice) is put back after each update.
  */
 export const CONSOLE_JS = `
 const clock = new Intl.DateTimeFormat(undefined, { hour: 'numeric', minute: '2-digit' });
@@ -112,12 +113,30 @@ if (region && window.EventSource) {
   const source = new EventSource(region.dataset.live);
   let timer;
   const busy = () => region.contains(document.activeElement) && /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
+  // What the viewer changed in a form (a ticked box, a typed reason) outlives the update: kept by
+  // form, field name and, for a box, its value, and put back into the same field when it is still there.
+  const fields = () => region.querySelectorAll('input:not([type=hidden]), textarea, select');
+  const keyOf = (el) => (el.form ? el.form.getAttribute('action') || el.form.id : '') + '|' + el.name + (el.type === 'checkbox' || el.type === 'radio' ? '|' + el.value : '');
+  const changed = (el) => el.type === 'checkbox' || el.type === 'radio' ? el.checked !== el.defaultChecked
+    : el.tagName === 'SELECT' ? [...el.options].some((o) => o.selected !== o.defaultSelected) : el.value !== el.defaultValue;
+  const keep = () => {
+    const kept = new Map();
+    for (const el of fields()) if (el.name && changed(el)) kept.set(keyOf(el), el.type === 'checkbox' || el.type === 'radio' ? el.checked : el.value);
+    return kept;
+  };
+  const restore = (kept) => {
+    for (const el of fields()) {
+      const v = kept.get(keyOf(el));
+      if (v === undefined) continue;
+      if (el.type === 'checkbox' || el.type === 'radio') el.checked = v; else el.value = v;
+    }
+  };
   const refresh = () => {
     clearTimeout(timer);
     timer = setTimeout(async () => {
       if (busy()) return refresh();
       const res = await fetch(region.dataset.fragment, { credentials: 'same-origin', headers: { accept: 'text/html' } });
-      if (res.ok) { region.innerHTML = await res.text(); times(region); }
+      if (res.ok) { const kept = keep(); region.innerHTML = await res.text(); restore(kept); times(region); }
       region.dataset.updated = String(Date.now());
     }, 60);
   };

@@ -170,6 +170,29 @@ for (const size of SIZES) {
     await page.close();
   });
 
+  test(`S8 console (${size.name}): a card that arrives live leaves what the viewer ticked and typed on the other cards as it was`, async () => {
+    const a = await cardRun('trash, ticked', { name: 'trash_email', args: { ids: ['m1'] } });
+    const b = await cardRun('trash, with a reason typed', { name: 'trash_email', args: { ids: ['m2'] } });
+    const page = await login(s.approver, size);
+    const select = (id: string) => page.locator(`#card-${id}`).getByLabel(/^Select/);
+    const reason = (id: string) => page.locator(`#card-${id}`).getByLabel(/^Reason/);
+    await select(a.approval_id).check();
+    await reason(b.approval_id).fill('not this one');
+    // Focus leaves the forms, so the update is not held back for typing.
+    await page.locator('h1').first().click();
+    const c = await cardRun('trash, arriving live', { name: 'trash_email', args: { ids: ['m3'] } });
+    await page.locator(`#card-${c.approval_id}`).waitFor({ timeout: 10_000 });
+    assert.equal(await select(a.approval_id).isChecked(), true, 'the ticked box stays ticked');
+    assert.equal(await reason(b.approval_id).inputValue(), 'not this one', 'the typed reason stays');
+    assert.equal(await select(c.approval_id).isChecked(), false, 'the new card is not ticked');
+    assert.equal(await select(b.approval_id).isChecked(), false);
+    for (const x of [a, b, c]) {
+      const r = await s.api('POST', `/v1/approvals/${x.approval_id}`, { token: s.approver, body: { decision: 'reject' } });
+      assert.equal(r.status, 200);
+    }
+    await page.close();
+  });
+
   test(`S3 console (${size.name}): a viewer gets no edit form, no selection, and the server refuses their hand-made posts`, async () => {
     const before = logged('trash_email').length;
     const a = await cardRun('trash for the viewer', { name: 'trash_email', args: { ids: ['m1'] } });
