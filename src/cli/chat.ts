@@ -7,6 +7,7 @@ import { KeelError } from '../util/errors.js';
 import { nearestName } from '../util/text.js';
 import { osUser } from '../util/user.js';
 import { answerLater, chatWarning, renderChatCall, type Waiting, waitingOf } from './chat-words.js';
+import { editArguments } from './edit-args.js';
 import { LiveView } from './live.js';
 import { renderRunList, runRow } from './render.js';
 
@@ -27,10 +28,14 @@ export interface ChatOptions {
 /** The chat's own commands: a line that starts with `/` is one of these, never a request (S6). */
 const COMMANDS = ['/mode', '/approvals', '/approve', '/reject', '/runs', '/help', '/quit', '/exit'] as const;
 
+const APPROVE_USAGE = '/approve ID [--allow-writes] [--args JSON]';
+
 const HELP = `Commands:
   /mode                  show the mode; /mode agent|plan|goal changes it
   /approvals             approval cards waiting for an answer, from any run
-  /approve ID [--allow-writes]   approve a card and continue its run here
+  /approve ID [--allow-writes] [--args JSON]
+                         approve a card and continue its run here (--args: run its call
+                         with these arguments instead; the rest of the line is the JSON)
   /reject ID [REASON]    reject a card and continue its run here
   /runs                  the latest runs
   /help                  this list
@@ -197,16 +202,33 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     return r;
   };
 
-  /** `/approve ID` and `/reject ID [reason]`: the card is answered as `keel approvals approve|reject` does, and its run goes on here. */
-  const answerCard = async (decision: 'approve' | 'reject', args: string[]) => {
-    const [id, ...rest] = args;
+  /**
+   * `/approve ID [--allow-writes] [--args JSON]` and `/reject ID [reason]`: the card is answered as
+   * `keel approvals approve|reject` does, and its run goes on here. `--args` takes the rest of the
+   * line as the call's arguments (A7), so its JSON may hold spaces.
+   */
+  const answerCard = async (decision: 'approve' | 'reject', line: string) => {
+    const at = decision === 'approve' ? line.search(/(^|\s)--args(\s|$)/) : -1;
+    const edit = at >= 0 ? editArguments(line.slice(at).replace(/^\s*--args\s*/, '')) : undefined;
+    const [id, ...rest] = (at >= 0 ? line.slice(0, at) : line).split(/\s+/).filter(Boolean);
     if (!id) {
-      o.out(`usage: ${decision === 'approve' ? '/approve ID [--allow-writes]' : '/reject ID [REASON]'}  (/approvals lists the ids)\n`);
+      o.out(`usage: ${decision === 'approve' ? APPROVE_USAGE : '/reject ID [REASON]'}  (/approvals lists the ids)\n`);
+      return;
+    }
+    const unknown = decision === 'approve' ? rest.filter((w) => w !== '--allow-writes') : [];
+    if (unknown.length) {
+      o.out(`/approve does not take ${unknown.map((w) => JSON.stringify(w)).join(', ')}: ${APPROVE_USAGE}\n`);
       return;
     }
     const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
     const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
-    const { approval, result } = await keel.answerCard(id, decision, { actor: osUser(), reason, onEvent, consentWrites: allowWrites });
+    const { approval, result } = await keel.answerCard(id, decision, {
+      actor: osUser(),
+      reason,
+      onEvent,
+      consentWrites: allowWrites,
+      arguments: edit,
+    });
     spin.stop();
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);
     if (!result) {
@@ -254,7 +276,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       case '/reject':
         working = true;
         try {
-          await answerCard(name === '/approve' ? 'approve' : 'reject', args);
+          await answerCard(name === '/approve' ? 'approve' : 'reject', text.slice(name.length));
         } finally {
           working = false;
         }

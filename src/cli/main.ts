@@ -12,6 +12,7 @@ import { redact } from '../util/redact.js';
 import { forTerminal } from '../util/terminal.js';
 import { osUser } from '../util/user.js';
 import { applyColour, colourOn } from './colour.js';
+import { editArguments } from './edit-args.js';
 import { registerPluginsInit } from './init-command.js';
 import { LiveView, withLive } from './live.js';
 import { Remote } from './remote.js';
@@ -437,17 +438,6 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     });
   registerPluginsInit(plugins, io, VERSION);
 
-  /** A7: `--args JSON`, the owner's arguments for the card's call. */
-  const editArguments = (text: string): Record<string, unknown> => {
-    let v: unknown;
-    try {
-      v = JSON.parse(text);
-    } catch (err) {
-      throw new KeelError('bad_input', `--args: not valid JSON (${(err as Error).message})`);
-    }
-    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new KeelError('bad_input', '--args: must be a JSON object of arguments');
-    return v as Record<string, unknown>;
-  };
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
   approvals
     .command('list')

@@ -222,6 +222,35 @@ test('S6/A3: cards left pending by earlier runs are listed and answered in chat,
   );
 });
 
+test('S6/A7: /approve ID --args JSON runs the card’s call with the owner’s arguments (the rest of the line, spaces and all); bad JSON and an unknown word are refused where typed', async () => {
+  const home = tempHome();
+  const env = { KEEL_HOME: home };
+  const model = script(home, TRASH);
+  const first = json<{ run_id: string; approval: { id: string } }>(
+    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash the promotions'], env),
+  );
+  const a = first.approval.id;
+  const input = `/approve ${a} --args {"ids": oops\n/approve ${a} --frobnicate\n/approve ${a} --args {"ids": ["m2"]}\n`;
+  const r = await keel(['chat', '--plugins', FIXTURES], env, input);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /error: --args: not valid JSON/);
+  assert.match(r.stdout, /\/approve does not take "--frobnicate": \/approve ID \[--allow-writes\] \[--args JSON\]/);
+  assert.match(r.stdout, new RegExp(`Approval ${a}: approved\\.\\nHandled\\.`));
+  // Only the edited call ran, once; the card keeps what the model asked for and who changed it.
+  assert.deepEqual(
+    calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')),
+    ['trash_email {"ids":["m2"]}'],
+  );
+  const cards = json<{ id: string; items: { original_args?: unknown; args: unknown; edited_by?: string }[] }[]>(
+    await keel(['approvals', 'list', '--json'], env),
+  );
+  const card = cards.find((c) => c.id === a);
+  assert.ok(card);
+  assert.deepEqual(card.items[0].args, { ids: ['m2'] });
+  assert.deepEqual(card.items[0].original_args, { ids: ['m1', 'm2'] });
+  assert.ok(card.items[0].edited_by, 'who changed them is kept');
+});
+
 /** A chat under tmux whose exit code is printed when it ends. */
 async function chatUnderTmux(session: string, home: string, args: string[]): Promise<(text: string) => void> {
   tmux(
