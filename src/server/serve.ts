@@ -13,9 +13,8 @@ import { ownerAlive } from '../loop/run.js';
 import { PostgresStore } from '../store/postgres.js';
 import type { LoopEvent, RunStatus, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { Alerts } from './alerts.js';
 import { createApp } from './app.js';
-import { Notifier } from './notify.js';
-import { Push } from './push.js';
 import { Hub, LegRunner } from './runner.js';
 import { Tokens, WebSessions } from './tokens.js';
 import { handToQueue, startWorker } from './worker.js';
@@ -73,9 +72,9 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const config = keel.getConfig();
   keel.policy();
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
-  const notifier = new Notifier(config.notify ?? [], { audit: (row) => store.audit(row), env });
-  // S7: Web Push when KEEL_PUSH_SUBJECT turns it on (a missing web-push stops the server here, exit 2).
-  const push = await Push.start({ store, tokens, env, log });
+  // Webhooks (config.yaml's notify) and Web Push (S7: a missing web-push stops the server here, exit 2)
+  // for the legs this server drives; a keel worker sends those of the legs it drives.
+  const alerts = await Alerts.start({ config, store, tokens, env, log });
   const hub = new Hub();
   // #15: on a PostgreSQL store the server queues each leg for the workers (keel worker) instead of
   // driving it; with KEEL_SERVE_WORK=1 (keel serve --work) it also works legs itself, as a worker.
@@ -88,8 +87,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     if (e.type === 'text_delta') hub.delta(runId, e.text);
     else {
       hub.wake(runId);
-      notify(notifier, runId, e);
-      push.publish(runId, e);
+      alerts.event(runId, e);
     }
   };
   const runner = new LegRunner({
@@ -122,7 +120,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     version: o.version ?? '0.0.0',
     state: () => state,
     pollMs: positive(env, 'KEEL_SERVE_POLL_MS', 1000),
-    push,
+    push: alerts.push,
   });
 
   const server = await new Promise<ReturnType<typeof serve>>((resolveListen, reject) => {
@@ -170,7 +168,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
       const settled = await runner.stop(shutdownMs);
       if (!settled) log(`keel serve: legs still running after ${shutdownMs} ms: the next start takes their runs over`);
       if ('closeAllConnections' in server) server.closeAllConnections();
-      await Promise.all([notifier.drain(2000), push.drain(2000)]);
+      await alerts.drain(2000);
       await unlisten?.();
       await keel.close();
     })());
@@ -215,34 +213,4 @@ async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: 
   }
   if (out.length) log(`keel serve: carrying on ${out.length} run(s) left by an earlier server: ${out.join(', ')}`);
   return out;
-}
-
-/** Webhooks: a card to answer, a run that waits, a run that failed. */
-function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
-  const at = new Date().toISOString();
-  if (e.type === 'paused') {
-    const p = e.pause;
-    if (p.kind === 'approval') {
-      notifier.publish({
-        type: 'approval_created',
-        run_id: runId,
-        at,
-        data: { approval_id: p.approval_id, title: p.card.title, request: p.card.request, items: p.card.items },
-      });
-    }
-    notifier.publish({
-      type: 'run_paused',
-      run_id: runId,
-      at,
-      data:
-        p.kind === 'approval'
-          ? { kind: p.kind, approval_id: p.approval_id }
-          : p.kind === 'ask_user'
-            ? { kind: p.kind, question: p.question }
-            : { kind: p.kind, why: p.why },
-    });
-  }
-  if (e.type === 'run_finished' && e.result.status === 'failed') {
-    notifier.publish({ type: 'run_failed', run_id: runId, at, data: { reason: e.result.reason, answer: e.result.answer } });
-  }
 }

@@ -177,16 +177,19 @@ interface Card {
   reason: string | null;
 }
 
+/** A `keel run` in `home` that pauses on a card (the TRASH script): its run id and card. */
+async function pausedOnCard(home: string, request: string) {
+  const model = script(home, TRASH);
+  return json<{ run_id: string; approval: { id: string } }>(
+    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, request], { KEEL_HOME: home }),
+  );
+}
+
 test('S6/A3: cards left pending by earlier runs are listed and answered in chat, and their runs continue there', async () => {
   const home = tempHome();
   const env = { KEEL_HOME: home };
-  const model = script(home, TRASH);
-  const first = json<{ run_id: string; approval: { id: string } }>(
-    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash the promotions'], env),
-  );
-  const second = json<{ run_id: string; approval: { id: string } }>(
-    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash them too'], env),
-  );
+  const first = await pausedOnCard(home, 'trash the promotions');
+  const second = await pausedOnCard(home, 'trash them too');
   const [a, b] = [first.approval.id, second.approval.id];
   const input = `/approvals\n/approve ${a}\n/reject ${b} keep them\n/approve ${a}\n/approvals\n`;
   const r = await keel(['chat', '--plugins', FIXTURES], env, input);
@@ -225,11 +228,7 @@ test('S6/A3: cards left pending by earlier runs are listed and answered in chat,
 test('S6/A7: /approve ID --args JSON runs the card’s call with the owner’s arguments (the rest of the line, spaces and all); bad JSON and an unknown word are refused where typed', async () => {
   const home = tempHome();
   const env = { KEEL_HOME: home };
-  const model = script(home, TRASH);
-  const first = json<{ run_id: string; approval: { id: string } }>(
-    await keel(['run', '--json', '--model', model, '--plugins', FIXTURES, 'trash the promotions'], env),
-  );
-  const a = first.approval.id;
+  const a = (await pausedOnCard(home, 'trash the promotions')).approval.id;
   const input = `/approve ${a} --args {"ids": oops\n/approve ${a} --frobnicate\n/approve ${a} --args {"ids": ["m2"]}\n`;
   const r = await keel(['chat', '--plugins', FIXTURES], env, input);
   assert.equal(r.code, 0, r.stderr);

@@ -7,17 +7,22 @@
  * it again, and finishes the run. (S4, A2, R18)
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { RunState } from '../../src/types/index.js';
-import { calls, script } from '../support/helpers.js';
+import { calls, script, tempHome } from '../support/helpers.js';
 import { dropSchemas } from '../support/pg.js';
 import { pgDeployment, startKeelWorker, until } from '../support/workers.js';
 
 after(() => dropSchemas());
 
 const worker = (env: Record<string, string>) => startKeelWorker(env);
+
+/** A run that pauses on a card to trash m1, then answers. */
+const TRASH_M1 = [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed m1.' }] as never;
 
 test('#15: server + two workers on PostgreSQL — paused on worker A, approved through the API, continued by worker B; the destructive call runs once; a worker killed mid-call is taken over after its lease and the call is reported as of unknown outcome, never run again', async (t) => {
   const { home, env, store, api } = await pgDeployment(t, 'keel-workers-', { KEEL_LEASE_MS: '1500' });
@@ -30,10 +35,7 @@ test('#15: server + two workers on PostgreSQL — paused on worker A, approved t
 
   // 1. Worker A starts the run; it pauses on its card.
   const a = await worker(env);
-  const model = script(home, [
-    { tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m1'] } }] },
-    { text: 'Trashed m1.' },
-  ] as never);
+  const model = script(home, TRASH_M1);
   const started = await api('POST', '/v1/runs', { request: 'trash m1', model });
   assert.equal(started.status, 202, JSON.stringify(started.body));
   assert.equal(started.body.status, 'queued', 'the server queues the leg: it does not drive it');
@@ -123,4 +125,51 @@ test('#15: a worker killed between fetching a leg and holding its run leaves not
     next.child.kill('SIGTERM');
     assert.equal(await next.exited, 0, next.err());
   }
+});
+
+test('#15: webhooks of a run a keel worker drives — its card and its pause are announced once, by the worker (the server that queued the leg did not drive it); a worker stopped gracefully announces no pause', async (t) => {
+  const got: { type: string; run_id: string; data: Record<string, unknown> }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      got.push(JSON.parse(body));
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  t.after(() => new Promise<void>((r) => receiver.close(() => r())));
+  const config = `${tempHome('keel-worker-notify-')}/config.yaml`;
+  writeFileSync(
+    config,
+    `notify:\n  - url: http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook\n    events: [approval_created, run_paused, run_failed]\n    secret_env: KEEL_TEST_HOOK_SECRET\n`,
+  );
+  const { home, env, store, api } = await pgDeployment(t, 'keel-workers-notify-', {
+    KEEL_CONFIG: config,
+    KEEL_TEST_HOOK_SECRET: 'a-secret',
+  });
+  const w = await worker(env);
+  const model = script(home, TRASH_M1);
+  const started = await api('POST', '/v1/runs', { request: 'trash m1', model });
+  assert.equal(started.body.status, 'queued');
+  const runId = started.body.run_id as string;
+  const paused = await until('the run to pause on its card', async () => {
+    const r = await store.loadRun(runId);
+    return r?.status === 'paused' ? r : undefined;
+  });
+  assert.equal(paused.owner, w.owner, 'the worker drove it');
+  const approvalId = paused.pause?.kind === 'approval' ? paused.pause.approval_id : '';
+  await until('the webhooks', async () => (got.length >= 2 ? true : undefined));
+  // The worker stops gracefully with nothing running: no pause of its own to announce.
+  w.child.kill('SIGTERM');
+  assert.equal(await w.exited, 0, w.err());
+  await new Promise((r) => setTimeout(r, 500)); // a duplicate, if any, would be in by now
+  assert.deepEqual(
+    got.map((g) => [g.type, g.run_id]),
+    [
+      ['approval_created', runId],
+      ['run_paused', runId],
+    ],
+  );
+  assert.equal(got[0].data.approval_id, approvalId);
 });
