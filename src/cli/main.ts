@@ -668,24 +668,43 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         ...(ttl ? { approvalTtlMs: ttl } : {}),
       };
       await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
+      const { Tokens } = await import('../server/tokens.js');
+      // The webhooks and Web Push of this server's cards, as keel serve and keel worker send their own.
+      const store = k.store;
+      const alerts = store
+        ? await (await import('../server/alerts.js')).Alerts.start({
+            config: k.getConfig(),
+            store,
+            tokens: Tokens.at(k.home),
+            env: io.env,
+            log: (line) => io.err(`${line}\n`),
+          })
+        : undefined;
       let srv: { close(): Promise<void> };
       if (o.http !== undefined) {
-        const { Tokens } = await import('../server/tokens.js');
         // S3: KEEL_MAX_BODY_BYTES as keel serve; a session idle past the timeout has lost its client.
         const limits = mcpHttpLimits(io.env);
         const idleMs = o.idleTimeout !== undefined ? o.idleTimeout * 1000 : limits.idleMs;
-        const http = await serveMcpHttp({ ...opts, tokens: Tokens.at(k.home), port: o.http, maxBodyBytes: limits.maxBodyBytes, idleMs });
+        const http = await serveMcpHttp({
+          ...opts,
+          alerts,
+          tokens: Tokens.at(k.home),
+          port: o.http,
+          maxBodyBytes: limits.maxBodyBytes,
+          idleMs,
+        });
         io.out(`keel mcp serve: listening on ${http.url}\n`);
         srv = http;
       } else {
         // stdout is the protocol's: nothing else is written there.
-        srv = await serveMcpStdio(opts);
+        srv = await serveMcpStdio({ ...opts, alerts });
       }
       await new Promise<void>((resolveStop) => {
         stopServer = () => resolveStop();
         if (o.http === undefined) process.stdin.once('end', () => resolveStop());
       });
       await srv.close();
+      await alerts?.drain(2000);
       code = 0;
     });
 

@@ -57,13 +57,16 @@ import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
 import { deriveGateState, type GateState } from '../policy/gate.js';
-import type { ApprovalCard, ApprovalRecord, CallRecord, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
+import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { callKey } from '../util/json.js';
+import type { Alerts } from './alerts.js';
 import { allows, type Tokens } from './tokens.js';
 
 export interface McpServeOptions {
   keel: Keel;
+  /** The webhooks and Web Push its cards set off (config.yaml's notify, KEEL_PUSH_SUBJECT). */
+  alerts?: Alerts;
   pluginDirs: string[];
   mode: Mode;
   /**
@@ -586,10 +589,13 @@ class McpSession {
       reason: null,
       consent_writes: false,
     });
-    await this.run.record({
+    const paused: LoopEvent = {
       type: 'paused',
       pause: { kind: 'approval', seq: 0, approval_id: id, card, step: this.seq, items: [ready.item], results: [], calls: [] },
-    });
+    };
+    await this.run.record(paused);
+    // The owner hears of the card as of any other: the webhooks and Web Push of this process.
+    this.o.alerts?.event(this.run.state.id, paused);
     return id;
   }
 

@@ -7,14 +7,13 @@
  * it again, and finishes the run. (S4, A2, R18)
  */
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { RunState } from '../../src/types/index.js';
-import { calls, script, tempHome } from '../support/helpers.js';
+import { calls, script } from '../support/helpers.js';
 import { dropSchemas } from '../support/pg.js';
+import { webhookReceiver } from '../support/webhooks.js';
 import { pgDeployment, startKeelWorker, until } from '../support/workers.js';
 
 after(() => dropSchemas());
@@ -128,26 +127,9 @@ test('#15: a worker killed between fetching a leg and holding its run leaves not
 });
 
 test('#15: webhooks of a run a keel worker drives — its card and its pause are announced once, by the worker (the server that queued the leg did not drive it); a worker stopped gracefully announces no pause', async (t) => {
-  const got: { type: string; run_id: string; data: Record<string, unknown> }[] = [];
-  const receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      got.push(JSON.parse(body));
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-  t.after(() => new Promise<void>((r) => receiver.close(() => r())));
-  const config = `${tempHome('keel-worker-notify-')}/config.yaml`;
-  writeFileSync(
-    config,
-    `notify:\n  - url: http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook\n    events: [approval_created, run_paused, run_failed]\n    secret_env: KEEL_TEST_HOOK_SECRET\n`,
-  );
-  const { home, env, store, api } = await pgDeployment(t, 'keel-workers-notify-', {
-    KEEL_CONFIG: config,
-    KEEL_TEST_HOOK_SECRET: 'a-secret',
-  });
+  const hooks = await webhookReceiver(t);
+  const got = hooks.got;
+  const { home, env, store, api } = await pgDeployment(t, 'keel-workers-notify-', hooks.env);
   const w = await worker(env);
   const model = script(home, TRASH_M1);
   const started = await api('POST', '/v1/runs', { request: 'trash m1', model });

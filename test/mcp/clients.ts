@@ -90,6 +90,7 @@ export const trashed = (home: string) => calls(home, 'mail-calls.log').filter((l
 
 export interface Card {
   id: string;
+  run_id: string;
   status: string;
   reason: string | null;
   answered_by: string | null;

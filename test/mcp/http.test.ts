@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FIXTURES, keel, tempHome } from '../support/helpers.js';
 import { oversized } from '../support/oversized.js';
+import { webhookReceiver } from '../support/webhooks.js';
 import { cards, httpServe, textOf, trashed, until } from './clients.js';
 
 /** A call that waits on a card and returns naming it (--wait is short). */
@@ -117,4 +118,28 @@ test('S3: KEEL_MAX_BODY_BYTES bounds the MCP endpoint: a declared or chunked POS
   const bad = await keel(['mcp', 'serve', '--http', '0', '--plugins', FIXTURES], { KEEL_HOME: home, KEEL_MAX_BODY_BYTES: 'lots' });
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /KEEL_MAX_BODY_BYTES=lots is not a positive whole number/);
+});
+
+test('S7/A1: a card an MCP session makes is announced to the owner as any other — its webhooks (config.yaml notify) go out once, from the MCP server', async (t) => {
+  const home = tempHome();
+  const hooks = await webhookReceiver(t);
+  const srv = await httpServe(home, ['--plugins', FIXTURES, '--wait', '0.3'], hooks.env);
+  t.after(() => srv.close());
+  const { client, id } = await cardFromCall(srv, ['m1']);
+  t.after(() => client.close());
+  const [card] = await cards(home, 'pending');
+  assert.equal(card.id, id);
+  await until(
+    'the webhooks',
+    async () => hooks.got.length,
+    (n) => n >= 2,
+  );
+  assert.deepEqual(
+    hooks.got.map((h) => [h.type, h.run_id]),
+    [
+      ['approval_created', card.run_id],
+      ['run_paused', card.run_id],
+    ],
+  );
+  assert.equal(hooks.got[0].data.approval_id, id);
 });
