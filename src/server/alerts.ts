@@ -2,8 +2,8 @@
  * What a run's events set off beyond the streams of the process that drives it: the webhooks of
  * config.yaml's `notify` (a card to answer, a run that waits, a run that failed) and Web Push (S7).
  * Each process that drives legs has one — `keel serve` for the legs it drives, `keel worker` for
- * those it takes from the queue — and a leg is driven by one process at a time, so each event is
- * sent once, whichever process drove it.
+ * those it takes from the queue, `keel mcp serve` for its sessions' cards — and a leg is driven by
+ * one process at a time, so each event is sent once, whichever process drove it.
  */
 import type { KeelConfig } from '../config/config.js';
 import type { LoopEvent, Store } from '../types/index.js';
