@@ -669,13 +669,14 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       };
       await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
       const { Tokens } = await import('../server/tokens.js');
+      const tokens = Tokens.at(k.home);
       // The webhooks and Web Push of this server's cards, as keel serve and keel worker send their own.
       const store = k.store;
       const alerts = store
         ? await (await import('../server/alerts.js')).Alerts.start({
             config: k.getConfig(),
             store,
-            tokens: Tokens.at(k.home),
+            tokens,
             env: io.env,
             log: (line) => io.err(`${line}\n`),
           })
@@ -688,7 +689,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         const http = await serveMcpHttp({
           ...opts,
           alerts,
-          tokens: Tokens.at(k.home),
+          tokens,
           port: o.http,
           maxBodyBytes: limits.maxBodyBytes,
           idleMs,

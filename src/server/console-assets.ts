@@ -116,19 +116,20 @@ if (region && window.EventSource) {
   // What the viewer changed in a form (a ticked box, a typed reason) outlives the update: kept by
   // form, field name and, for a box, its value, and put back into the same field when it is still there.
   const fields = () => region.querySelectorAll('input:not([type=hidden]), textarea, select');
-  const keyOf = (el) => (el.form ? el.form.getAttribute('action') || el.form.id : '') + '|' + el.name + (el.type === 'checkbox' || el.type === 'radio' ? '|' + el.value : '');
-  const changed = (el) => el.type === 'checkbox' || el.type === 'radio' ? el.checked !== el.defaultChecked
+  const box = (el) => el.type === 'checkbox' || el.type === 'radio';
+  const keyOf = (el) => (el.form ? el.form.getAttribute('action') || el.form.id : '') + '|' + el.name + (box(el) ? '|' + el.value : '');
+  const changed = (el) => box(el) ? el.checked !== el.defaultChecked
     : el.tagName === 'SELECT' ? [...el.options].some((o) => o.selected !== o.defaultSelected) : el.value !== el.defaultValue;
   const keep = () => {
     const kept = new Map();
-    for (const el of fields()) if (el.name && changed(el)) kept.set(keyOf(el), el.type === 'checkbox' || el.type === 'radio' ? el.checked : el.value);
+    for (const el of fields()) if (el.name && changed(el)) kept.set(keyOf(el), box(el) ? el.checked : el.value);
     return kept;
   };
   const restore = (kept) => {
     for (const el of fields()) {
       const v = kept.get(keyOf(el));
       if (v === undefined) continue;
-      if (el.type === 'checkbox' || el.type === 'radio') el.checked = v; else el.value = v;
+      if (box(el)) el.checked = v; else el.value = v;
     }
   };
   const refresh = () => {
