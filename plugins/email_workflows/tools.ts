@@ -51,7 +51,12 @@ export function searchInbox(db: Db): ToolDefinition {
         : `${plural(r.rows.length, 'email')} ${what}:`;
       const shown = r.rows.slice(0, limit);
       const more = r.rows.length > limit ? `\n… ${r.rows.length - limit} more (narrow the search or raise limit).` : '';
-      return { content: `${head}\n${shown.map(line).join('\n')}${more}`, details: { ids: shown.map((e) => e.id), total: r.rows.length } };
+      return {
+        content: `${head}\n${shown.map(line).join('\n')}${more}`,
+        details: { ids: shown.map((e) => e.id), total: r.rows.length },
+        // U1: whose words the results carry (shown to the owner when the run later asks for consent).
+        source: `search "${args.query.trim()}": ${plural(shown.length, 'email')} from ${[...new Set(shown.map((e) => e.from_addr))].slice(0, 3).join(', ')}`,
+      };
     },
   };
 }
@@ -86,7 +91,7 @@ export function readEmail(db: Db): ToolDefinition {
         );
       }
       out.push('', e.body);
-      return { content: out.join('\n'), details: { email: e, attachments: files } };
+      return { content: out.join('\n'), details: { email: e, attachments: files }, source: `email ${e.id} from ${e.from_addr}: ${e.subject}` };
     },
   };
 }

@@ -19,6 +19,7 @@ const tool = (name: string, effect: 'read' | 'write' | 'destructive', via: 'regi
   answers_directly: false,
   guidance: false,
   contract_modes: 'hide' as const,
+  output: 'trusted' as const,
   via,
 });
 

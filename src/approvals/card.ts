@@ -1,4 +1,4 @@
-import type { ApprovalCard, ApprovalItem, CardText, ToolSpec } from '../types/index.js';
+import type { ApprovalCard, ApprovalItem, CardText, Confirmation, ToolSpec, UntrustedSource } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
 
@@ -21,11 +21,18 @@ export function undoSentence(tool: ToolSpec): string {
   return tool.declaration.undo ? `reversible with ${tool.declaration.undo}` : 'cannot be undone';
 }
 
-export function buildCard(items: readonly ApprovalItem[], tools: ReadonlyMap<string, ToolSpec>, request: string): ApprovalCard {
+export function buildCard(
+  items: readonly ApprovalItem[],
+  tools: ReadonlyMap<string, ToolSpec>,
+  request: string,
+  untrusted: readonly UntrustedSource[] = [],
+): ApprovalCard {
   // R16: a plan or goal card (its submit tool exists only in a contract mode) offers to let its writes run unasked.
   const contract = items.some((i) => tools.get(i.tool)?.onlyInModes);
   return {
     ...(contract ? { offers_write_consent: true as const } : {}),
+    // U6: the card says what outside content the run has read, from the run's own record of it.
+    ...(untrusted.length ? { untrusted: untrusted.map((u) => ({ ...u })) } : {}),
     title: items.length === 1 ? items[0].card.title : `${items.length} actions need your approval`,
     items: items.map((i) => {
       const t = tools.get(i.tool);
@@ -41,9 +48,56 @@ export function buildCard(items: readonly ApprovalItem[], tools: ReadonlyMap<str
   };
 }
 
+/** U6: what a run read from outside the user, grouped by tool in order of first read: how many results, and their labels. */
+export function groupSources(untrusted: readonly UntrustedSource[]): { tool: string; count: number; labels: string[] }[] {
+  const groups = new Map<string, { tool: string; count: number; labels: string[] }>();
+  for (const u of untrusted) {
+    let g = groups.get(u.tool);
+    if (!g) groups.set(u.tool, (g = { tool: u.tool, count: 0, labels: [] }));
+    g.count++;
+    if (!g.labels.includes(u.label)) g.labels.push(u.label);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * U6: one line saying what a run read from outside the user — "This run read words from outside
+ * you: 2 results of read_email (eve@example.com; bob@example.com), 1 result of fetch_page (…)".
+ * The labels are others' words: the caller escapes the line where it shows it.
+ */
+export function sourcesLine(untrusted: readonly UntrustedSource[], maxLabels = 3): string | undefined {
+  if (!untrusted.length) return undefined;
+  const parts = groupSources(untrusted).map((g) => {
+    const shown = g.labels.slice(0, maxLabels).join('; ');
+    const more = g.labels.length > maxLabels ? `; ${g.labels.length - maxLabels} more` : '';
+    return `${g.count} result${g.count === 1 ? '' : 's'} of ${g.tool} (${shown}${more})`;
+  });
+  return `This run read words from outside you: ${parts.join(', ')}. Approve only what you asked for.`;
+}
+
+/**
+ * U3: the calls a confirmation holds, as the core renders them (the tool's describe, then the exact
+ * call), and what the run has read from outside — for the CLI, chat and the demo. Once the run has
+ * read untrusted content, a yes covers exactly these calls.
+ */
+export function renderConfirmation(confirm: Confirmation): string[] {
+  const out = [`  Held until you confirm (${confirm.tools.join(', ')}):`];
+  for (const i of confirm.items) {
+    const call = `${i.tool}(${canonicalJson(i.args ?? {})})`;
+    if (i.title && i.title !== i.tool)
+      out.push(`    • ${i.title}`, ...(i.lines ?? []).map((l) => `        ${l}`), `        exact call: ${call}`);
+    else out.push(`    • ${call}`);
+  }
+  const read = sourcesLine(confirm.untrusted ?? []);
+  if (read) out.push(`  ${read} A yes covers exactly the calls above.`);
+  return out;
+}
+
 /** The card as text, for the CLI and the demo. */
 export function renderCard(card: ApprovalCard, id?: string): string {
   const out = [`┌ Approval needed${id ? ` (${id})` : ''}: ${card.title}`, `│ You asked: ${card.request}`];
+  const read = sourcesLine(card.untrusted ?? []);
+  if (read) out.push(`│ ${read}`);
   for (const item of card.items) {
     out.push(`│ • ${item.title}`);
     for (const l of item.lines) out.push(`│     ${l}`);

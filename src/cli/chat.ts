@@ -1,5 +1,5 @@
 import { createInterface, type Interface } from 'node:readline';
-import { renderCard } from '../approvals/card.js';
+import { renderCard, renderConfirmation } from '../approvals/card.js';
 import type { Keel, PauseResponder } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
@@ -145,7 +145,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
         return text === undefined ? undefined : { text };
       }
       // R16: a confirmation is a decision: y or n, and anything after it is passed on as text.
-      o.out(`? ${question}\n  (nothing is written until you confirm: ${confirm.tools.join(', ')})\nconfirm? [y/n] `);
+      o.out(`? ${question}\n${renderConfirmation(confirm).join('\n')}\n  (nothing is written until you confirm)\nconfirm? [y/n] `);
       for (let line = await ask({ kind: 'confirm', run_id }); line !== undefined; line = await ask({ kind: 'confirm', run_id })) {
         const m = /^\s*(y|yes|n|no)\b[\s,.:;!-]*(.*)$/i.exec(line);
         if (m) return { confirm: m[1][0].toLowerCase() === 'y', text: m[2] };
@@ -159,9 +159,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       if (approval.refused) o.out(`✗ edit refused: ${approval.refused}\n  (the card still waits)\n`);
       else o.out(`${renderCard(approval.card, approval.id)}\n`);
       o.out(
-        writes
-          ? 'approve? [y/N, w = approve and let its writes run, e = edit the arguments] '
-          : 'approve? [y/N, e = edit the arguments] ',
+        writes ? 'approve? [y/N, w = approve and let its writes run, e = edit the arguments] ' : 'approve? [y/N, e = edit the arguments] ',
       );
       const line = await ask(where);
       if (line === undefined) return undefined;

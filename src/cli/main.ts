@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Help, Option } from 'commander';
-import { renderCard } from '../approvals/card.js';
+import { renderCard, renderConfirmation } from '../approvals/card.js';
 import { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 import type { Keel } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
@@ -326,7 +326,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         }
         if (confirm === undefined && process.stdin.isTTY) {
           const r = await server.getRun(runId);
-          if (r.confirm) confirm = await askYesNo(`${r.question}\nConfirm ${r.confirm.tools.join(', ')}? [y/n] `);
+          if (r.confirm) confirm = await askYesNo(`${r.question}\n${renderConfirmation(r.confirm).join('\n')}\nConfirm? [y/n] `);
         }
         finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(o)), o);
         return;
@@ -340,7 +340,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       if (confirm === undefined && process.stdin.isTTY) {
         const pause = (await k.getRun(runId)).pause;
         if (pause?.kind === 'ask_user' && pause.confirm)
-          confirm = await askYesNo(`${pause.question}\nConfirm ${pause.confirm.tools.join(', ')}? [y/n] `);
+          confirm = await askYesNo(`${pause.question}\n${renderConfirmation(pause.confirm).join('\n')}\nConfirm? [y/n] `);
       }
       finish(await k.answer(runId, { text: o.answer ?? '', confirm }, { model: o.model, onEvent: printer(o) }), o);
     });

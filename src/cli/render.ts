@@ -1,7 +1,7 @@
-import { renderCard } from '../approvals/card.js';
+import { renderCard, renderConfirmation } from '../approvals/card.js';
+import { untrustedRead } from '../loop/result.js';
 import type { PluginReport } from '../plugin-host/types.js';
 import type { CallRecord, LoopEvent, RunResult, RunState, RunSummary } from '../types/index.js';
-import { canonicalJson } from '../util/json.js';
 import { paint, type Style } from './colour.js';
 
 const OUTCOME_ICON: Record<CallRecord['outcome'], [string, Style]> = {
@@ -93,8 +93,7 @@ export function renderEnd(r: RunResult): { out: string; err: string } {
   const out: string[] = [];
   const err: string[] = [];
   if (r.status === 'paused' && r.question !== undefined && r.confirm) {
-    const items = r.confirm.items.map((i) => `    • ${i.tool}(${canonicalJson(i.args ?? {})})`);
-    out.push(`? ${r.question}`, `  Held until you confirm (${r.confirm.tools.join(', ')}):`, ...items);
+    out.push(`? ${r.question}`, ...renderConfirmation(r.confirm));
     err.push(
       `Run ${r.run_id} asks you to confirm. Answer with:`,
       `  keel resume ${r.run_id} --yes    or    keel resume ${r.run_id} --no    (add --answer "…" to say more)`,
@@ -153,6 +152,9 @@ export function renderRunShow(run: RunState): string {
     for (const r of records.filter((x) => x.step === step)) out.push(renderCall(r));
   }
   if (run.effects.length) out.push(`effects: ${run.effects.map((e) => `${e.tool} (${e.effect})`).join(', ')}`);
+  // U2: what the run has read from outside the user, each result with its label.
+  const read = untrustedRead(run);
+  if (read.length) out.push(`read from outside you (untrusted):\n${read.map((u) => `  - ${u.tool} ${u.call_id}: ${u.label}`).join('\n')}`);
   if (run.notes.length) out.push(`notes:\n${run.notes.map((n) => `  - ${n}`).join('\n')}`);
   if (run.pause?.kind === 'ask_user') out.push(`paused: waiting for an answer to "${run.pause.question}"`);
   if (run.pause?.kind === 'approval') out.push(`paused: waiting for approval ${run.pause.approval_id}`);
@@ -173,6 +175,8 @@ export function renderPlugins(plugins: PluginReport[]): string {
         t.guidance && 'guidance',
         t.undo && `undo=${t.undo}`,
         t.contract_modes === 'declare' && 'contract_modes=declare',
+        t.output === 'untrusted' && 'output=untrusted',
+        t.after_untrusted && `after_untrusted=${t.after_untrusted}`,
         t.via === 'declareTool' && 'own loop',
         t.denied && paint('red', 'DENIED'),
         t.modes && `modes=${t.modes.join(',')}`,

@@ -5,9 +5,10 @@
  * mode is this run in now".
  */
 import { mapEvents } from '../loop/journal.js';
+import { untrustedRead } from '../loop/result.js';
 import { type RunView, RunWriter, type SessionWatch } from '../loop/run.js';
 import { repliedCalls } from '../loop/seq.js';
-import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord } from '../types/index.js';
+import type { Contract, LoopEvent, Message, Mode, RunResult, RunStore, SessionRecord, UntrustedSource } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
 /** What a new run in an existing session starts from. */
@@ -18,6 +19,8 @@ export interface SessionStart {
   /** Model calls the session's earlier runs made with the same model spec (a scripted model's position). */
   seq_base: number;
   mode: Mode;
+  /** U2: what the session's transcript so far has read from outside the user: the new run's context carries it. */
+  untrusted: UntrustedSource[];
 }
 
 export class Sessions implements SessionWatch {
@@ -79,7 +82,14 @@ export class Sessions implements SessionWatch {
       throw new KeelError('conflict', `session ${sessionId} has a run that is ${last.status} (${last.id}): answer or finish it first`);
     }
     const seq_base = last && last.model === modelSpec ? last.seq_base + repliedCalls(last) : 0;
-    return { id: rec.id, history: last?.messages ?? [], contract: rec.contract, seq_base, mode: rec.mode };
+    return {
+      id: rec.id,
+      history: last?.messages ?? [],
+      contract: rec.contract,
+      seq_base,
+      mode: rec.mode,
+      untrusted: last ? untrustedRead(last) : [],
+    };
   }
 
   /**

@@ -117,7 +117,7 @@ export class RunLeg {
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
     this.modelAbort = deps.signal ? new AbortController() : this.abort;
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
-    this.gate = deriveGateState(run.state.steps, deps.store !== null);
+    this.gate = deriveGateState(run.state.steps, deps.store !== null, run.state.inherited_untrusted);
     if (deps.sessionWatch) run.watchSession(deps.sessionWatch);
     for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
     deps.signal?.addEventListener('abort', this.onInterrupt, { once: true });
@@ -257,6 +257,7 @@ export class RunLeg {
         const res = results.find((r) => r.call_id === item.call_id);
         if (!rec || !res) continue;
         Object.assign(rec, { outcome: ex.outcome, result: ex.content, is_error: ex.is_error, by_core: ex.outcome !== 'ran' });
+        if (ex.untrusted !== undefined) rec.untrusted = ex.untrusted;
         // A7: the trace keeps what ran and what the model asked for, and who changed it; the gate's
         // repeat guard then knows the edited call as the one that ran.
         if (edited) Object.assign(rec, { args: edited.args, edited_from: edited.original_args, edited_by: edited.edited_by });
@@ -583,6 +584,7 @@ export class RunLeg {
       recordEffect: (e) => this.run.addEffect(e),
       ledger,
       maxResultChars: this.limits.maxResultChars,
+      untrusted: () => this.gate.untrusted,
     };
   }
 
@@ -653,7 +655,7 @@ export class RunLeg {
             question = {
               call_id: call.id,
               question: prepared.question,
-              confirm: heldConfirmation([...s.steps, ...records], this.gate.heldAwaitingAnswer),
+              confirm: heldConfirmation([...s.steps, ...records], this.gate.heldAwaitingAnswer, pool, this.gate.untrusted),
             };
             record = rec('ran', '', false, false);
             pending = true;
@@ -673,6 +675,9 @@ export class RunLeg {
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
             const ex = await executeCall(ctx, runs, call.id, prepared.args);
             record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+            if (ex.untrusted !== undefined) record.untrusted = ex.untrusted;
+            // U4: the trace says which operator rule let this write run after untrusted content.
+            if (prepared.allowed_after_untrusted) record.allowed_after_untrusted = prepared.allowed_after_untrusted;
             key = prepared.key;
             break;
           }
@@ -701,7 +706,7 @@ export class RunLeg {
     if (store && approvals.length) {
       const seq = this.run.nextPauseSeq();
       const id = `apr_${randomUUID().slice(0, 8)}`;
-      const card = buildCard(approvals, pool, s.request);
+      const card = buildCard(approvals, pool, s.request, this.gate.untrusted);
       const now = this.deps.now?.() ?? new Date();
       // A1: the card is stored by the pause's own save — a process killed before it leaves
       // neither, and the step is done again; never a card no paused run waits on.

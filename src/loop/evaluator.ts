@@ -1,6 +1,7 @@
 /** What the evaluator and the result read from a run's records, besides the gate. */
+import { describeCall } from '../approvals/card.js';
 import type { PluginReport } from '../plugin-host/types.js';
-import type { CallRecord, Confirmation } from '../types/index.js';
+import type { CallRecord, Confirmation, ToolSpec, UntrustedSource } from '../types/index.js';
 
 /** R20: how many calls at the end of the trace failed in a row. */
 export function countTrailingFailures(steps: readonly CallRecord[]): number {
@@ -51,15 +52,24 @@ export function pluginWarning(p: PluginReport): string {
  * R16: the writes held since the user last answered (`held`, the gate's state as of the question),
  * with the calls waiting on them: a question asked now is a confirmation of them.
  */
-export function heldConfirmation(records: readonly CallRecord[], held: ReadonlySet<string>): Confirmation | undefined {
+export function heldConfirmation(
+  records: readonly CallRecord[],
+  held: ReadonlySet<string>,
+  pool: ReadonlyMap<string, ToolSpec>,
+  untrusted: readonly UntrustedSource[],
+): Confirmation | undefined {
   if (!held.size) return undefined;
   const items: Confirmation['items'] = [];
   for (let i = records.length - 1; i >= 0; i--) {
     const r = records[i];
     if (r.tool === 'ask_user' && r.outcome === 'ran') break;
-    if (r.outcome === 'held_for_confirmation' && held.has(r.tool)) items.unshift({ call_id: r.call_id, tool: r.tool, args: r.args });
+    if (r.outcome !== 'held_for_confirmation' || !held.has(r.tool)) continue;
+    // U3: the person is shown each held call in the core's words (the tool's describe), not only the model's question.
+    const tool = pool.get(r.tool);
+    const card = tool?.describe && r.args ? describeCall(tool, r.args) : undefined;
+    items.unshift({ call_id: r.call_id, tool: r.tool, args: r.args, ...(card ? { title: card.title, lines: card.lines } : {}) });
   }
-  return { tools: [...held], items };
+  return { tools: [...held], items, ...(untrusted.length ? { untrusted: untrusted.map((u) => ({ ...u })) } : {}) };
 }
 
 /** R20: the last usable result of the run (for a run that stalls on repeats). */

@@ -15,10 +15,20 @@ import type { Registry } from '../plugin-host/host.js';
 import { decide, denialOf, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
-import type { ApprovalItem, ApprovalStore, EffectRecord, Mode, Outcome, ToolCall, ToolOutput, ToolSpec } from '../types/index.js';
+import type {
+  ApprovalItem,
+  ApprovalStore,
+  EffectRecord,
+  Mode,
+  Outcome,
+  ToolCall,
+  ToolOutput,
+  ToolSpec,
+  UntrustedSource,
+} from '../types/index.js';
 import { boundAndFreeze, capText, MAX_ARGS_CHARS, MAX_ARGS_DEPTH, outputText } from '../util/bounds.js';
 import { crashPoint } from '../util/crash.js';
-import { callKey } from '../util/json.js';
+import { callKey, canonicalJson } from '../util/json.js';
 import { closestNames, storableText, truncate } from '../util/text.js';
 import { SAY } from './sentences.js';
 import { mapSame } from './storable.js';
@@ -60,8 +70,11 @@ export type Prepared =
   | { kind: 'ask_user'; question: string }
   /** A1: the call needs the owner's card: `prepareApproval` checks it and words it. */
   | { kind: 'needs_card'; tool: ToolSpec; args: Record<string, unknown> }
-  /** `key`: the call's repeat key (callKey), for the gate to remember the call by once it ran (R13). */
-  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; key: string };
+  /**
+   * `key`: the call's repeat key (callKey), for the gate to remember the call by once it ran (R13).
+   * `allowed_after_untrusted`: the operator rule that let this write run although the run read untrusted content (U4).
+   */
+  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; key: string; allowed_after_untrusted?: string };
 
 /** A prepared call with its card worded: what the engine carries out. */
 export type Ready = Exclude<Prepared, { kind: 'needs_card' }> | { kind: 'approval'; item: ApprovalItem };
@@ -131,6 +144,8 @@ export function prepareCall(x: PrepareInput): Prepared {
       // R15: the sentence sends the model to ask_user, which a run that cannot pause does not declare.
       if (!x.gate.canPause) return answered('held_for_confirmation', SAY.confirmationUnavailable(call.name));
       return answered('held_for_confirmation', decision.declined ? SAY.declinedEarlier(call.name) : SAY.heldForConfirmation(call.name));
+    case 'declined_call':
+      return answered('rejected', SAY.declinedExactCall(call.name));
     case 'refuse_approval':
       return answered('error', SAY.approvalUnavailable(call.name));
     case 'needs_approval':
@@ -138,7 +153,9 @@ export function prepareCall(x: PrepareInput): Prepared {
       if (x.pending.question) return answered('invalid_arguments', SAY.notQueued(call.name, SAY.questionPendingForApproval));
       return { kind: 'needs_card', tool: tool as ToolSpec, args };
     case 'run':
-      return { kind: 'execute', tool: tool as ToolSpec, args, key };
+      return decision.allowed_after_untrusted
+        ? { kind: 'execute', tool: tool as ToolSpec, args, key, allowed_after_untrusted: decision.allowed_after_untrusted }
+        : { kind: 'execute', tool: tool as ToolSpec, args, key };
   }
 }
 
@@ -179,6 +196,8 @@ export interface ExecuteContext {
   ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet' | 'audit'>; approval_id: string };
   /** How much of a result is kept and shown to the model (the rest is cut, with a note). */
   maxResultChars: number;
+  /** U2: what the run has read from outside the user so far (handed to the handler: a tool that stores what it is given marks it). */
+  untrusted?: () => readonly UntrustedSource[];
 }
 
 export interface Executed {
@@ -190,20 +209,35 @@ export interface Executed {
   refused?: string;
   /** A2: the ledger holds the call's intent but not its outcome: it was not run again. */
   unknown_outcome?: true;
+  /** U1: the result carries words from outside the user: a short label of where from. */
+  untrusted?: string;
 }
 
-/** Whatever a handler returned, as text (never throws, R21-like for tools) and an error flag. */
-function normalizeOutput(out: ToolOutput | unknown): { content: string; is_error: boolean } {
+/** U1: how long a source's label may be (it is others' words: shown escaped, never trusted). */
+export const MAX_SOURCE_LABEL = 120;
+
+/** Whatever a handler returned, as text (never throws, R21-like for tools), an error flag, and what it says of its provenance. */
+function normalizeOutput(out: ToolOutput | unknown): { content: string; is_error: boolean; source?: unknown; untrusted?: boolean } {
   if (typeof out === 'string') return { content: out, is_error: false };
   try {
     if (out && typeof out === 'object' && typeof (out as { content?: unknown }).content === 'string') {
-      const o = out as { content: string; is_error?: unknown };
-      return { content: o.content, is_error: Boolean(o.is_error) };
+      const o = out as { content: string; is_error?: unknown; source?: unknown; untrusted?: unknown };
+      return { content: o.content, is_error: Boolean(o.is_error), source: o.source, untrusted: o.untrusted === true };
     }
   } catch {
     // A throwing getter: described as text below.
   }
   return { content: outputText(out), is_error: false };
+}
+
+/**
+ * U1: the label of an untrusted result: the tool's own `source` (one line, bounded, storable), else
+ * the call itself. A result is untrusted when its tool is declared `output: untrusted` or the result
+ * says so; a result can never make such a tool trusted.
+ */
+function untrustedLabel(tool: ToolSpec, args: Record<string, unknown>, source: unknown): string {
+  const given = typeof source === 'string' ? storableText(source.replace(/\s+/g, ' ').trim()).text : '';
+  return truncate(given || `${tool.name}(${canonicalJson(args)})`, MAX_SOURCE_LABEL);
 }
 
 function errorMessage(err: unknown): string {
@@ -274,7 +308,11 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
     crashPoint('ledger-start');
     if (!fresh) {
       const row = await ledger.store.ledgerGet(ledger.approval_id, callId);
-      if (row?.state === 'finished') return { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };
+      if (row?.state === 'finished') {
+        const done: Executed = { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };
+        if (tool.declaration.output === 'untrusted') done.untrusted = untrustedLabel(tool, args, undefined);
+        return done;
+      }
       return { ...coreResult(SAY.unknownOutcome(tool.name)), unknown_outcome: true };
     }
   }
@@ -283,7 +321,15 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
 
   let result: Executed;
   try {
-    const handler = tool.execute(frozen, { run_id: ctx.run_id, call_id: callId, mode, request: ctx.request, signal: ctx.signal });
+    const untrusted = ctx.untrusted?.() ?? [];
+    const handler = tool.execute(frozen, {
+      run_id: ctx.run_id,
+      call_id: callId,
+      mode,
+      request: ctx.request,
+      signal: ctx.signal,
+      untrusted,
+    });
     // R20: the run's time limit holds whether or not the tool listens to its signal.
     const out = ctx.signal.aborted ? ABORTED : handler instanceof Promise ? await Promise.race([handler, ctx.aborted]) : handler;
     if (out === ABORTED) {
@@ -291,13 +337,17 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
       const late = coreResult(SAY.toolLate(tool.name));
       return tool.declaration.effect === 'read' ? late : { ...late, unknown_outcome: true };
     }
-    result = { outcome: 'ran', ...normalizeOutput(out) };
+    const o = normalizeOutput(out);
+    result = { outcome: 'ran', content: o.content, is_error: o.is_error };
+    if (o.untrusted || tool.declaration.output === 'untrusted') result.untrusted = untrustedLabel(tool, args, o.source);
   } catch (err) {
     if (err instanceof ModeDenied) {
       result = denied(tool, err.mode);
     } else {
       ctx.registry.chargeFailure(tool);
       result = coreResult(SAY.toolFailed(tool.name, errorMessage(err)));
+      // U1: the error's message is the tool's own words, which may quote what it read.
+      if (tool.declaration.output === 'untrusted') result.untrusted = untrustedLabel(tool, args, undefined);
     }
   }
   const handlerRan = result.outcome === 'ran' || result.outcome === 'error';

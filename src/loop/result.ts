@@ -1,4 +1,4 @@
-import type { ApprovalRecord, EndReason, RunResult, RunResultBase } from '../types/index.js';
+import type { ApprovalRecord, EndReason, RunResult, RunResultBase, UntrustedSource } from '../types/index.js';
 import type { RunView } from './run.js';
 
 const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }) => string>> = {
@@ -96,8 +96,11 @@ export function toResult(s: RunView): RunResult {
         c.edited_from = r.edited_from;
         c.edited_by = r.edited_by;
       }
+      if (r.untrusted !== undefined) c.untrusted = r.untrusted;
+      if (r.allowed_after_untrusted !== undefined) c.allowed_after_untrusted = r.allowed_after_untrusted;
       return c;
     }),
+    untrusted: untrustedRead(s),
     notes: [...s.notes],
     warnings: [...s.warnings],
     status: s.status,
@@ -116,6 +119,14 @@ export function toResult(s: RunView): RunResult {
     } else out.reason = 'interrupted';
   } else if (s.status !== 'done' || !s.reason || s.answer === null) out.status = 'failed';
   return out as unknown as RunResult;
+}
+
+/** U2: what the run has read from outside the user, in order: what its parent had (a delegate), then its own untrusted results. */
+export function untrustedRead(s: Pick<RunView, 'steps' | 'inherited_untrusted' | 'pause'>): UntrustedSource[] {
+  const out: UntrustedSource[] = s.inherited_untrusted ? s.inherited_untrusted.map((u) => ({ ...u })) : [];
+  const calls = s.pause && s.pause.kind !== 'interrupted' ? [...s.steps, ...s.pause.calls] : s.steps;
+  for (const r of calls) if (r.untrusted !== undefined) out.push({ tool: r.tool, call_id: r.call_id, label: r.untrusted });
+  return out;
 }
 
 /** The paused step's calls that have a result already (the question itself is still open). */

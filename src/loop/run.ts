@@ -26,6 +26,7 @@ import type {
   RunStatus,
   RunStore,
   ToolCall,
+  UntrustedSource,
 } from '../types/index.js';
 import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
@@ -140,9 +141,17 @@ export interface NewRun {
   model: string;
   plugin_dirs: string[];
   /** Continue a session: its id, its transcript so far, its approved contract and scripted position. */
-  session?: { id: string; history: readonly Message[]; contract: Contract | null; seq_base: number };
+  session?: {
+    id: string;
+    history: readonly Message[];
+    contract: Contract | null;
+    seq_base: number;
+    untrusted?: readonly UntrustedSource[];
+  };
   /** A delegate's run belongs to its parent's session (C8). */
   session_id?: string;
+  /** U2: a delegate's: what its parent had read from outside the user when it started it. */
+  inherited_untrusted?: readonly UntrustedSource[];
   notes?: readonly string[];
 }
 
@@ -199,6 +208,9 @@ export class RunWriter {
       created_at: now,
       updated_at: now,
     };
+    // U2: the run's context starts with what it inherits (the session's transcript, a delegate's prompt): so does what it has read.
+    const inherited = input.inherited_untrusted ?? input.session?.untrusted;
+    if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
     await store?.createRun(s);
     return new RunWriter(s, store, clock);
   }

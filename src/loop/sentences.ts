@@ -50,10 +50,13 @@ export const SAY = {
     `${name} was not run: an operator rule forbids it${modes ? ` in ${mode} mode (it runs only in ${modes.join(', ')} mode)` : ''}. Do without it, and tell the user if it was needed.`,
   /** R15: the first call of a confirm-once write. */
   heldForConfirmation: (name: string) =>
-    `Not run: the user has not confirmed ${name} yet. Ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
+    `Not run: the user has not confirmed ${name} yet. Make every ${name} call you intend in one reply, so the user sees them all at once; then ask once with ask_user, listing every item you intend to create or change, then call ${name} once per item.`,
   /** R15 in a run that cannot pause (a delegate, C8): no ask_user to confirm with, so the write never runs. */
   confirmationUnavailable: (name: string) =>
     `Not run: ${name} needs the user's confirmation, which cannot be asked here. Do without it, and say in your answer what it would have written.`,
+  /** U5: the user refused this very call (a confirmation's no, a rejected card) earlier in this run: refused at once. */
+  declinedExactCall: (name: string) =>
+    `Not run: the user declined this exact ${name} call earlier in this run, and Keel does not ask again. Do not call it again; tell the user it was not done.`,
   /** R16: the user said no to a tool earlier in this run; the call is held again. */
   declinedEarlier: (name: string) =>
     `Not run: the user declined ${name} earlier in this run. Do not call it again unless the user asks for it; if they may have changed their mind, ask once with ask_user.`,

@@ -181,6 +181,7 @@ export const PLAIN_FIELDS = {
     idempotent: isBoolean,
     editable: isBoolean,
     contract_modes: oneOf('declare', 'hide'),
+    output: oneOf('trusted', 'untrusted'),
   } satisfies Record<ToolDeclarationField, Check>,
   mcp: {
     command: filled,

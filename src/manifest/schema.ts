@@ -23,14 +23,17 @@ function build(z: typeof Zod) {
       answers_directly: z.boolean().optional().describe("The tool's output is already the user's answer."),
       undo: z.string().optional().describe('destructive only: the write tool (confirm: never) that reverses this one.'),
       idempotent: z.boolean().optional().describe('Calling it again with the same arguments changes nothing more (told to MCP clients).'),
-      editable: z
-        .boolean()
-        .optional()
-        .describe("false: the owner may not change a call's arguments on its approval card (default true)."),
+      editable: z.boolean().optional().describe("false: the owner may not change a call's arguments on its approval card (default true)."),
       contract_modes: z
         .enum(['declare', 'hide'])
         .optional()
         .describe('non-read only: in Plan/Goal stay declared (labelled unavailable) or leave the menu.'),
+      output: z
+        .enum(['trusted', 'untrusted'])
+        .optional()
+        .describe(
+          "untrusted: results carry words written by someone other than the user (email, web pages, others' files); after one, a yes covers only the exact calls shown (default trusted).",
+        ),
     })
     .describe('One tool the plugin registers, and what it does to the world.');
 
@@ -96,6 +99,7 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
     contract_modes: d.contract_modes ?? 'hide',
     ...(d.idempotent !== undefined ? { idempotent: d.idempotent } : {}),
     ...(d.editable !== undefined ? { editable: d.editable } : {}),
+    ...(d.output === 'untrusted' ? { output: 'untrusted' as const } : {}),
   };
 }
 

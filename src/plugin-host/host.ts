@@ -127,6 +127,8 @@ function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
     guidance: Boolean(d.guidance?.trim()),
     contract_modes: d.contract_modes,
     undo: d.undo,
+    output: d.output ?? 'trusted',
+    ...(p?.after_untrusted ? { after_untrusted: p.after_untrusted } : {}),
     via,
   };
 }

@@ -1,4 +1,4 @@
-import type { CallRecord, Mode, ToolSpec } from '../types/index.js';
+import type { CallRecord, Mode, ToolSpec, UntrustedSource } from '../types/index.js';
 import { callKey } from '../util/json.js';
 
 /**
@@ -7,11 +7,15 @@ import { callKey } from '../util/json.js';
  * Most of Keel's rules (docs/rules.md) live here; the engine only carries out the decision.
  */
 export type Decision =
-  | { kind: 'run' }
+  /** `allowed_after_untrusted`: an operator rule let this write run as before although the run read untrusted content (U4). */
+  | { kind: 'run'; allowed_after_untrusted?: string }
   | { kind: 'ask_user' }
   /** R15: held; `declined` when the user already said no to this tool in this run (R16). */
   | { kind: 'hold_for_confirmation'; declined: boolean }
-  | { kind: 'needs_approval' }
+  /** `narrowed`: the card exists only because the run read untrusted content (U3): a yes no longer covers this call. */
+  | { kind: 'needs_approval'; narrowed?: true }
+  /** U5: the person already refused this exact call in this run: refused at once, never asked again. */
+  | { kind: 'declined_call' }
   | { kind: 'refuse_approval' }
   /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome. */
   | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy' }
@@ -49,6 +53,14 @@ export interface GateState {
   canPause: boolean;
   /** R13: calls waiting on a card in this reply, by `tool + canonical args`: the call id of the first. */
   carded: Map<string, string>;
+  /** U2: what the run has read from outside the user, in order (the results of `output: untrusted` tools). */
+  untrusted: UntrustedSource[];
+  /** U3: exact calls (`tool + canonical args`) the person was shown and said yes to. */
+  consentedCalls: Set<string>;
+  /** U5: exact calls the person refused (a confirmation's no, a rejected card). */
+  declinedCalls: Set<string>;
+  /** The keys of the calls held since the last answered question: what its yes or no covers. */
+  heldCalls: Set<string>;
 }
 
 export interface GateInput {
@@ -64,6 +76,9 @@ export interface GateInput {
   mode: Mode;
   state: GateState;
 }
+
+/** U2: how the trace names the core's own exception (a tool that marks what it writes untrusted). */
+export const CARRIES_PROVENANCE = 'core: marks what it writes or starts as untrusted';
 
 /** The tool each contract mode submits its proposal with (C1). */
 export const SUBMIT_TOOL: Record<Mode, string | undefined> = { agent: undefined, plan: 'submit_plan', goal: 'submit_goal' };
@@ -98,15 +113,28 @@ export function decide(input: GateInput): Decision {
   // R13: a call identical to one waiting on a card is that call's repeat: approving the card runs it once.
   const carded = state.carded.get(input.key);
   if (carded !== undefined) return { kind: 'repeat_of_card', call_id: carded };
-  switch (tool.gate) {
-    case 'none':
-      return { kind: 'run' };
-    case 'confirm_once':
-      if (state.consentAll || state.consented.has(tool.name)) return { kind: 'run' };
-      return { kind: 'hold_for_confirmation', declined: state.declined.has(tool.name) };
-    case 'approval':
-      return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
+  // U5: a no is remembered: the very call the person refused is not put to them again.
+  if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
+  if (tool.gate === 'approval') return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
+  if (tool.declaration.effect === 'read') return { kind: 'run' };
+  // U3: once words from outside the user are in the run, a yes covers only the exact calls the
+  // person was shown; every other write waits on a card pinned to its arguments — unless an
+  // operator rule lets this write run as before (U4, audited).
+  const narrowed = state.untrusted.length > 0;
+  const exception = narrowed
+    ? (tool.policy?.after_untrusted && tool.policy.rule) || (tool.carriesProvenance && CARRIES_PROVENANCE)
+    : undefined;
+  if (narrowed && !exception) {
+    if (state.consentedCalls.has(input.key)) return { kind: 'run' };
+    // Never asked about yet: held, and the confirmation shows exactly these calls (R15).
+    const asked = state.consentAll || state.consented.has(tool.name) || state.declined.has(tool.name);
+    if (tool.gate === 'confirm_once' && !asked) return { kind: 'hold_for_confirmation', declined: false };
+    return state.canPause ? { kind: 'needs_approval', narrowed: true } : { kind: 'refuse_approval' };
   }
+  const run: Decision = exception ? { kind: 'run', allowed_after_untrusted: exception } : { kind: 'run' };
+  if (tool.gate === 'none') return run;
+  if (state.consentAll || state.consented.has(tool.name) || state.consentedCalls.has(input.key)) return run;
+  return { kind: 'hold_for_confirmation', declined: state.declined.has(tool.name) };
 }
 
 /**
@@ -120,7 +148,12 @@ export function recordCall(state: GateState, r: CallRecord, key?: string): void 
     if (!state.carded.has(k)) state.carded.set(k, r.call_id);
     return;
   }
-  if (r.outcome === 'held_for_confirmation') state.heldAwaitingAnswer.add(r.tool);
+  if (r.outcome === 'held_for_confirmation') {
+    state.heldAwaitingAnswer.add(r.tool);
+    if (r.args) state.heldCalls.add(key ?? callKey(r.tool, r.args));
+  }
+  // U5: a card the owner rejected is a no to that exact call (an edit is a different call: never rejected).
+  if (r.outcome === 'rejected' && r.args) state.declinedCalls.add(key ?? callKey(r.tool, r.args));
   if (r.outcome === 'repeat') {
     const e = state.executed.get(key ?? callKey(r.tool, r.args));
     if (e) e.repeats++;
@@ -138,9 +171,19 @@ export function recordCall(state: GateState, r: CallRecord, key?: string): void 
         state.declined.delete(t);
       }
     }
+    // U3/U5: the confirmation showed the held calls themselves: its answer covers exactly those.
+    for (const k of state.heldCalls) {
+      if (r.decision === 'no') state.declinedCalls.add(k);
+      else {
+        state.consentedCalls.add(k);
+        state.declinedCalls.delete(k);
+      }
+    }
     state.heldAwaitingAnswer.clear();
+    state.heldCalls.clear();
     return;
   }
+  noteUntrusted(state, r);
   if (r.consent_writes && (r.tool === SUBMIT_TOOL.plan || r.tool === SUBMIT_TOOL.goal)) state.consentAll = true;
   const read = r.effect === undefined || r.effect === 'read';
   if (!read) {
@@ -157,8 +200,17 @@ export function recordCall(state: GateState, r: CallRecord, key?: string): void 
   });
 }
 
-export function deriveGateState(records: readonly CallRecord[], canPause: boolean): GateState {
+/** U2: a result that put words from outside the user into the run's context joins what the run has read. */
+export function noteUntrusted(state: GateState, r: Pick<CallRecord, 'tool' | 'call_id' | 'untrusted'>): void {
+  if (r.untrusted !== undefined) state.untrusted.push({ tool: r.tool, call_id: r.call_id, label: r.untrusted });
+}
+
+export function deriveGateState(records: readonly CallRecord[], canPause: boolean, inherited: readonly UntrustedSource[] = []): GateState {
   const state: GateState = {
+    untrusted: [...inherited],
+    consentedCalls: new Set(),
+    declinedCalls: new Set(),
+    heldCalls: new Set(),
     executed: new Map(),
     consented: new Set(),
     heldAwaitingAnswer: new Set(),

@@ -9,6 +9,8 @@
  *   tool; loosen a confirm-once write to none; never loosen a card), `deny: true` (never runs), or
  *   `modes: [...]` (runs only in those modes; elsewhere denied but still declared). The most specific
  *   rule wins (an exact name over a glob; of globs, the one with the most literal characters).
+ *   `after_untrusted: allow` (U4) lets a write run as before once the run has read untrusted
+ *   content (a reminder only the user sees); the default, `ask`, narrows its consent to exact calls.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -28,6 +30,8 @@ export interface PolicyRule {
   gate?: Gate;
   deny?: true;
   modes?: Mode[];
+  /** U4: `allow` lets the write run as before after the run read untrusted content; `ask` is the default. */
+  after_untrusted?: 'allow' | 'ask';
 }
 
 /** What a rule or the override did to one tool (shown by `keel plugins check`, kept with the tool). */
@@ -39,6 +43,8 @@ export interface ToolPolicy {
   /** What changed the gate from the declared one: the rule, or KEEL_CONFIRM_ONCE_TOOLS. */
   gate_source?: string;
   declared_gate: Gate;
+  /** U4: the rule lets this write run as before after the run read untrusted content. */
+  after_untrusted?: 'allow';
 }
 
 export class OperatorPolicy {
@@ -106,6 +112,8 @@ export class OperatorPolicy {
     if (rule?.deny) policy.deny = true;
     if (rule?.modes) policy.modes = rule.modes;
     if (source && gate !== declared) policy.gate_source = source;
+    // U4: only a write without a card can be let through; a card is shown whatever the run has read.
+    if (rule?.after_untrusted === 'allow' && gate !== 'approval' && spec.declaration.effect === 'write') policy.after_untrusted = 'allow';
     return { ...spec, gate, policy };
   }
 
@@ -128,6 +136,7 @@ function describe(t: ToolSpec): string {
   if (!p) return `gate ${t.gate}`;
   const parts = [p.deny ? 'denied' : `gate ${t.gate}${t.gate !== p.declared_gate ? ` (declared ${p.declared_gate})` : ''}`];
   if (p.modes) parts.push(`modes ${p.modes.join(',')}`);
+  if (p.after_untrusted) parts.push('runs unasked after untrusted content');
   parts.push(`by ${p.gate_source ?? p.rule}`);
   return parts.join(', ');
 }
@@ -182,7 +191,11 @@ export function parseRules(file: string, text: string): PolicyRule[] {
       const path = `policy.tools.${pattern}`;
       if (!PATTERN.test(pattern)) fail(r.key, path, 'a tool name or a glob of lowercase letters, digits, _, * and ?');
       if (!isMap(r.value))
-        fail(r.value ?? r.key, path, 'a rule is a mapping: { gate: none|confirm_once|approval } or { deny: true } or { modes: [...] }');
+        fail(
+          r.value ?? r.key,
+          path,
+          'a rule is a mapping: { gate: none|confirm_once|approval } or { deny: true } or { modes: [...] } or { after_untrusted: allow|ask }',
+        );
       const rule: PolicyRule = { pattern, at: at(r.key) };
       for (const f of (r.value as { items: { key: unknown; value: unknown }[] }).items) {
         const field = isScalar(f.key) ? String(f.key.value) : '';
@@ -200,9 +213,14 @@ export function parseRules(file: string, text: string): PolicyRule[] {
           const bad = modes.find((m) => !MODES.includes(m as Mode));
           if (bad !== undefined) fail(value, `${path}.modes`, `unknown mode '${bad}' (expected ${MODES.join(', ')})`);
           rule.modes = modes as Mode[];
-        } else fail(f.key, `${path}.${field}`, 'unknown field (expected gate, deny or modes)');
+        } else if (field === 'after_untrusted') {
+          const v = isScalar(value) ? String(value.value) : '';
+          if (v !== 'allow' && v !== 'ask') fail(value, `${path}.after_untrusted`, `unknown value '${v}' (expected allow or ask)`);
+          rule.after_untrusted = v as 'allow' | 'ask';
+        } else fail(f.key, `${path}.${field}`, 'unknown field (expected gate, deny, modes or after_untrusted)');
       }
-      if (!rule.gate && !rule.deny && !rule.modes) fail(r.key, path, 'an empty rule: give a gate, deny: true or modes');
+      if (!rule.gate && !rule.deny && !rule.modes && !rule.after_untrusted)
+        fail(r.key, path, 'an empty rule: give a gate, deny: true, modes or after_untrusted');
       rules.push(rule);
     }
   }

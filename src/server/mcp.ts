@@ -40,7 +40,7 @@ import {
   type Task,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { buildCard, renderCard, undoSentence } from '../approvals/card.js';
+import { buildCard, describeCall, renderCard, sourcesLine, undoSentence } from '../approvals/card.js';
 import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
 import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
@@ -56,10 +56,10 @@ import {
 import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
-import { deriveGateState, type GateState } from '../policy/gate.js';
+import { deriveGateState, type GateState, noteUntrusted } from '../policy/gate.js';
 import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { callKey } from '../util/json.js';
+import { callKey, canonicalJson } from '../util/json.js';
 import type { Alerts } from './alerts.js';
 import { allows, type Tokens } from './tokens.js';
 
@@ -453,6 +453,8 @@ class McpSession {
       case 'answered':
         if (prepared.outcome === 'held_for_confirmation' && tool) {
           if (this.canElicit()) return { kind: 'ask', tool };
+          // U3: once the session has read untrusted content, a card covers only its own call.
+          if (this.gate.untrusted.length) return this.flight(call, key, tool, 'approval');
           // Nothing to ask the user with: one card per session and tool, whose approval consents the tool.
           return this.flight(call, key, tool, 'consent');
         }
@@ -523,7 +525,7 @@ class McpSession {
 
   private async execute(call: ToolCall, tool: ToolSpec, args: Record<string, unknown>, mode: Mode, signal: AbortSignal, approval?: string) {
     const ex = await executeCall(this.context(signal, mode, approval), tool, call.id, args);
-    return this.finish({ ...call, args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
+    return this.finish({ ...call, args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran', ex.untrusted);
   }
 
   /** Confirm-once by elicitation: asked once per session and tool, however many calls come at once. */
@@ -531,16 +533,31 @@ class McpSession {
     let asked = this.asking.get(tool.name);
     if (!asked) {
       asked = (async () => {
+        // U3: the call as the core renders it (the tool's describe), and what the session has read from outside.
+        const shown = describeCall(tool, call.args ?? {});
+        const read = sourcesLine(this.gate.untrusted);
+        const scope = read ? 'this exact call only' : 'the rest of this session';
         const answer = await this.server.elicitInput({
-          message: `Allow ${tool.name} to make changes (${tool.declaration.effect}) for the rest of this session? First call: ${tool.name}(${JSON.stringify(call.args ?? {})})`,
+          message: [
+            `Allow ${tool.name} to make changes (${tool.declaration.effect}) — ${scope}?`,
+            `${shown.title}${shown.lines.length ? `: ${shown.lines.join('; ')}` : ''}`,
+            `Exact call: ${tool.name}(${canonicalJson(call.args ?? {})})`,
+            ...(read ? [read] : []),
+          ].join('\n'),
           requestedSchema: { type: 'object', properties: {} },
         });
         const yes = answer.action === 'accept';
         await this.audit(yes ? 'confirm_once_yes' : 'confirm_once_no', tool.name);
+        const key = callKey(tool.name, call.args ?? {});
         if (yes) {
           this.gate.consented.add(tool.name);
           this.gate.declined.delete(tool.name);
-        } else this.gate.declined.add(tool.name);
+          this.gate.consentedCalls.add(key);
+        } else {
+          this.gate.declined.add(tool.name);
+          // U5: a no is remembered: this exact call is refused from now on without asking.
+          this.gate.declinedCalls.add(key);
+        }
         return yes;
       })().finally(() => this.asking.delete(tool.name));
       this.asking.set(tool.name, asked);
@@ -559,6 +576,7 @@ class McpSession {
       recordEffect: (e) => this.run.addEffect(e),
       ledger: approval_id ? { store: this.store, approval_id } : undefined,
       maxResultChars: 100_000,
+      untrusted: () => this.gate.untrusted,
     };
   }
 
@@ -573,7 +591,7 @@ class McpSession {
       return this.finish(call, tool, 'invalid_arguments', ready.kind === 'answered' ? ready.result : '', true, true);
     const now = new Date();
     const id = `apr_${randomUUID().slice(0, 8)}`;
-    const built = buildCard([ready.item], this.registry.byName, this.run.state.request);
+    const built = buildCard([ready.item], this.registry.byName, this.run.state.request, this.gate.untrusted);
     const card: ApprovalCard = kind === 'approval' ? built : consentCard(built, tool);
     await this.store.createApproval({
       id,
@@ -674,6 +692,8 @@ class McpSession {
       // Not granted: these calls get the answer; the same call made later is a new request, with a new card.
       if (this.flights.get(flight.key) === flight) this.flights.delete(flight.key);
       if (this.consentCards.get(tool.name) === flight.card) this.consentCards.delete(tool.name);
+      // U5: a rejected card is a no to its exact call: the same call made again is refused at once.
+      if (a?.status === 'rejected' && flight.key) this.gate.declinedCalls.add(flight.key);
       if (!a) {
         flight.refusal = SAY.approvalGone(flight.card);
         return text(flight.refusal, true);
@@ -694,6 +714,8 @@ class McpSession {
       await this.consentFromCard(tool.name);
       this.gate.consented.add(tool.name);
       this.gate.declined.delete(tool.name);
+      // U3: the card showed this exact call: it stays consented even once the session reads untrusted content.
+      if (flight.key) this.gate.consentedCalls.add(flight.key);
       const mode = await this.mode();
       const p = this.prepare(call, mode);
       result =
@@ -720,6 +742,7 @@ class McpSession {
     result: string,
     isError: boolean,
     byCore: boolean,
+    untrusted?: string,
   ): Promise<CallToolResult> {
     const record: CallRecord = {
       step: this.seq,
@@ -732,6 +755,11 @@ class McpSession {
       effect: tool?.declaration.effect,
       by_core: byCore,
     };
+    // U2: the session's client has read words from outside the user: its consents narrow from here on.
+    if (untrusted !== undefined) {
+      record.untrusted = untrusted;
+      noteUntrusted(this.gate, record);
+    }
     if (!this.run.state.steps.some((r) => r.call_id === call.id) && this.run.state.status === 'running') {
       this.run.addAssistant('', [{ id: call.id, name: call.name, args: call.args }]);
       this.run.completeStep([record], [{ call_id: call.id, name: call.name, content: result, is_error: isError }]);

@@ -259,6 +259,8 @@ export const PluginsSchema = z.object({
           answers_directly: z.boolean(),
           guidance: z.boolean(),
           contract_modes: z.string(),
+          output: z.enum(['trusted', 'untrusted']),
+          after_untrusted: z.literal('allow').optional(),
           via: z.string(),
           undo: z.string().optional(),
           gate_source: z.string().optional(),

@@ -120,4 +120,16 @@ CREATE TABLE push_subscriptions (
 );
 `,
   },
+  {
+    version: 4,
+    name: 'provenance',
+    sql: `
+-- U2: a memory written by a run that had read words from outside the user keeps where from (NULL: the
+-- user's own), so a later run that reads it back counts it as untrusted.
+ALTER TABLE memories ADD COLUMN untrusted JSONB;
+-- U2: what a run's context inherited from outside the user (its session's transcript, a delegate's
+-- parent): set when the run is made, never changed.
+ALTER TABLE runs ADD COLUMN inherited_untrusted JSONB;
+`,
+  },
 ];

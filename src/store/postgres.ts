@@ -28,6 +28,7 @@ import type {
   SessionRecord,
   Store,
   StoredEvent,
+  UntrustedSource,
   VapidKeys,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -162,8 +163,8 @@ const SAVE_SESSION = named(
 );
 const INSERT_RUN = named(
   'insert_run',
-  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at)
-   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
+  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted)
+   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)`,
 );
 const CLAIM_PAUSE = named(
   'claim_pause',
@@ -485,6 +486,7 @@ export class PostgresStore implements Store {
       run.contract ? jsonb(run.contract) : null,
       run.created_at,
       run.updated_at,
+      run.inherited_untrusted?.length ? jsonb(run.inherited_untrusted) : null,
     ];
   }
 
@@ -691,6 +693,9 @@ export class PostgresStore implements Store {
       session_id: r.session_id as string,
       seq_base: r.seq_base as number,
       contract: r.contract === null ? null : unjsonb(r.contract),
+      ...(r.inherited_untrusted !== null && r.inherited_untrusted !== undefined
+        ? { inherited_untrusted: unjsonb<UntrustedSource[]>(r.inherited_untrusted) }
+        : {}),
       messages,
       steps: stepsFrom(
         (r.t_steps as unknown[]).map((s) => unjsonb<StepRow>(s)),
@@ -1136,15 +1141,16 @@ export class PostgresStore implements Store {
       status: r.status as Memory['status'],
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
+      ...(r.untrusted !== null && r.untrusted !== undefined ? { untrusted: unjsonb<string>(r.untrusted) } : {}),
     };
   }
 
-  async memoryAdd(text: string): Promise<Memory> {
+  async memoryAdd(text: string, untrusted?: string): Promise<Memory> {
     const now = new Date().toISOString();
-    const r = await this.q("INSERT INTO memories (text, status, created_at, updated_at) VALUES ($1, 'active', $2, $2) RETURNING *", [
-      jsonb(text),
-      now,
-    ]);
+    const r = await this.q(
+      "INSERT INTO memories (text, status, created_at, updated_at, untrusted) VALUES ($1, 'active', $2, $2, $3) RETURNING *",
+      [jsonb(text), now, untrusted === undefined ? null : jsonb(untrusted)],
+    );
     return this.memoryFromRow(r.rows[0]);
   }
 
@@ -1158,10 +1164,21 @@ export class PostgresStore implements Store {
     return scored.slice(0, limit).map((x) => x.m);
   }
 
-  async memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined> {
+  async memoryUpdate(
+    id: number,
+    patch: { text?: string; status?: Memory['status']; untrusted?: string | null },
+  ): Promise<Memory | undefined> {
+    // U2: $5 says whether the provenance changes ($6 the new one, NULL: trusted again).
     const r = await this.q(
-      'UPDATE memories SET text = COALESCE($1::jsonb, text), status = COALESCE($2, status), updated_at = $3 WHERE id = $4 RETURNING *',
-      [patch.text === undefined ? null : jsonb(patch.text), patch.status ?? null, new Date().toISOString(), id],
+      'UPDATE memories SET text = COALESCE($1::jsonb, text), status = COALESCE($2, status), updated_at = $3, untrusted = CASE WHEN $5 THEN $6::jsonb ELSE untrusted END WHERE id = $4 RETURNING *',
+      [
+        patch.text === undefined ? null : jsonb(patch.text),
+        patch.status ?? null,
+        new Date().toISOString(),
+        id,
+        patch.untrusted !== undefined,
+        patch.untrusted ? jsonb(patch.untrusted) : null,
+      ],
     );
     return r.rows[0] ? this.memoryFromRow(r.rows[0]) : undefined;
   }

@@ -196,8 +196,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted)`),
       // C5: the session's mode as stored, read in the save's own transaction.
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
@@ -241,7 +241,7 @@ export class SqliteStore implements Store {
       ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
       ledgerFinish: p("UPDATE ledger SET state = 'finished', result = ?, is_error = ? WHERE approval_id = ? AND call_id = ?"),
       ledgerGet: p('SELECT * FROM ledger WHERE approval_id = ? AND call_id = ?'),
-      memoryAdd: p("INSERT INTO memories (text, status, created_at, updated_at) VALUES (?, 'active', ?, ?)"),
+      memoryAdd: p("INSERT INTO memories (text, status, created_at, updated_at, untrusted) VALUES (?, 'active', ?, ?, ?)"),
       memoryGet: p('SELECT * FROM memories WHERE id = ?'),
       memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
       feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
@@ -272,6 +272,7 @@ export class SqliteStore implements Store {
       contract: run.contract ? JSON.stringify(run.contract) : null,
       created_at: run.created_at,
       updated_at: run.updated_at,
+      inherited_untrusted: run.inherited_untrusted?.length ? JSON.stringify(run.inherited_untrusted) : null,
     };
   }
 
@@ -321,6 +322,10 @@ export class SqliteStore implements Store {
       ['run_events', 'n', 'INTEGER'],
       ['run_events', 'part', 'TEXT'],
       ['run_events', 'at_rest', 'TEXT'],
+      // U2: a memory written by a run that had read untrusted content: where from (NULL: the user's own).
+      ['memories', 'untrusted', 'TEXT'],
+      // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
+      ['runs', 'inherited_untrusted', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -643,6 +648,7 @@ export class SqliteStore implements Store {
       session_id: r.session_id as string,
       seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
+      ...(typeof r.inherited_untrusted === 'string' ? { inherited_untrusted: JSON.parse(r.inherited_untrusted) } : {}),
       messages,
       steps: [],
       requests,
@@ -950,31 +956,37 @@ export class SqliteStore implements Store {
     return r ? ({ ...(r as unknown as LedgerRow), is_error: r.is_error === 1 } as LedgerRow) : undefined;
   }
 
-  async memoryAdd(text: string): Promise<Memory> {
+  async memoryAdd(text: string, untrusted?: string): Promise<Memory> {
     return this.write(() => {
       const now = new Date().toISOString();
-      const id = Number(this.stmt.memoryAdd.run(text, now, now).lastInsertRowid);
-      return this.stmt.memoryGet.get(id) as Memory;
+      const id = Number(this.stmt.memoryAdd.run(text, now, now, untrusted ?? null).lastInsertRowid);
+      return memoryRow(this.stmt.memoryGet.get(id) as Row);
     });
   }
 
   async memorySearch(query: string, limit: number): Promise<Memory[]> {
     const words = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-    const scored = (this.stmt.memoryActive.all() as Memory[])
+    const scored = (this.stmt.memoryActive.all() as Row[])
+      .map(memoryRow)
       .map((m) => ({ m, score: words.filter((w) => m.text.toLowerCase().includes(w)).length }))
       .filter((x) => words.length === 0 || x.score > 0)
       .sort((a, b) => b.score - a.score || b.m.id - a.m.id);
     return scored.slice(0, limit).map((x) => x.m);
   }
 
-  async memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined> {
+  async memoryUpdate(
+    id: number,
+    patch: { text?: string; status?: Memory['status']; untrusted?: string | null },
+  ): Promise<Memory | undefined> {
     return this.write(() => {
-      const m = this.stmt.memoryGet.get(id) as Memory | undefined;
-      if (!m) return undefined;
+      const row = this.stmt.memoryGet.get(id) as Row | undefined;
+      if (!row) return undefined;
+      const m = memoryRow(row);
+      const untrusted = patch.untrusted === undefined ? (m.untrusted ?? null) : patch.untrusted;
       this.db
-        .prepare('UPDATE memories SET text = ?, status = ?, updated_at = ? WHERE id = ?')
-        .run(patch.text ?? m.text, patch.status ?? m.status, new Date().toISOString(), id);
-      return this.stmt.memoryGet.get(id) as Memory;
+        .prepare('UPDATE memories SET text = ?, status = ?, updated_at = ?, untrusted = ? WHERE id = ?')
+        .run(patch.text ?? m.text, patch.status ?? m.status, new Date().toISOString(), untrusted, id);
+      return memoryRow(this.stmt.memoryGet.get(id) as Row);
     });
   }
 
@@ -1048,4 +1060,17 @@ export class SqliteStore implements Store {
     this.commitEvents();
     if (this.db.open) this.db.close();
   }
+}
+
+/** A memory as stored: `untrusted` only when the row has one (U2). */
+function memoryRow(r: Row): Memory {
+  const m: Memory = {
+    id: r.id as number,
+    text: r.text as string,
+    status: r.status as Memory['status'],
+    created_at: r.created_at as string,
+    updated_at: r.updated_at as string,
+  };
+  if (typeof r.untrusted === 'string') m.untrusted = r.untrusted;
+  return m;
 }

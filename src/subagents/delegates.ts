@@ -5,7 +5,7 @@ import { type RunView, RunWriter } from '../loop/run.js';
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import { coreTool } from '../tools/builtins.js';
-import type { Mode, RunResult, ToolSpec } from '../types/index.js';
+import type { Mode, RunResult, ToolSpec, UntrustedSource } from '../types/index.js';
 
 /** What the delegates need from the Keel that runs them. */
 export interface DelegateHost {
@@ -28,6 +28,9 @@ interface Task {
   done: Promise<RunResult>;
   result?: RunResult;
 }
+
+/** U2: the task family carries provenance: a delegate starts with what its parent had read, and its answer carries what it read. */
+const PROVENANCE = { carriesProvenance: true } as const;
 
 const TASK_FAMILY = new Set(['task', 'task_wait', 'task_list', 'task_stop', 'ask_user']);
 
@@ -59,7 +62,7 @@ export class Subagents {
     return [...this.tasks.values()].filter((t) => t.status === 'running').length;
   }
 
-  private async start(name: string, prompt: string, parentRun: string): Promise<string> {
+  private async start(name: string, prompt: string, parentRun: string, untrusted: readonly UntrustedSource[]): Promise<string> {
     const d = this.delegates.get(name);
     if (!d) throw new Error(`no delegate named ${name} (configured: ${[...this.delegates.keys()].join(', ')})`);
     if (this.running() >= this.maxConcurrent) {
@@ -78,6 +81,8 @@ export class Subagents {
         plugin_dirs: [],
         session_id: parent.session_id,
         notes: missingNote(name, d.tools, pool),
+        // U2: the parent's model wrote the prompt; if the parent had read others' words, so may the prompt.
+        inherited_untrusted: untrusted,
       },
       null,
     );
@@ -130,61 +135,80 @@ export class Subagents {
     const id = { id: { type: 'string', description: 'The task id task returned.' } };
     const names = [...this.delegates.values()].map((d) => `${d.name}${d.description ? ` (${d.description})` : ''}`).join('; ');
     return [
-      coreTool<{ agent: string; prompt: string }>({
-        name: 'task',
-        description: `Start a delegate on a self-contained piece of work; it works with its own history and tools and reports back. Delegates: ${names}.`,
-        parameters: {
-          type: 'object',
-          properties: {
-            agent: { type: 'string', enum: [...this.delegates.keys()], description: 'Which delegate.' },
-            prompt: { type: 'string', description: 'Everything the delegate needs to know: it sees nothing else.' },
+      coreTool<{ agent: string; prompt: string }>(
+        {
+          name: 'task',
+          description: `Start a delegate on a self-contained piece of work; it works with its own history and tools and reports back. Delegates: ${names}.`,
+          parameters: {
+            type: 'object',
+            properties: {
+              agent: { type: 'string', enum: [...this.delegates.keys()], description: 'Which delegate.' },
+              prompt: { type: 'string', description: 'Everything the delegate needs to know: it sees nothing else.' },
+            },
+            required: ['agent', 'prompt'],
+            additionalProperties: false,
           },
-          required: ['agent', 'prompt'],
-          additionalProperties: false,
+          execute: async (a, ctx) => {
+            const tid = await this.start(a.agent, a.prompt, ctx.run_id, ctx.untrusted ?? []);
+            return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
+          },
         },
-        execute: async (a, ctx) => {
-          const tid = await this.start(a.agent, a.prompt, ctx.run_id);
-          return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
+        PROVENANCE,
+      ),
+      coreTool<{ id: string; timeout_s?: number }>(
+        {
+          name: 'task_wait',
+          description: 'Wait for a delegate task to finish and get its answer.',
+          parameters: {
+            type: 'object',
+            properties: { ...id, timeout_s: { type: 'number', minimum: 1, maximum: 600, description: 'How long to wait (default 120).' } },
+            required: ['id'],
+            additionalProperties: false,
+          },
+          execute: async (a) => {
+            const t = this.task(a.id);
+            const ms = (a.timeout_s ?? 120) * 1000;
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([t.done.catch(() => undefined), new Promise((res) => (timer = setTimeout(res, ms)))]);
+            clearTimeout(timer);
+            // U2: a delegate's answer carries its run's provenance: what it read from outside the user, its parent has read too.
+            const read = t.result?.untrusted ?? [];
+            if (!read.length) return Subagents.describe(t);
+            return {
+              content: Subagents.describe(t),
+              untrusted: true,
+              source: `delegate ${t.delegate} (${t.id}) read ${read[0].tool}: ${read[0].label}`,
+            };
+          },
         },
-      }),
-      coreTool<{ id: string; timeout_s?: number }>({
-        name: 'task_wait',
-        description: 'Wait for a delegate task to finish and get its answer.',
-        parameters: {
-          type: 'object',
-          properties: { ...id, timeout_s: { type: 'number', minimum: 1, maximum: 600, description: 'How long to wait (default 120).' } },
-          required: ['id'],
-          additionalProperties: false,
+        PROVENANCE,
+      ),
+      coreTool(
+        {
+          name: 'task_list',
+          description: 'List delegate tasks and their status.',
+          parameters: { type: 'object', properties: {}, additionalProperties: false },
+          execute: () =>
+            this.tasks.size ? [...this.tasks.values()].map((t) => `${t.id} ${t.delegate} ${t.status}`).join('\n') : 'No tasks.',
         },
-        execute: async (a) => {
-          const t = this.task(a.id);
-          const ms = (a.timeout_s ?? 120) * 1000;
-          let timer: NodeJS.Timeout | undefined;
-          await Promise.race([t.done.catch(() => undefined), new Promise((res) => (timer = setTimeout(res, ms)))]);
-          clearTimeout(timer);
-          return Subagents.describe(t);
+        PROVENANCE,
+      ),
+      coreTool<{ id: string }>(
+        {
+          name: 'task_stop',
+          description: 'Stop a running delegate task.',
+          parameters: { type: 'object', properties: id, required: ['id'], additionalProperties: false },
+          execute: async (a) => {
+            const t = this.task(a.id);
+            if (t.status !== 'running') return `Task ${t.id} is already ${t.status}.`;
+            t.status = 'stopped';
+            t.leg.stop('stopped by task_stop');
+            await t.done.catch(() => undefined);
+            return `Stopped task ${t.id}.`;
+          },
         },
-      }),
-      coreTool({
-        name: 'task_list',
-        description: 'List delegate tasks and their status.',
-        parameters: { type: 'object', properties: {}, additionalProperties: false },
-        execute: () =>
-          this.tasks.size ? [...this.tasks.values()].map((t) => `${t.id} ${t.delegate} ${t.status}`).join('\n') : 'No tasks.',
-      }),
-      coreTool<{ id: string }>({
-        name: 'task_stop',
-        description: 'Stop a running delegate task.',
-        parameters: { type: 'object', properties: id, required: ['id'], additionalProperties: false },
-        execute: async (a) => {
-          const t = this.task(a.id);
-          if (t.status !== 'running') return `Task ${t.id} is already ${t.status}.`;
-          t.status = 'stopped';
-          t.leg.stop('stopped by task_stop');
-          await t.done.catch(() => undefined);
-          return `Stopped task ${t.id}.`;
-        },
-      }),
+        PROVENANCE,
+      ),
     ];
   }
 }

@@ -1,5 +1,6 @@
 import { normalizeDeclaration, type ToolDeclarationInput } from '../manifest/schema.js';
-import type { MemoryStore, SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
+import type { MemoryStore, SchemaVerdicts, ToolContext, ToolDefinition, ToolSpec } from '../types/index.js';
+import { truncate } from '../util/text.js';
 import { makeToolSpec } from './spec.js';
 
 /**
@@ -63,6 +64,21 @@ export const askUser = coreTool({
   },
 });
 
+/**
+ * U2: what a memory written now is marked with: nothing when the run has read only the user's own
+ * words, else where its other words came from — kept with the memory, so a later run that reads it
+ * back counts it as untrusted.
+ */
+function writtenAfter(ctx: ToolContext): string | undefined {
+  const read = ctx.untrusted ?? [];
+  if (!read.length) return undefined;
+  const first = read[0];
+  return truncate(
+    `written by run ${ctx.run_id} after it read ${first.tool}: ${first.label}${read.length > 1 ? ` and ${read.length - 1} more` : ''}`,
+    240,
+  );
+}
+
 /** The memory built-ins over the store's memories (R5). */
 export function memoryTools(store: MemoryStore): ToolSpec[] {
   const idArg = { id: { type: 'integer', description: 'The memory id, as memory_search shows it.' } };
@@ -74,24 +90,36 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
       parameters: { type: 'object', properties: { query: str('Words to look for.') }, required: ['query'], additionalProperties: false },
       execute: async (a) => {
         const found = await store.memorySearch(a.query, 10);
-        return found.length ? found.map(show).join('\n') : `No memory matches "${a.query}".`;
+        if (!found.length) return `No memory matches "${a.query}".`;
+        // U2: a memory a run wrote after reading others' words is read back as untrusted: an injection never becomes a trusted fact.
+        const tainted = found.filter((m) => m.untrusted !== undefined);
+        if (!tainted.length) return found.map(show).join('\n');
+        return {
+          content: found.map(show).join('\n'),
+          untrusted: true,
+          source: `memory ${tainted.map((m) => `#${m.id}`).join(', ')} (${tainted[0].untrusted})`,
+        };
       },
     }),
-    coreTool<{ id?: number; text: string }>({
-      name: 'memory_correct',
-      description: 'Remember a fact the user states, or correct memory #id with the new text.',
-      parameters: {
-        type: 'object',
-        properties: { ...idArg, text: str('The fact, in one sentence.') },
-        required: ['text'],
-        additionalProperties: false,
+    coreTool<{ id?: number; text: string }>(
+      {
+        name: 'memory_correct',
+        description: 'Remember a fact the user states, or correct memory #id with the new text.',
+        parameters: {
+          type: 'object',
+          properties: { ...idArg, text: str('The fact, in one sentence.') },
+          required: ['text'],
+          additionalProperties: false,
+        },
+        execute: async (a, ctx) => {
+          const untrusted = writtenAfter(ctx);
+          if (a.id === undefined) return `Remembered ${show(await store.memoryAdd(a.text, untrusted))}.`;
+          const m = await store.memoryUpdate(a.id, { text: a.text, status: 'active', untrusted: untrusted ?? null });
+          return m ? `Corrected: ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
+        },
       },
-      execute: async (a) => {
-        if (a.id === undefined) return `Remembered ${show(await store.memoryAdd(a.text))}.`;
-        const m = await store.memoryUpdate(a.id, { text: a.text, status: 'active' });
-        return m ? `Corrected: ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
-      },
-    }),
+      { carriesProvenance: true },
+    ),
     coreTool<{ id: number }>({
       name: 'memory_forget',
       description: 'Forget memory #id (it can be restored with memory_restore).',
@@ -110,15 +138,18 @@ export function memoryTools(store: MemoryStore): ToolSpec[] {
         return m ? `Restored ${show(m)}.` : { content: `No memory #${a.id}.`, is_error: true };
       },
     }),
-    coreTool<{ text: string }>({
-      name: 'record_feedback',
-      description: "Record the user's feedback about how you worked, in their words.",
-      parameters: { type: 'object', properties: { text: str('The feedback.') }, required: ['text'], additionalProperties: false },
-      execute: async (a, ctx) => {
-        await store.addFeedback(ctx.run_id, a.text);
-        return 'Feedback recorded.';
+    coreTool<{ text: string }>(
+      {
+        name: 'record_feedback',
+        description: "Record the user's feedback about how you worked, in their words.",
+        parameters: { type: 'object', properties: { text: str('The feedback.') }, required: ['text'], additionalProperties: false },
+        execute: async (a, ctx) => {
+          await store.addFeedback(ctx.run_id, a.text);
+          return 'Feedback recorded.';
+        },
       },
-    }),
+      { carriesProvenance: true },
+    ),
   ];
 }
 

@@ -1,4 +1,4 @@
-import type { CardText, Effect, Mode } from './tools.js';
+import type { CardText, Effect, Mode, UntrustedSource } from './tools.js';
 
 /** A tool call as the model asked for it. `args` is absent when the arguments did not parse. */
 export interface ToolCall {
@@ -76,6 +76,10 @@ export interface CallRecord {
   edited_from?: Record<string, unknown>;
   /** Who changed them. */
   edited_by?: string;
+  /** The result carried words from outside the user (the tool's `output: untrusted`): a short label of where from. */
+  untrusted?: string;
+  /** The operator rule that let this write run unasked although the run had read untrusted content. */
+  allowed_after_untrusted?: string;
 }
 
 /** A non-read call that started, recorded before it ran. */
@@ -140,6 +144,8 @@ export interface ApprovalCard {
    * it out run without asking (destructive calls and pinned writes keep their cards).
    */
   offers_write_consent?: true;
+  /** What the run had read from outside the user when the card was made (labels are others' words: escape them). */
+  untrusted?: UntrustedSource[];
 }
 
 /**
@@ -148,7 +154,10 @@ export interface ApprovalCard {
  */
 export interface Confirmation {
   tools: string[];
-  items: { call_id: string; tool: string; args: Record<string, unknown> | null }[];
+  /** The held calls, each as the core renders it (the tool's `describe`): a yes covers exactly these once the run has read untrusted content. */
+  items: { call_id: string; tool: string; args: Record<string, unknown> | null; title?: string; lines?: string[] }[];
+  /** What the run had read from outside the user when it asked. */
+  untrusted?: UntrustedSource[];
 }
 
 /** What the user says to a paused question: text, and for a confirmation an explicit yes or no. */
@@ -217,6 +226,8 @@ export interface RunState {
   seq_base: number;
   /** The approved contract the run works under, if any. */
   contract: Contract | null;
+  /** A delegate's: what its parent run had read from outside the user when it started the delegate (its prompt may carry it). */
+  inherited_untrusted?: UntrustedSource[];
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
   created_at: string;
@@ -238,6 +249,8 @@ export interface RunResultBase {
     found?: string[];
   }[];
   steps: Omit<CallRecord, 'by_core' | 'effect' | 'step'>[];
+  /** What the run has read from outside the user (results of tools declared `output: untrusted`), in order. */
+  untrusted: UntrustedSource[];
   notes: string[];
   /** Printed to stderr by the CLI: a plugin that failed or is degraded, a held write never asked about. */
   warnings: string[];

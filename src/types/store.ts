@@ -66,6 +66,8 @@ export interface Memory {
   status: 'active' | 'forgotten';
   created_at: string;
   updated_at: string;
+  /** U2: written by a run that had read words from outside the user: where from (its text may be an injection). */
+  untrusted?: string;
 }
 
 /**
@@ -186,9 +188,11 @@ export interface ApprovalStore {
 
 /** What the user asked Keel to remember, and their feedback (the memory_* and record_feedback tools). */
 export interface MemoryStore {
-  memoryAdd(text: string): Promise<Memory>;
+  /** `untrusted`: the writing run had read words from outside the user (U2): where from. */
+  memoryAdd(text: string, untrusted?: string): Promise<Memory>;
   memorySearch(query: string, limit: number): Promise<Memory[]>;
-  memoryUpdate(id: number, patch: { text?: string; status?: Memory['status'] }): Promise<Memory | undefined>;
+  /** `untrusted`: a string marks the memory untrusted, null makes it trusted again (new text from a clean run), absent keeps it. */
+  memoryUpdate(id: number, patch: { text?: string; status?: Memory['status']; untrusted?: string | null }): Promise<Memory | undefined>;
   addFeedback(runId: string, text: string): Promise<void>;
 }
 

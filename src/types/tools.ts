@@ -29,12 +29,34 @@ export interface Declaration {
   idempotent?: boolean;
   /** False forbids the owner to change a call's arguments on its card (default: editable). */
   editable?: boolean;
+  /**
+   * `untrusted`: the tool's results carry words written by someone other than the user (an email
+   * body, a web page, a shared document): once one enters a run, a yes covers only the exact calls
+   * the person was shown (see UntrustedSource).
+   */
+  output?: 'trusted' | 'untrusted';
+}
+
+/**
+ * Words from outside the user that entered a run's context: which call's result, and a short label
+ * (the sender, the URL) in the tool's own words or the core's. Kept in the run's trace (the call
+ * record's `untrusted`), so a run resumed anywhere knows what it has read.
+ */
+export interface UntrustedSource {
+  tool: string;
+  call_id: string;
+  label: string;
 }
 
 export type JsonSchema = Record<string, unknown>;
 
-/** What a tool's execute returns: plain text, or text with structured details. */
-export type ToolOutput = string | { content: string; details?: unknown; is_error?: boolean };
+/**
+ * What a tool's execute returns: plain text, or text with structured details. `source` labels where
+ * the words come from (the sender, the URL: shown to the person when the run later asks for consent);
+ * `untrusted: true` marks this result as carrying others' words even when the tool's declaration does
+ * not (a memory a tainted run wrote). Neither can make a tool declared `output: untrusted` trusted.
+ */
+export type ToolOutput = string | { content: string; details?: unknown; is_error?: boolean; source?: string; untrusted?: boolean };
 
 /** What a handler receives besides its arguments. */
 export interface ToolContext {
@@ -45,6 +67,8 @@ export interface ToolContext {
   /** The user's request that started the run. */
   request: string;
   signal: AbortSignal;
+  /** What the run has read from outside the user so far (empty when nothing): a tool that stores what it is given marks it untrusted. */
+  untrusted?: readonly UntrustedSource[];
 }
 
 /** An approval card in the plugin's own words. */
@@ -88,6 +112,8 @@ export interface DeclarationFields {
   editable?: boolean;
   /** Not for reads: in Plan and Goal modes, stay offered but labelled unavailable (`declare`) or be left out (`hide`, the default). */
   contract_modes?: 'declare' | 'hide';
+  /** `untrusted`: the results carry words written by someone other than the user (email, web pages, others' documents). Default `trusted`. */
+  output?: 'trusted' | 'untrusted';
 }
 
 /**
@@ -110,6 +136,11 @@ export interface ToolSpec extends ToolDefinition {
   onlyInModes?: readonly Mode[];
   /** Built-ins that exist only while the run works under an approved contract of this kind (report_goal). */
   onlyWithContract?: 'plan' | 'goal';
+  /**
+   * A core tool that carries provenance instead of being narrowed (U2): after an untrusted read it
+   * still runs, and what it writes or starts is marked untrusted (a memory, a delegate's run).
+   */
+  carriesProvenance?: true;
   /** What an operator rule or KEEL_CONFIRM_ONCE_TOOLS did to this tool (set where tools are mounted). */
   policy?: {
     rule?: string;
@@ -117,6 +148,8 @@ export interface ToolSpec extends ToolDefinition {
     modes?: Mode[];
     gate_source?: string;
     declared_gate: Gate;
+    /** An operator rule lets this write run as before after the run read untrusted content (audited in the trace). */
+    after_untrusted?: 'allow';
   };
 }
 
