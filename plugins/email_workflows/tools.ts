@@ -91,7 +91,11 @@ export function readEmail(db: Db): ToolDefinition {
         );
       }
       out.push('', e.body);
-      return { content: out.join('\n'), details: { email: e, attachments: files }, source: `email ${e.id} from ${e.from_addr}: ${e.subject}` };
+      return {
+        content: out.join('\n'),
+        details: { email: e, attachments: files },
+        source: `email ${e.id} from ${e.from_addr}: ${e.subject}`,
+      };
     },
   };
 }
