@@ -277,6 +277,7 @@ test('S7: subscriptions — endpoints must be push services, keys must be keys, 
     'https://foo.localhost./x',
     'https://localhost%2e/x',
     'https://LocalHost%2E%2E/x',
+    'https://ＬＯＣＡＬＨＯＳＴ\u3002/x', // fullwidth letters and an ideographic full stop, mapped by IDNA
     `https://${hostname()}./x`,
     `https://${hostname().toUpperCase()}/x`,
     'https://0x7f.1/x',
