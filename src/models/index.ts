@@ -1,9 +1,8 @@
-import { constants } from 'node:fs';
-import { open, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import { KeelError } from '../util/errors.js';
 import { fileCache } from '../util/file-cache.js';
-import { SCRIPT_MAX_BYTES, ScriptModel } from './script.js';
+import { readScriptAsync, ScriptModel } from './script.js';
 import type { ModelClient } from './types.js';
 
 export const MODEL_SPEC_HELP =
@@ -32,9 +31,11 @@ export async function createModel(spec: string | undefined, env: NodeJS.ProcessE
  * Whether a model spec a request chose is one of `prefixes` (`keel serve --allow-model`). A provider
  * prefix (`openai:`) matches as text. A `script:DIR/` prefix confines: the file, resolved with every
  * symbolic link and `..` followed, must lie inside DIR (whole path segments: `script:/srv/a` does not
- * allow `/srv/ab/x.yaml`); a bare `script:` allows any file. Either way it must be a regular file of at
- * most SCRIPT_MAX_BYTES, checked off the event loop without blocking on a FIFO. The answer is only
- * yes or no: a refusal never tells a path that is missing from one that exists outside.
+ * allow `/srv/ab/x.yaml`); a bare `script:` allows any file. Either way it must be a script that
+ * loads — a regular file of at most SCRIPT_MAX_BYTES (read off the event loop without blocking on
+ * a FIFO) holding a valid script — read here, before any run is made of it. The answer is only yes
+ * or no: a refusal never tells a path that is missing from one that exists, nor what a file holds
+ * (issue 40: a readable file that is no script once answered with the parser's words).
  */
 export async function allowedModel(spec: string, prefixes: readonly string[]): Promise<boolean> {
   const s = spec.trim();
@@ -57,14 +58,8 @@ export async function allowedModel(spec: string, prefixes: readonly string[]): P
     if (inside) break;
   }
   if (!inside) return false;
-  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined);
-  if (!handle) return false;
-  try {
-    const st = await handle.stat();
-    return st.isFile() && st.size <= SCRIPT_MAX_BYTES;
-  } catch {
-    return false;
-  } finally {
-    await handle.close().catch(() => {});
-  }
+  return readScriptAsync(file, file).then(
+    () => true,
+    () => false,
+  );
 }

@@ -377,16 +377,18 @@ export function createApp(d: ServerDeps): Hono {
     async (c, { body, who }) => {
       if (d.state() !== 'ok') throw new HttpProblem(503, 'the server is stopping: it takes no new runs');
       const model = body.model ?? d.model;
-      // One refusal whatever the reason (outside the allowed folder, missing, not a regular file, too
-      // large): it never tells an approver which paths exist.
-      if (body.model && body.model !== d.model && !(await allowedModel(body.model, d.allowedModels))) {
-        throw new HttpProblem(403, `this server does not let a run choose the model ${body.model}`, [
+      // One refusal, byte for byte, whatever the reason (outside the allowed folder, missing, not a
+      // regular file, too large, not a script): it never tells an approver which paths exist nor
+      // what a file holds, so it does not repeat the path either (issue 40).
+      const chosen = body.model !== undefined && body.model !== d.model;
+      const refused = () =>
+        new HttpProblem(403, 'this server does not let a run choose that model', [
           {
             field: 'body.model',
-            message: `not allowed here (keel serve --allow-model PREFIX allows a provider, and --allow-model script:DIR/ the regular files of at most ${SCRIPT_MAX_BYTES} bytes inside DIR)`,
+            message: `not allowed here (keel serve --allow-model PREFIX allows a provider, and --allow-model script:DIR/ the scripts inside DIR: regular files of at most ${SCRIPT_MAX_BYTES} bytes that load)`,
           },
         ]);
-      }
+      if (chosen && !(await allowedModel(body.model as string, d.allowedModels))) throw refused();
       let dirs = d.pluginDirs;
       if (body.plugins) {
         const errors = body.plugins.flatMap((p, i) =>
@@ -397,7 +399,12 @@ export function createApp(d: ServerDeps): Hono {
         if (errors.length) throw new HttpProblem(400, 'a run may use only the plugin folders the server was started with', errors);
         dirs = body.plugins.map((p) => resolve(p));
       }
-      const leg = await keel.startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session });
+      const leg = await keel
+        .startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session })
+        .catch((err: unknown) => {
+          // A chosen script changed between the check and the run's start: still the one refusal.
+          throw chosen && body.model?.trim().startsWith('script:') && err instanceof ModelError ? refused() : err;
+        });
       await audit(who, 'start_run', leg.run_id, JSON.stringify({ mode: body.mode ?? null, session: body.session ?? null }));
       return json(c, 202, await accepted(leg, true));
     },

@@ -5,8 +5,9 @@
  * server paused when it was stopped go on. On SIGTERM/SIGINT it stops taking work, lets running legs
  * reach a safe point (bounded), leaves paused runs paused, and exits.
  */
+import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
+import { getRequestListener } from '@hono/node-server';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
@@ -18,6 +19,38 @@ import { createApp } from './app.js';
 import { Hub, LegRunner } from './runner.js';
 import { Tokens, WebSessions } from './tokens.js';
 import { handToQueue, startWorker } from './worker.js';
+
+/** How long a client whose body was left unread may go on sending (its bytes dropped) before its connection is cut. */
+const LINGER_MS = 5_000;
+
+/**
+ * S3: a request answered before its body was read whole — a 413 past KEEL_MAX_BODY_BYTES first,
+ * `POST /login` included, or any answer that needed none of it — has the rest of its body read and
+ * dropped (never kept), so a client that goes on sending, as curl, browsers and fetch do, reads
+ * the answer instead of a connection reset mid-upload (issue 40); one still sending after
+ * LINGER_MS is cut off. `keel mcp serve` does the same (mcp.ts). @hono/node-server's own clean-up
+ * (autoCleanupIncoming, off here) cut such a client off after 500 ms, which a 60 MB upload outlasts.
+ */
+function dropUnreadBodies(listener: RequestListener): RequestListener {
+  return (req, res) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      res.once('finish', () => {
+        if (!req.readableEnded && !req.destroyed) dropRest(req);
+      });
+    return listener(req, res);
+  };
+}
+
+function dropRest(req: IncomingMessage): void {
+  // Whatever was reading the body (the web stream a handler was given) is given no more of it.
+  req.removeAllListeners('data');
+  req.on('data', () => {});
+  req.resume();
+  const cut = setTimeout(() => req.socket?.destroy(), LINGER_MS);
+  cut.unref();
+  req.once('end', () => clearTimeout(cut));
+  req.once('close', () => clearTimeout(cut));
+}
 
 /** Why this server paused a run when it was stopped: the next start carries such runs on. */
 export const SHUTDOWN = 'the server was stopped';
@@ -123,9 +156,12 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     push: alerts.push,
   });
 
-  const server = await new Promise<ReturnType<typeof serve>>((resolveListen, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: o.host ?? '127.0.0.1', port: o.port ?? 7373 }, () => resolveListen(s));
+  const hostname = o.host ?? '127.0.0.1';
+  const server = await new Promise<Server>((resolveListen, reject) => {
+    // S3: bodies left unread are dropped here (dropUnreadBodies), not by @hono/node-server's clean-up.
+    const s = createServer(dropUnreadBodies(getRequestListener(app.fetch, { hostname, autoCleanupIncoming: false })));
     s.once('error', reject);
+    s.listen(o.port ?? 7373, hostname, () => resolveListen(s));
   });
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;

@@ -111,3 +111,86 @@ test('P2: reading a script — off the event loop or not — refuses a FIFO, a f
   assert.equal(ok.spec, `script:${join(dir, 'script.yaml')}`);
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** A run started with `model`, as bytes: status, content type and the body's text, untouched. */
+async function rawStart(model: string, base = srv.url, tok = token): Promise<string> {
+  const res = await fetch(`${base}/v1/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tok}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ request: 'hello', model }),
+  });
+  return `${res.status} ${res.headers.get('content-type')}\n${await res.text()}`;
+}
+
+/** Every answer to `specs`, one after another; they must all be one. */
+async function oneAnswer(specs: string[], base?: string, tok?: string): Promise<string> {
+  const said = new Map<string, string[]>();
+  for (const m of specs) {
+    const a = await rawStart(m, base, tok);
+    said.set(a, [...(said.get(a) ?? []), m]);
+  }
+  assert.equal(
+    said.size,
+    1,
+    `one answer, byte for byte, for every refused path:\n${[...said].map(([a, m]) => `${m.join(', ')}:\n  ${a}`).join('\n')}`,
+  );
+  const [answer] = said.keys();
+  assert.match(answer, /^403 application\/problem\+json\n/);
+  assert.doesNotMatch(answer, /YAML|ENOENT|EISDIR|exist|not found|root:|hunter2|\/tmp\//i);
+  return answer;
+}
+
+test('P2/S3 (issue 40): script:DIR/ — a readable file outside DIR, a missing one, a folder, a symbolic link out of DIR and a file in DIR that is no script get one answer, byte for byte', async () => {
+  const outside = join(root, 'outside.txt');
+  writeFileSync(outside, 'root:x:0:0:root:/root:/bin/bash\n');
+  const outsideScript = join(root, 'outside.yaml');
+  writeFileSync(outsideScript, '- text: "a script, but not in DIR"\n');
+  mkdirSync(join(root, 'a-folder'));
+  symlinkSync(outsideScript, join(allowed, 'escape.yaml'));
+  writeFileSync(join(allowed, 'notes.yaml'), 'just: a mapping\n');
+  await oneAnswer(
+    [
+      outside,
+      outsideScript,
+      join(root, 'missing.yaml'),
+      join(root, 'a-folder'),
+      join(allowed, 'escape.yaml'),
+      join(allowed, 'notes.yaml'),
+      join(allowed, 'missing.yaml'),
+      `${allowed}/../outside.txt`,
+      '/etc/passwd',
+    ].map((p) => `script:${p}`),
+  );
+  assert.equal((await start(script(allowed, [{ text: 'still fine' }], 'fine.yaml'))).status, 202);
+});
+
+test('P2/S3 (issue 40): a bare script: — a readable file that is no script is refused as a missing one is, never with the parser’s words; a script runs', async (t) => {
+  const h = join(root, 'home-any');
+  mkdirSync(h, { recursive: true });
+  const any = await startServer({
+    port: 0,
+    pluginDirs: [FIXTURES],
+    allowedModels: ['script:'],
+    env: { ...process.env, KEEL_HOME: h, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '', KEEL_CONFIRM_ONCE_TOOLS: '' },
+    log: () => {},
+  });
+  t.after(() => any.close());
+  const made = await call(any.url, 'POST', '/v1/tokens', { token: any.adminToken as string, body: { name: 'bo', role: 'approver' } });
+  const text = join(root, 'readable.txt');
+  writeFileSync(text, 'root:x:0:0:root:/root:/bin/bash\n');
+  const mapping = join(root, 'mapping.yaml');
+  writeFileSync(mapping, 'password: hunter2\n');
+  const broken = join(root, 'broken.yaml');
+  writeFileSync(broken, 'key: [unclosed\n');
+  mkdirSync(join(root, 'folder-any'));
+  await oneAnswer(
+    [text, mapping, broken, '/etc/passwd', join(root, 'missing-any.yaml'), join(root, 'folder-any')].map((p) => `script:${p}`),
+    any.url,
+    made.body.token,
+  );
+  const ok = await call(any.url, 'POST', '/v1/runs', {
+    token: made.body.token,
+    body: { request: 'hello', model: script(root, [{ text: 'anywhere' }], 'any.yaml') },
+  });
+  assert.equal(ok.status, 202, JSON.stringify(ok.body));
+});

@@ -7,6 +7,7 @@
  * around three such 60 MB posts.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, test } from 'node:test';
 import { oversized as post, type Sent } from '../support/oversized.js';
 import { type TestServer, testServer } from '../support/server.js';
@@ -108,4 +109,75 @@ test("S3: three 60 MB posts to /login do not grow the server's memory by their s
   console.log(`rss before ${(before / 1e6).toFixed(0)} MB, grew ${(grew / 1e6).toFixed(1)} MB over three 60 MB posts`);
   // Loose: a server that buffered one body would grow by ~60 MB or more.
   assert.ok(grew < 40e6, `rss grew ${(grew / 1e6).toFixed(1)} MB`);
+});
+
+/**
+ * A 60 MB body sent whole by a real client (node:http writes all of it, as curl or a browser does,
+ * without waiting for an answer first): the answer is 413, never a connection reset mid-upload.
+ */
+function postWhole(
+  path: string,
+  body: Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; errors: string[] }> {
+  return new Promise((resolve) => {
+    const errors: string[] = [];
+    let status = 0;
+    let text = '';
+    const req = request(`${s.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(headers['transfer-encoding'] ? {} : { 'content-length': String(body.length) }),
+        ...headers,
+      },
+    });
+    let settled = false;
+    const done = () => {
+      if (!settled) resolve({ status, text, errors });
+      settled = true;
+    };
+    const failed = (err: NodeJS.ErrnoException) => {
+      errors.push(err.code ?? err.message);
+      done();
+    };
+    req.on('error', failed);
+    // A reset after the answer shows on the socket only.
+    req.on('socket', (socket) => socket.on('error', failed));
+    req.on('response', (res) => {
+      status = res.statusCode ?? 0;
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('error', (err: NodeJS.ErrnoException) => errors.push(err.code ?? err.message));
+      res.on('end', () => {
+        // The upload goes on after the answer: it must finish (or be given up by us), not be reset.
+        if (req.writableFinished) done();
+        else req.once('finish', done);
+      });
+    });
+    req.end(body);
+  });
+}
+
+test('S3 (issue 40): five 60 MB posts sent whole by a real client — to /login, a console form, the API, and chunked — all get 413, never ECONNRESET or EPIPE', async () => {
+  const body = Buffer.alloc(60_000_000, 'a');
+  const { cookie } = await consoleLogin(s.approver);
+  for (const [path, headers] of [
+    ['/login', {}],
+    ['/runs', { cookie }],
+    ['/v1/runs', { authorization: `Bearer ${s.approver}`, 'content-type': 'application/json' }],
+    ['/login', { 'transfer-encoding': 'chunked' }],
+  ] as [string, Record<string, string>][]) {
+    for (let i = 0; i < 5; i++) {
+      const r = await postWhole(path, body, headers);
+      assert.deepEqual({ status: r.status, errors: r.errors }, { status: 413, errors: [] }, `${path}, try ${i + 1}`);
+      assert.match(r.text, /larger than 65536 bytes \(KEEL_MAX_BODY_BYTES\)/);
+    }
+  }
+  // fetch, as an app would: the same 413.
+  for (let i = 0; i < 3; i++) {
+    const res = await fetch(`${s.url}/login`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+    assert.equal(res.status, 413, `fetch, try ${i + 1}`);
+    await res.text();
+  }
 });

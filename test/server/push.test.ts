@@ -5,18 +5,23 @@
  * checks the VAPID signature against the key the server gives browsers.
  */
 import assert from 'node:assert/strict';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import {
+  addressProblem,
   CARD_BODY,
   endpointProblem,
   keysProblem,
+  type Lookup,
   MAX_SUBSCRIPTIONS_PER_OWNER,
   maskArguments,
+  Push,
   plainTitle,
   pushSubject,
   QUESTION_TITLE,
 } from '../../src/server/push.js';
+import { Tokens } from '../../src/server/tokens.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/types/index.js';
@@ -267,6 +272,21 @@ test('S7: subscriptions — endpoints must be push services, keys must be keys, 
     'https://user:pw@push.example.com/x',
     'ftp://push.example.com/x',
     'not a url',
+    // This machine however its name is spelled (issue 40): a trailing dot, percent-encoded, upper case.
+    'https://localhost./x',
+    'https://foo.localhost./x',
+    'https://localhost%2e/x',
+    'https://LocalHost%2E%2E/x',
+    'https://ＬＯＣＡＬＨＯＳＴ\u3002/x', // fullwidth letters and an ideographic full stop, mapped by IDNA
+    `https://${hostname()}./x`,
+    `https://${hostname().toUpperCase()}/x`,
+    'https://0x7f.1/x',
+    'https://[::ffff:127.0.0.1]/x',
+    // Names of a local network or a cloud's own services, never a push service.
+    'https://metadata.google.internal/x',
+    'https://metadata.google.internal./x',
+    'https://printer.local/x',
+    'https://router.home.arpa/x',
   ]) {
     const r = await sub(bad);
     assert.equal(r.status, 400, `${bad}: ${JSON.stringify(r.body)}`);
@@ -310,6 +330,135 @@ test('S7: what a push may say — argument values masked, control and direction 
   assert.equal(pushSubject({ KEEL_PUSH_SUBJECT: 'https://example.com/contact' }), 'https://example.com/contact');
   assert.equal(pushSubject({}), undefined);
   assert.throws(() => pushSubject({ KEEL_PUSH_SUBJECT: 'ops@example.com' }), /mailto:/);
+});
+
+test('S7: addresses a push never goes to — loopback, private, link-local, CGNAT, unspecified, multicast, metadata; the test switch lets loopback through, nothing else', () => {
+  for (const ip of [
+    '127.0.0.1',
+    '127.8.9.10',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    '169.254.169.254',
+    '100.64.0.1',
+    '100.100.100.200',
+    '0.0.0.0',
+    '224.0.0.1',
+    '255.255.255.255',
+    '::',
+    '::1',
+    'fd00:ec2::254',
+    'fc00::1',
+    'fe80::1',
+    'ff02::1',
+    '::ffff:10.0.0.1',
+    '::ffff:7f00:1',
+    '64:ff9b::a9fe:a9fe',
+  ])
+    assert.ok(addressProblem(ip), `${ip} is refused`);
+  for (const ip of ['8.8.8.8', '142.250.1.1', '172.32.0.1', '100.128.0.1', '2607:f8b0:4004:c07::5f', '2a00:1450::1'])
+    assert.equal(addressProblem(ip), undefined, `${ip} is public`);
+  assert.equal(addressProblem('127.0.0.1', true), undefined);
+  assert.equal(addressProblem('::1', true), undefined);
+  assert.match(addressProblem('10.0.0.1', true) ?? '', /private/);
+  assert.match(addressProblem('169.254.169.254') ?? '', /link-local/);
+  assert.match(addressProblem('fd00:ec2::254') ?? '', /metadata/);
+  // A name is not checked for where it points when subscribed: that is done at each send.
+  assert.equal(endpointProblem('https://10.0.0.1.nip.io/x', false), undefined);
+});
+
+const ANA = { name: 'ana', role: 'approver' as const };
+const QUESTION = {
+  type: 'paused' as const,
+  pause: { kind: 'ask_user' as const, seq: 1, call_id: 'q1', question: '?', step: 1, results: [], calls: [] },
+};
+
+/** A Push on its own store and tokens, resolving names with `lookup`, and a way to read its audit. */
+async function pushWith(env: Record<string, string>, lookup: Lookup) {
+  const home = tempHome('keel-push-resolve-');
+  const store = new SqliteStore(join(home, 'keel.db'));
+  Tokens.at(home).create(ANA.name, ANA.role);
+  const push = await Push.start({ store, tokens: Tokens.at(home), env, lookup, log: () => {} });
+  const failed = async () =>
+    (await store.listAudit()).filter((a) => a.action === 'push_failed').map((a) => JSON.parse(a.detail ?? '{}').status as string);
+  const sent = async () => (await store.listAudit()).filter((a) => a.action === 'push_sent').length;
+  return {
+    push,
+    store,
+    failed,
+    sent,
+    close: async () => {
+      await push.drain(1000);
+      store.close();
+    },
+  };
+}
+
+const resolver =
+  (answers: Record<string, string[]>, asked: string[] = []): Lookup =>
+  async (host) => {
+    asked.push(host);
+    return (answers[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+
+test('S7: at send time the name is resolved, and a push to a loopback, private, link-local, CGNAT or metadata address is not sent but audited', async (t) => {
+  const answers: Record<string, string[]> = {
+    'push.example.com': ['10.0.0.7'],
+    '169.254.169.254.nip.io': ['169.254.169.254'],
+    // One address of a name's several is enough to refuse it: which one a connection takes is not ours.
+    'rebind.example.com': ['93.184.216.34', '127.0.0.1'],
+    'v6.example.com': ['fd00:ec2::254'],
+    'mapped.example.com': ['::ffff:192.168.0.1'],
+    'cgnat.example.com': ['100.100.100.200'],
+  };
+  const asked: string[] = [];
+  const p = await pushWith({ KEEL_PUSH_SUBJECT: SUBJECT }, resolver(answers, asked));
+  t.after(p.close);
+  for (const host of Object.keys(answers))
+    assert.equal((await p.push.subscribe(ANA, { endpoint: `https://${host}/p`, keys: browserKeys().keys })).status, 'added', host);
+  p.push.publish('run_1', QUESTION);
+  const failed = await until('every push refused', async () => {
+    const f = await p.failed();
+    return f.length >= Object.keys(answers).length ? f : undefined;
+  });
+  assert.deepEqual(asked.sort(), Object.keys(answers).sort(), 'each name resolved when its push was sent');
+  assert.deepEqual(failed.sort(), [
+    'not sent: 169.254.169.254.nip.io resolves to 169.254.169.254, a link-local address (where cloud metadata services answer)',
+    'not sent: cgnat.example.com resolves to 100.100.100.200, a shared (CGNAT) address',
+    'not sent: mapped.example.com resolves to ::ffff:192.168.0.1, a private address',
+    'not sent: push.example.com resolves to 10.0.0.7, a private address',
+    'not sent: rebind.example.com resolves to 127.0.0.1, a loopback address',
+    'not sent: v6.example.com resolves to fd00:ec2::254, a private address (where cloud metadata services answer too)',
+  ]);
+  assert.equal(await p.sent(), 0);
+});
+
+test('S7: a push connects to the address that was checked (never resolved twice), with the name as Host; the test switch allows loopback only', async (t) => {
+  // The push service listens on 127.0.0.2 only: a connection that resolved "localhost" again by itself
+  // (127.0.0.1 or ::1) would be refused.
+  const svc = await pushService(() => 201, '127.0.0.2');
+  t.after(() => svc.close());
+  const port = new URL(svc.url).port;
+  const answers: Record<string, string[]> = { localhost: ['127.0.0.2'] };
+  const asked: string[] = [];
+  const p = await pushWith({ KEEL_PUSH_SUBJECT: SUBJECT, KEEL_PUSH_TEST_ENDPOINTS: '1' }, resolver(answers, asked));
+  t.after(p.close);
+  const phone = browserKeys();
+  assert.equal((await p.push.subscribe(ANA, { endpoint: `http://localhost.:${port}/pinned`, keys: phone.keys })).status, 'added');
+  p.push.publish('run_1', QUESTION);
+  await until('the push', () => svc.to('/pinned').length === 1);
+  await until('audited as sent', async () => ((await p.sent()) === 1 ? true : undefined));
+  assert.deepEqual(asked, ['localhost'], 'resolved once, by Keel');
+  assert.equal(svc.to('/pinned')[0].headers.host, `localhost:${port}`, 'the name, not the address');
+  assert.equal(JSON.parse(decryptPush(svc.to('/pinned')[0].body, phone)).title, QUESTION_TITLE);
+
+  // The name now points into the private network: the next push is not sent, even with the test switch.
+  answers.localhost = ['10.9.9.9'];
+  p.push.publish('run_2', { ...QUESTION, pause: { ...QUESTION.pause, seq: 2 } });
+  const failed = await until('the refusal', async () => ((await p.failed()).length === 1 ? p.failed() : undefined));
+  assert.deepEqual(failed, ['not sent: localhost resolves to 10.9.9.9, a private address']);
+  assert.equal(svc.to('/pinned').length, 1);
 });
 
 for (const kind of ['sqlite', 'postgres'] as const) {

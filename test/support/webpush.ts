@@ -98,10 +98,13 @@ export interface Delivered {
 }
 
 /**
- * A push service on 127.0.0.1: each request is recorded by path; `answer(path)` is the status
- * (201 by default, as push services answer), or 'hang' to never answer.
+ * A push service on 127.0.0.1 (or another loopback address, `host`): each request is recorded by
+ * path; `answer(path)` is the status (201 by default, as push services answer), or 'hang' to never answer.
  */
-export async function pushService(answer: (path: string) => number | 'hang' = () => 201): Promise<{
+export async function pushService(
+  answer: (path: string) => number | 'hang' = () => 201,
+  host = '127.0.0.1',
+): Promise<{
   url: string;
   got: Delivered[];
   to(path: string): Delivered[];
@@ -118,9 +121,9 @@ export async function pushService(answer: (path: string) => number | 'hang' = ()
       if (a !== 'hang') res.writeHead(a).end();
     });
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => server.listen(0, host, r));
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://${host}:${(server.address() as AddressInfo).port}`,
     got,
     to: (path) => got.filter((g) => g.path === path),
     close: () =>
