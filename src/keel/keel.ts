@@ -1,9 +1,16 @@
 import { setMaxListeners } from 'node:events';
 import { join, resolve } from 'node:path';
-import { type ApprovalDecision, type ApprovalEdit, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
+import {
+  type ApprovalDecision,
+  type ApprovalEdit,
+  expireApprovals,
+  RUN_CANCELLED,
+  recordApprovalAnswer,
+  recordCardsClosed,
+} from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
-import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
+import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
 import { createModel } from '../models/index.js';
@@ -782,12 +789,17 @@ export class Keel {
       },
     };
     const deps = await this.deps({ model }, run);
-    const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), o.onEvent);
-    this.remembered.delete(runId);
     const at = new Date().toISOString();
+    // Issue 40: the run's pending cards are closed in the transaction that takes it (one winner
+    // against an approve), then journalled and audited; a card answered first refuses the cancel.
+    const { leg, closed } = await cancelLeg(deps, runId, why, { actor, reason: RUN_CANCELLED, at });
+    // A run taken from a dead process (not paused) may still hold a card no pause waits on.
     for (const a of await store.listApprovals({ run_id: runId, status: 'pending' })) {
-      await store.answerApproval(a.id, 'rejected', actor, 'the run was cancelled', at);
+      if (await store.answerApproval(a.id, 'rejected', actor, RUN_CANCELLED, at)) closed.push(a.id);
     }
+    await recordCardsClosed(store, runId, closed, actor, at);
+    const result = await collect(this.sessions.track(leg.drive()), o.onEvent);
+    this.remembered.delete(runId);
     await store.audit({ at, actor, action: 'cancel_run', subject: runId, detail: JSON.stringify({ reason }) });
     return result;
   }
