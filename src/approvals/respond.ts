@@ -10,6 +10,9 @@ const EXPIRED = 'expired before it was answered';
 /** The reason a card is closed with when the MCP client whose call it holds is gone (S3, `keel mcp serve`). */
 export const CLIENT_GONE = 'client_gone';
 
+/** A8: the most cards (ids) — and runs — one batch answers: the API's, the console's and the library's cap. */
+export const MAX_BATCH = 200;
+
 /** The reason a card is closed with when its run is cancelled (issue 40: in the cancel's own claim). */
 export const RUN_CANCELLED = 'the run was cancelled';
 

@@ -4,6 +4,7 @@ import {
   type ApprovalDecision,
   type ApprovalEdit,
   expireApprovals,
+  MAX_BATCH,
   RUN_CANCELLED,
   recordApprovalAnswer,
   recordCardsClosed,
@@ -603,20 +604,28 @@ export class Keel {
   /**
    * Answers several cards in one action — each through `answerApproval`, on its own and once
    * (audited each), in the order given; a card answered meanwhile (or unknown, or refused) is
-   * reported as such and the others proceed. `run` adds every pending card of that run. The legs
-   * returned are the runs' continuations, to be driven (or queued) by the caller.
+   * reported as such and the others proceed. `run` (and `runs`) adds every pending card of that run.
+   * The batch as a whole is checked before any card is answered (issue 40): at most MAX_BATCH ids
+   * and runs, every run known — else nothing is answered. The legs returned are the runs'
+   * continuations, to be driven (or queued) by the caller.
    */
   async answerApprovals(
     ids: readonly string[],
     decision: ApprovalDecision,
-    o: Omit<ApprovalOptions, 'arguments'> & { run?: string } = {},
+    o: Omit<ApprovalOptions, 'arguments'> & { run?: string; runs?: readonly string[] } = {},
   ): Promise<BatchAnswer[]> {
-    const { run, ...opts } = o;
-    const all = [...ids];
-    if (run !== undefined) {
-      if (!(await this.requireStore().loadRun(run))) throw new KeelError('not_found', `no run ${run}`);
-      for (const a of await this.listApprovals({ status: 'pending', run_id: run })) all.push(a.id);
+    const { run, runs = [], ...opts } = o;
+    const chosen = [...new Set([...(run === undefined ? [] : [run]), ...runs])];
+    if (ids.length > MAX_BATCH || chosen.length > MAX_BATCH) {
+      throw new KeelError(
+        'bad_input',
+        `a batch answers at most ${MAX_BATCH} cards and ${MAX_BATCH} runs at once (given ${ids.length} and ${chosen.length}); nothing was answered`,
+      );
     }
+    for (const r of chosen)
+      if (!(await this.requireStore().loadRun(r))) throw new KeelError('not_found', `no run ${r}; nothing was answered`);
+    const all = [...ids];
+    for (const r of chosen) for (const a of await this.listApprovals({ status: 'pending', run_id: r })) all.push(a.id);
     const out: BatchAnswer[] = [];
     for (const id of new Set(all)) {
       try {

@@ -3,6 +3,7 @@
  * OpenAPI document (`/v1/openapi.json`) is generated from the same schemas, so the two cannot drift.
  */
 import { z } from 'zod';
+import { MAX_BATCH } from '../approvals/respond.js';
 
 const MAX_REQUEST = 100_000;
 
@@ -57,7 +58,7 @@ export const ApprovalBody = z.strictObject({
 
 /** A8: several cards answered in one action, each on its own and once. */
 export const BatchApprovalBody = z.strictObject({
-  ids: z.array(Id).max(200).default([]).describe('the cards to answer (give ids, or run, or both)'),
+  ids: z.array(Id).max(MAX_BATCH).default([]).describe('the cards to answer (give ids, or run, or both)'),
   run: Id.optional().describe('also every pending card of this run'),
   decision: z.enum(['approve', 'reject']),
   reason: z.string().max(4000).optional(),
