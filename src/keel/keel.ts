@@ -16,9 +16,10 @@ import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
+import { checkAppTools } from '../plugin-host/app-tools.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
-import type { ToolRow } from '../plugin-host/types.js';
+import type { Row, ToolRow } from '../plugin-host/types.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
@@ -70,10 +71,32 @@ export interface KeelOptions {
    */
   tools?: readonly AppTool[];
   /**
+   * R32: what a mistake in the application's own tools (`tools`, here or a run's) does. Default
+   * `'throw'`: a tool that would be refused — its declaration or definition (M4), a name given twice,
+   * a core name, a name a plugin registers — is a KeelError (`config`) naming the tool and the field
+   * (`tools[0] (pay).confirm: …`), thrown by the constructor for the Keel's own list where it can
+   * tell (the names are checked against the pool when a run mounts them) and by the run for the
+   * rest. `'warn'`: degraded mounting — the refused tools never reach the pool and each run says so
+   * in `result.warnings`, as a plugin folder degrades.
+   */
+  degradedTools?: 'throw' | 'warn';
+  /**
    * Plugin folders for a run that names none and no KEEL_PLUGINS is set. Default none: a library
    * user gets exactly the plugins they ask for. The CLI passes the bundled reference plugins.
    */
   defaultPluginDirs?: string[];
+}
+
+/**
+ * R32 (issue 40): the application's own tools are its own code, not a plugin folder: a refused one
+ * is an error naming the tool and the field, unless the app chose degraded mounting.
+ */
+function refuseAppTools(rows: readonly Row[]): void {
+  if (!rows.length) return;
+  throw new KeelError(
+    'config',
+    `${rows.map((r) => r.message).join('; ')} — fix the tool${rows.length > 1 ? 's' : ''} declared in code, or mount the valid ones without ${rows.length > 1 ? 'them' : 'it'} with new Keel({ degradedTools: 'warn' })`,
+  );
 }
 
 /**
@@ -241,6 +264,11 @@ export class Keel {
     this.opts = opts;
     this.env = opts.env ?? process.env;
     this.home = opts.home ? resolve(opts.home) : keelHome(this.env);
+    if (opts.degradedTools !== undefined && opts.degradedTools !== 'throw' && opts.degradedTools !== 'warn') {
+      throw new KeelError('bad_input', `degradedTools: must be 'throw' or 'warn', got ${JSON.stringify(opts.degradedTools)}`);
+    }
+    // R32 (issue 40): a mistake in the application's own tools fails loudly, before anything is opened.
+    if (opts.tools !== undefined && opts.degradedTools !== 'warn') refuseAppTools(checkAppTools(opts.tools).rows);
     this.store = opts.store === undefined ? openStore(this.home, this.env) : opts.store;
     this.sessions = new Sessions(this.store);
     this.registries = new Registries({
@@ -324,6 +352,8 @@ export class Keel {
   private async deps(o: Kept & Pick<RunOptions, 'signal'>, stored?: RunState): Promise<EngineDeps & { notes: string[] }> {
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : this.pluginDirs();
     const { registry, notes } = await this.registries.forRun(dirs, this.appTools(o.tools));
+    // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.
+    if (this.opts.degradedTools !== 'warn') refuseAppTools(registry.plugins.find((p) => p.source === 'code')?.degraded ?? []);
     const client = typeof o.model === 'object' ? o.model : await this.modelFor(o.model ?? stored?.model, stored);
     const spec = client.spec;
     const output = o.output ? await outputCheck(o.output) : undefined;
