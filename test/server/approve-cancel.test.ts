@@ -51,6 +51,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       const paused = await runUntil(s, runId, (x) => x.status === 'paused' || x.status === 'done' || x.status === 'failed');
       assert.equal(paused.status, 'paused', JSON.stringify(paused));
       const card = paused.approval.id as string;
+      // Issue 40: the run's card gives its call as data too, not only rendered.
+      assert.deepEqual(paused.approval.card.items[0].args, args);
       // Both at once, or one of them (in turn) a moment later, so that each wins some rounds and
       // the moments in between, where they meet in the store, are tried.
       const later = LATER[Math.floor(i / 2) % LATER.length];
