@@ -10,10 +10,16 @@ const EXPIRED = 'expired before it was answered';
 /** The reason a card is closed with when the MCP client whose call it holds is gone (S3, `keel mcp serve`). */
 export const CLIENT_GONE = 'client_gone';
 
+/** A8: the most cards (ids) — and runs — one batch answers: the API's, the console's and the library's cap. */
+export const MAX_BATCH = 200;
+
+/** The reason a card is closed with when its run is cancelled (issue 40: in the cancel's own claim). */
+export const RUN_CANCELLED = 'the run was cancelled';
+
 /** The answer joins the run's journal, so live clients (an inbox, the run's page) see the card close. */
 function journal(
   store: Store,
-  a: ApprovalRecord,
+  a: Pick<ApprovalRecord, 'id' | 'run_id'>,
   status: 'approved' | 'rejected' | 'expired',
   by: string,
   reason: string | null,
@@ -126,9 +132,11 @@ export async function recordApprovalAnswer(
   if (a.status !== 'pending') {
     // S3: a card closed because its MCP client left says so, and that nothing ran.
     const gone = a.status === 'rejected' && a.reason === CLIENT_GONE;
+    // Issue 40: a card its run's cancel closed says so, and that nothing ran.
+    const cancelled = a.status === 'rejected' && a.reason === RUN_CANCELLED;
     throw new KeelError(
       'conflict',
-      `approval ${id} was already ${a.status}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.answered_at ? ` at ${a.answered_at}` : ''}${gone ? ': closed because the MCP client that made the call left (client_gone), and nothing ran — the client makes the call again for a new card' : ''}; it cannot be answered again`,
+      `approval ${id} was already ${a.status}${a.answered_by ? ` by ${a.answered_by}` : ''}${a.answered_at ? ` at ${a.answered_at}` : ''}${gone ? ': closed because the MCP client that made the call left (client_gone), and nothing ran — the client makes the call again for a new card' : ''}${cancelled ? `: closed because its run ${a.run_id} was cancelled, and nothing ran` : ''}; it cannot be answered again`,
     );
   }
   if (options.edit && decision !== 'approve') {
@@ -166,6 +174,17 @@ export async function recordApprovalAnswer(
     }),
   });
   return { ...a, ...(edited ? { items: edited } : {}), status, answered_at: at, answered_by: actor, reason, consent_writes: consentWrites };
+}
+
+/**
+ * Issue 40: the cards a cancel closed in the same transaction that took their run (RunStore
+ * claimToCancel) are journalled and audited as any rejection is, by who cancelled.
+ */
+export async function recordCardsClosed(store: Store, runId: string, ids: readonly string[], actor: string, at: string): Promise<void> {
+  for (const id of ids) {
+    await journal(store, { id, run_id: runId }, 'rejected', actor, RUN_CANCELLED, at);
+    await store.audit({ at, actor, action: 'rejected', subject: id, detail: JSON.stringify({ run_id: runId, reason: RUN_CANCELLED }) });
+  }
 }
 
 /** A4: marks every pending approval past its expiry as expired (audited). Returns them. */

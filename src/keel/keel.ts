@@ -1,16 +1,25 @@
 import { setMaxListeners } from 'node:events';
 import { join, resolve } from 'node:path';
-import { type ApprovalDecision, type ApprovalEdit, expireApprovals, recordApprovalAnswer } from '../approvals/respond.js';
+import {
+  type ApprovalDecision,
+  type ApprovalEdit,
+  expireApprovals,
+  MAX_BATCH,
+  RUN_CANCELLED,
+  recordApprovalAnswer,
+  recordCardsClosed,
+} from '../approvals/respond.js';
 import { type KeelConfig, loadConfig } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
-import { answerLeg, approvalLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg, streamCancel } from '../loop/legs.js';
+import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
 import { createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
+import { checkAppTools } from '../plugin-host/app-tools.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
-import type { ToolRow } from '../plugin-host/types.js';
+import type { Row, ToolRow } from '../plugin-host/types.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
@@ -62,10 +71,32 @@ export interface KeelOptions {
    */
   tools?: readonly AppTool[];
   /**
+   * R32: what a mistake in the application's own tools (`tools`, here or a run's) does. Default
+   * `'throw'`: a tool that would be refused — its declaration or definition (M4), a name given twice,
+   * a core name, a name a plugin registers — is a KeelError (`config`) naming the tool and the field
+   * (`tools[0] (pay).confirm: …`), thrown by the constructor for the Keel's own list where it can
+   * tell (the names are checked against the pool when a run mounts them) and by the run for the
+   * rest. `'warn'`: degraded mounting — the refused tools never reach the pool and each run says so
+   * in `result.warnings`, as a plugin folder degrades.
+   */
+  degradedTools?: 'throw' | 'warn';
+  /**
    * Plugin folders for a run that names none and no KEEL_PLUGINS is set. Default none: a library
    * user gets exactly the plugins they ask for. The CLI passes the bundled reference plugins.
    */
   defaultPluginDirs?: string[];
+}
+
+/**
+ * R32 (issue 40): the application's own tools are its own code, not a plugin folder: a refused one
+ * is an error naming the tool and the field, unless the app chose degraded mounting.
+ */
+function refuseAppTools(rows: readonly Row[]): void {
+  if (!rows.length) return;
+  throw new KeelError(
+    'config',
+    `${rows.map((r) => r.message).join('; ')} — fix the tool${rows.length > 1 ? 's' : ''} declared in code, or mount the valid ones without ${rows.length > 1 ? 'them' : 'it'} with new Keel({ degradedTools: 'warn' })`,
+  );
 }
 
 /**
@@ -233,6 +264,11 @@ export class Keel {
     this.opts = opts;
     this.env = opts.env ?? process.env;
     this.home = opts.home ? resolve(opts.home) : keelHome(this.env);
+    if (opts.degradedTools !== undefined && opts.degradedTools !== 'throw' && opts.degradedTools !== 'warn') {
+      throw new KeelError('bad_input', `degradedTools: must be 'throw' or 'warn', got ${JSON.stringify(opts.degradedTools)}`);
+    }
+    // R32 (issue 40): a mistake in the application's own tools fails loudly, before anything is opened.
+    if (opts.tools !== undefined && opts.degradedTools !== 'warn') refuseAppTools(checkAppTools(opts.tools).rows);
     this.store = opts.store === undefined ? openStore(this.home, this.env) : opts.store;
     this.sessions = new Sessions(this.store);
     this.registries = new Registries({
@@ -316,6 +352,8 @@ export class Keel {
   private async deps(o: Kept & Pick<RunOptions, 'signal'>, stored?: RunState): Promise<EngineDeps & { notes: string[] }> {
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : this.pluginDirs();
     const { registry, notes } = await this.registries.forRun(dirs, this.appTools(o.tools));
+    // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.
+    if (this.opts.degradedTools !== 'warn') refuseAppTools(registry.plugins.find((p) => p.source === 'code')?.degraded ?? []);
     const client = typeof o.model === 'object' ? o.model : await this.modelFor(o.model ?? stored?.model, stored);
     const spec = client.spec;
     const output = o.output ? await outputCheck(o.output) : undefined;
@@ -596,20 +634,28 @@ export class Keel {
   /**
    * Answers several cards in one action — each through `answerApproval`, on its own and once
    * (audited each), in the order given; a card answered meanwhile (or unknown, or refused) is
-   * reported as such and the others proceed. `run` adds every pending card of that run. The legs
-   * returned are the runs' continuations, to be driven (or queued) by the caller.
+   * reported as such and the others proceed. `run` (and `runs`) adds every pending card of that run.
+   * The batch as a whole is checked before any card is answered (issue 40): at most MAX_BATCH ids
+   * and runs, every run known — else nothing is answered. The legs returned are the runs'
+   * continuations, to be driven (or queued) by the caller.
    */
   async answerApprovals(
     ids: readonly string[],
     decision: ApprovalDecision,
-    o: Omit<ApprovalOptions, 'arguments'> & { run?: string } = {},
+    o: Omit<ApprovalOptions, 'arguments'> & { run?: string; runs?: readonly string[] } = {},
   ): Promise<BatchAnswer[]> {
-    const { run, ...opts } = o;
-    const all = [...ids];
-    if (run !== undefined) {
-      if (!(await this.requireStore().loadRun(run))) throw new KeelError('not_found', `no run ${run}`);
-      for (const a of await this.listApprovals({ status: 'pending', run_id: run })) all.push(a.id);
+    const { run, runs = [], ...opts } = o;
+    const chosen = [...new Set([...(run === undefined ? [] : [run]), ...runs])];
+    if (ids.length > MAX_BATCH || chosen.length > MAX_BATCH) {
+      throw new KeelError(
+        'bad_input',
+        `a batch answers at most ${MAX_BATCH} cards and ${MAX_BATCH} runs at once (given ${ids.length} and ${chosen.length}); nothing was answered`,
+      );
     }
+    for (const r of chosen)
+      if (!(await this.requireStore().loadRun(r))) throw new KeelError('not_found', `no run ${r}; nothing was answered`);
+    const all = [...ids];
+    for (const r of chosen) for (const a of await this.listApprovals({ status: 'pending', run_id: r })) all.push(a.id);
     const out: BatchAnswer[] = [];
     for (const id of new Set(all)) {
       try {
@@ -782,12 +828,17 @@ export class Keel {
       },
     };
     const deps = await this.deps({ model }, run);
-    const result = await collect(this.sessions.track(streamCancel(deps, runId, why)), o.onEvent);
-    this.remembered.delete(runId);
     const at = new Date().toISOString();
+    // Issue 40: the run's pending cards are closed in the transaction that takes it (one winner
+    // against an approve), then journalled and audited; a card answered first refuses the cancel.
+    const { leg, closed } = await cancelLeg(deps, runId, why, { actor, reason: RUN_CANCELLED, at });
+    // A run taken from a dead process (not paused) may still hold a card no pause waits on.
     for (const a of await store.listApprovals({ run_id: runId, status: 'pending' })) {
-      await store.answerApproval(a.id, 'rejected', actor, 'the run was cancelled', at);
+      if (await store.answerApproval(a.id, 'rejected', actor, RUN_CANCELLED, at)) closed.push(a.id);
     }
+    await recordCardsClosed(store, runId, closed, actor, at);
+    const result = await collect(this.sessions.track(leg.drive()), o.onEvent);
+    this.remembered.delete(runId);
     await store.audit({ at, actor, action: 'cancel_run', subject: runId, detail: JSON.stringify({ reason }) });
     return result;
   }

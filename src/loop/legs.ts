@@ -213,9 +213,17 @@ export function streamContinue(deps: EngineDeps, runId: string): AsyncGenerator<
   return whenAsked(() => continueLeg(deps, runId));
 }
 
-/** `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused. */
-export function streamCancel(deps: EngineDeps, runId: string, why: string): AsyncGenerator<LoopEvent, RunResult> {
-  return whenAsked(async () =>
-    leg(await RunWriter.claimStalled(storeOf(deps), runId, deps.now), (l) => l.cancel(why), deps, { kind: 'continue' }),
-  );
+/**
+ * `keel runs cancel`: ends a paused or stalled run for good; a run a live process drives is refused,
+ * as is one whose card was answered first (issue 40). A paused run's pending cards are closed
+ * (rejected, by `close.actor`) in the same transaction that takes the run: their ids are returned.
+ */
+export async function cancelLeg(
+  deps: EngineDeps,
+  runId: string,
+  why: string,
+  close: { actor: string; reason: string; at: string },
+): Promise<{ leg: Leg; closed: string[] }> {
+  const { run, closed } = await RunWriter.claimToCancel(storeOf(deps), runId, close, deps.now);
+  return { leg: leg(run, (l) => l.cancel(why), deps, { kind: 'continue' }), closed };
 }

@@ -1,4 +1,13 @@
-import type { ApprovalRecord, EndReason, RunResult, RunResultBase, UntrustedSource } from '../types/index.js';
+import type {
+  ApprovalCard,
+  ApprovalItem,
+  ApprovalRecord,
+  EndReason,
+  ResultCard,
+  RunResult,
+  RunResultBase,
+  UntrustedSource,
+} from '../types/index.js';
 import type { RunView } from './run.js';
 
 const WHY: Partial<Record<EndReason, (l: { maxSteps: number; timeoutMs: number }) => string>> = {
@@ -111,7 +120,7 @@ export function toResult(s: RunView): RunResult {
   if (p) {
     if (p.kind === 'approval') {
       out.reason = 'awaiting_approval';
-      out.approval = { id: p.approval_id, card: p.card };
+      out.approval = { id: p.approval_id, card: resultCard(p.card, p.items) };
     } else if (p.kind === 'ask_user') {
       out.reason = 'awaiting_user_input';
       out.question = p.question;
@@ -127,6 +136,27 @@ export function untrustedRead(s: Pick<RunView, 'steps' | 'inherited_untrusted' |
   const calls = s.pause && s.pause.kind !== 'interrupted' ? [...s.steps, ...s.pause.calls] : s.steps;
   for (const r of calls) if (r.untrusted !== undefined) out.push({ tool: r.tool, call_id: r.call_id, label: r.untrusted });
   return out;
+}
+
+/**
+ * Issue 40: the card with each item's call as data — its id and structured arguments, as the
+ * stored pause has them (the card's items are its calls, in order) — beside the rendered `call`.
+ */
+function resultCard(card: ApprovalCard, items: readonly ApprovalItem[]): ResultCard {
+  return {
+    ...card,
+    items: card.items.map((shown, i) => {
+      const item = items[i];
+      if (!item) return shown as ResultCard['items'][number];
+      return {
+        ...shown,
+        call_id: item.call_id,
+        args: item.args,
+        ...(item.original_args ? { original_args: item.original_args } : {}),
+        ...(item.edited_by ? { edited_by: item.edited_by } : {}),
+      };
+    }),
+  };
 }
 
 /** The paused step's calls that have a result already (the question itself is still open). */

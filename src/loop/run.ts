@@ -327,6 +327,42 @@ export class RunWriter {
   }
 
   /**
+   * Issue 40: takes a run to cancel it, as claimStalled does, except that a paused run's pending
+   * cards are closed in the claim's own transaction (their ids returned), and a run whose card was
+   * answered first is refused: that answer carries the run on. An approve and a cancel of one run
+   * have one winner, and the card says which.
+   */
+  static async claimToCancel(
+    store: RunStore,
+    runId: string,
+    close: { actor: string; reason: string; at: string },
+    clock?: () => Date,
+  ): Promise<{ run: RunWriter; closed: string[] }> {
+    const s = await loadOrThrow(store, runId);
+    // Handed to the queue (S4: running, no owner) at its approval pause: its card was answered and
+    // a worker carries that answer out; taking the run over here would strand the answer.
+    if (s.status === 'running' && s.owner === null && s.pause?.kind === 'approval') {
+      throw new KeelError(
+        'conflict',
+        `run ${runId} can no longer be cancelled: its approval ${s.pause.approval_id} was answered, and a worker carries the run on with that answer`,
+      );
+    }
+    if (s.status !== 'paused') return { run: await RunWriter.claimStalled(store, runId, clock), closed: [] };
+    const closed = await store.claimToCancel(runId, s.pause_seq, processOwner(), close);
+    if (!closed) {
+      throw new KeelError(
+        'conflict',
+        s.pause?.kind === 'approval'
+          ? `run ${runId} can no longer be cancelled: its approval ${s.pause.approval_id} was answered just now, and the run goes on with that answer`
+          : `run ${runId} was just taken by another process`,
+      );
+    }
+    crashPoint('claim');
+    s.owner = processOwner();
+    return { run: new RunWriter(s, store, clock ?? (() => new Date())), closed };
+  }
+
+  /**
    * C1: a session's mode changed while its run was paused: the run records it and continues in the
    * new mode. The pause is claimed around the change, so a resume racing it is never overwritten;
    * a run already being continued picks the mode up from its session instead.

@@ -806,8 +806,8 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     const { ids, runs } = batchSelection(data);
     if (!ids.length && !runs.length) throw new KeelError('bad_input', 'select the cards to answer first');
     const o = { actor: who.name, reason: data.reason?.trim() || null };
-    const answers = await keel.answerApprovals(ids, decision, o);
-    for (const run of runs) answers.push(...(await keel.answerApprovals([], decision, { ...o, run })));
+    // Issue 40: one batch, checked whole (its cap, every run known) before any card is answered, as the API's.
+    const answers = await keel.answerApprovals(ids, decision, { ...o, runs });
     const results = [];
     for (const { leg, ...r } of answers) {
       if (r.approval) d.wake(r.approval.run_id);

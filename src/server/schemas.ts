@@ -3,6 +3,7 @@
  * OpenAPI document (`/v1/openapi.json`) is generated from the same schemas, so the two cannot drift.
  */
 import { z } from 'zod';
+import { MAX_BATCH } from '../approvals/respond.js';
 
 const MAX_REQUEST = 100_000;
 
@@ -57,7 +58,7 @@ export const ApprovalBody = z.strictObject({
 
 /** A8: several cards answered in one action, each on its own and once. */
 export const BatchApprovalBody = z.strictObject({
-  ids: z.array(Id).max(200).default([]).describe('the cards to answer (give ids, or run, or both)'),
+  ids: z.array(Id).max(MAX_BATCH).default([]).describe('the cards to answer (give ids, or run, or both)'),
   run: Id.optional().describe('also every pending card of this run'),
   decision: z.enum(['approve', 'reject']),
   reason: z.string().max(4000).optional(),
@@ -98,11 +99,25 @@ const Outcome = z.enum([
   'rejected',
   'error',
 ]);
+const CardItem = z.object({ tool: z.string(), title: z.string(), lines: z.array(z.string()), undo: z.string(), call: z.string() });
 const Card = z.object({
   title: z.string(),
   request: z.string(),
-  items: z.array(z.object({ tool: z.string(), title: z.string(), lines: z.array(z.string()), undo: z.string(), call: z.string() })),
+  items: z.array(CardItem),
   offers_write_consent: z.literal(true).optional(),
+});
+/** A run's card (issue 40): each item also has its call's id and structured arguments, as the stored pause has them. */
+const ResultCard = Card.extend({
+  items: z.array(
+    CardItem.extend({
+      call_id: z.string(),
+      /** The call's arguments (`call` is the same, rendered). */
+      args: Json,
+      /** A7: the owner changed the arguments: the model's. */
+      original_args: Json.optional(),
+      edited_by: z.string().optional(),
+    }),
+  ),
 });
 const Confirmation = z.object({
   tools: z.array(z.string()),
@@ -136,7 +151,7 @@ export const RunSchema = z.object({
   answer: z.string().nullable(),
   question: z.string().optional(),
   confirm: Confirmation.optional(),
-  approval: z.object({ id: z.string(), card: Card }).optional(),
+  approval: z.object({ id: z.string(), card: ResultCard }).optional(),
   mode: ModeSchema,
   model: z.string(),
   model_calls: z.number().int(),

@@ -741,6 +741,35 @@ export class PostgresStore implements Store {
     return r.rowCount === 1;
   }
 
+  /**
+   * Issue 40: one transaction. The run's cards are locked first (the one its pause waits on, and
+   * every pending one), so an approve's UPDATE of the card either committed before — the claim sees
+   * it answered and is refused — or waits for this transaction and finds the card rejected.
+   */
+  async claimToCancel(
+    runId: string,
+    seq: number,
+    owner: string,
+    close: { actor: string; reason: string; at: string },
+  ): Promise<string[] | undefined> {
+    const closed = await this.transaction(async (c) => {
+      const cards = await c.query<{ status: string; pause_seq: number }>(
+        "SELECT status, pause_seq FROM approvals WHERE run_id = $1 AND (pause_seq = $2 OR status = 'pending') FOR UPDATE",
+        [runId, seq],
+      );
+      if (cards.rows.some((r) => r.pause_seq === seq && (r.status === 'approved' || r.status === 'rejected'))) return undefined;
+      const claimed = await c.query(CLAIM_PAUSE.text, [owner, new Date().toISOString(), runId, seq, this.leaseMs]);
+      if (claimed.rowCount !== 1) return undefined;
+      const r = await c.query<{ id: string }>(
+        "UPDATE approvals SET status = 'rejected', answered_by = $1, reason = $2, answered_at = $3 WHERE run_id = $4 AND status = 'pending' RETURNING id",
+        [close.actor, close.reason, close.at, runId],
+      );
+      return r.rows.map((x) => x.id);
+    });
+    if (closed) this.hold(runId, owner);
+    return closed;
+  }
+
   async takeOver(runId: string, seq: number, deadOwner: string | null, owner: string, ownerGone = false): Promise<boolean> {
     // A valid lease always wins (issue 27.3): its holder is alive somewhere, whatever updated_at says.
     const r = await this.q(

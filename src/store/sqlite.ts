@@ -225,6 +225,13 @@ export class SqliteStore implements Store {
       claim: p(
         "UPDATE runs SET status = 'running', owner = ?, updated_at = ?, lease_until = ? WHERE id = ? AND status = 'paused' AND pause_seq = ?",
       ),
+      // Issue 40: a cancel claims a pause only while the card it waits on is unanswered (or expired).
+      claimToCancel: p(`UPDATE runs SET status = 'running', owner = @owner, updated_at = @at, lease_until = @lease_until
+        WHERE id = @id AND status = 'paused' AND pause_seq = @seq
+          AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = @id AND pause_seq = @seq AND status IN ('approved', 'rejected'))`),
+      closeCards: p(
+        "UPDATE approvals SET status = 'rejected', answered_by = ?, reason = ?, answered_at = ? WHERE run_id = ? AND status = 'pending' RETURNING id",
+      ),
       // A valid lease always wins (issue 27.3), as on PostgreSQL: its holder is alive somewhere.
       takeOver: p(`UPDATE runs SET owner = @owner, updated_at = @at, lease_until = @lease_until
         WHERE id = @id AND status = 'running' AND pause_seq = @seq AND owner IS @dead
@@ -836,6 +843,40 @@ export class SqliteStore implements Store {
       this.hold(runId, owner);
     }
     return claimed;
+  }
+
+  /**
+   * Issue 40: the claim and the closing of the run's cards are one transaction, and the claim's
+   * statement takes the file's write lock before it reads the card: an approve (one UPDATE of the
+   * card while pending) lands wholly before it — and the claim is refused — or after, finding the
+   * card rejected.
+   */
+  async claimToCancel(
+    runId: string,
+    seq: number,
+    owner: string,
+    close: { actor: string; reason: string; at: string },
+  ): Promise<string[] | undefined> {
+    let closed: string[] | undefined;
+    this.write(() => {
+      this.transaction(() => {
+        const now = Date.now();
+        const claimed = this.stmt.claimToCancel.run({
+          owner,
+          at: new Date(now).toISOString(),
+          lease_until: now + this.leaseMs,
+          id: runId,
+          seq,
+        });
+        if (claimed.changes !== 1) return;
+        closed = (this.stmt.closeCards.all(close.actor, close.reason, close.at, runId) as { id: string }[]).map((r) => r.id);
+      });
+    });
+    if (closed) {
+      this.written.delete(runId);
+      this.hold(runId, owner);
+    }
+    return closed;
   }
 
   /**

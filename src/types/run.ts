@@ -149,6 +149,15 @@ export interface ApprovalCard {
 }
 
 /**
+ * A card as a run's result gives it (issue 40): each item also carries its call's id and
+ * structured arguments, as the stored pause has them (the model's; and, once edited, the
+ * owner's with `original_args` and `edited_by`), beside the rendered `call`.
+ */
+export interface ResultCard extends ApprovalCard {
+  items: (ApprovalCard['items'][number] & Pick<ApprovalItem, 'call_id' | 'args' | 'original_args' | 'edited_by'>)[];
+}
+
+/**
  * A question asked while writes are held is a confirmation: it names the held tools and the
  * calls waiting on them, and its answer carries an explicit yes or no.
  */
@@ -306,7 +315,7 @@ export interface ConfirmationPause extends PausedBase {
 /** A card: the run waits for the owner to approve or reject exact calls. */
 export interface ApprovalPause extends PausedBase {
   reason: 'awaiting_approval';
-  approval: { id: string; card: ApprovalCard };
+  approval: { id: string; card: ResultCard };
   question?: undefined;
   confirm?: undefined;
 }

@@ -101,6 +101,19 @@ export interface RunStore {
    */
   claimPause(runId: string, seq: number, owner: string): Promise<boolean>;
   /**
+   * Issue 40: a cancel's claim. Takes a paused run out of pause `seq` as claimPause does and, in the
+   * same transaction, closes the run's pending cards (rejected, by `close.actor`, for `close.reason`):
+   * returns their ids, or undefined when the run was not claimed — no longer paused there, or the
+   * card its pause waits on was answered first (approved or rejected: that answer carries the run on).
+   * So an answer and a cancel of one run have one winner, and the card says which.
+   */
+  claimToCancel(
+    runId: string,
+    seq: number,
+    owner: string,
+    close: { actor: string; reason: string; at: string },
+  ): Promise<string[] | undefined>;
+  /**
    * Takes over a run left 'running' at pause `seq` by a process that died (`deadOwner`). False
    * when another process took it first, or while the run's lease is valid (both stores hold runs
    * by lease): a valid lease always wins, unless `ownerGone` says the caller saw

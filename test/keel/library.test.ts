@@ -189,7 +189,7 @@ test('R18: an AbortSignal pauses the run at its next safe point; resume carries 
   assert.equal(done.answer, 'Found the deals.');
 });
 
-test('R32: tools declared in code — the Keel’s and a run’s own — get their gates, are listed by tools(), and a bad declaration is refused', async (t) => {
+test("R32: tools declared in code — the Keel’s and a run’s own — get their gates, are listed by tools(), and a bad declaration is refused (thrown, or with degradedTools: 'warn' a degraded row)", async (t) => {
   const home = tempHome();
   const ran: string[] = [];
   const lookup = defineTool({
@@ -236,7 +236,9 @@ test('R32: tools declared in code — the Keel’s and a run’s own — get the
   assert.equal(gate('refund_order')?.plugin, 'app');
 
   const bad = { ...refund, name: 'bad_refund', confirm: 'once' } as never;
-  const report = (await new Keel({ home, tools: [bad] }).registry()).plugins.find((p) => p.name === 'app');
+  // Issue 40: the app's own mistake throws, naming the tool and the field; degraded mounting is asked for.
+  assert.throws(() => new Keel({ home, tools: [bad] }), /tools\[0\] \(bad_refund\)\.confirm/);
+  const report = (await new Keel({ home, tools: [bad], degradedTools: 'warn' }).registry()).plugins.find((p) => p.name === 'app');
   assert.notEqual(report?.status, 'loaded');
   assert.match(JSON.stringify(report), /tools\[0\] \(bad_refund\)\.confirm/);
 });

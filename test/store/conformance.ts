@@ -507,6 +507,41 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.equal((await store.loadRun('run-1'))?.owner, 'host-c:3');
   });
 
+  test(`${name}: issue 40 claimToCancel takes a pause and closes the run's pending cards in one transaction; a card answered first refuses it`, async (t) => {
+    const store = await fresh(t);
+    const close = { actor: 'ben', reason: 'the run was cancelled', at: at(9) };
+    // A run paused on its card: the cancel takes it and closes the card; an approve after it is a conflict.
+    await store.createRun(sampleRun('run-1', { pause_seq: 3, pause: approvalPause(3, 'ap-1'), owner: null }));
+    await store.createApproval(approval('ap-1', 'run-1', 0, { pause_seq: 3 }));
+    assert.deepEqual(await store.claimToCancel('run-1', 3, 'host-b:2', close), ['ap-1']);
+    assert.deepEqual(
+      { status: (await store.loadRun('run-1'))?.status, owner: (await store.loadRun('run-1'))?.owner },
+      { status: 'running', owner: 'host-b:2' },
+    );
+    const closed = await store.getApproval('ap-1');
+    assert.deepEqual([closed?.status, closed?.answered_by, closed?.reason], ['rejected', 'ben', 'the run was cancelled']);
+    assert.equal(await store.answerApproval('ap-1', 'approved', 'ana', null, at(10)), false, 'an approve after the cancel: conflict');
+    assert.equal(await store.claimToCancel('run-1', 3, 'host-c:3', close), undefined, 'a second cancel of the same pause');
+
+    // A card approved first: the cancel is refused and changes nothing.
+    await store.createRun(sampleRun('run-2', { pause_seq: 2, pause: approvalPause(2, 'ap-2'), owner: null }));
+    await store.createApproval(approval('ap-2', 'run-2', 0, { pause_seq: 2 }));
+    assert.equal(await store.answerApproval('ap-2', 'approved', 'ana', null, at(5)), true);
+    assert.equal(await store.claimToCancel('run-2', 2, 'host-b:2', close), undefined, 'the card was approved first');
+    assert.equal((await store.loadRun('run-2'))?.status, 'paused', 'the refused cancel left the run paused');
+    assert.equal((await store.getApproval('ap-2'))?.status, 'approved');
+
+    // A question's pause (no card), and an expired card, do not stand in the way.
+    await store.createRun(sampleRun('run-3', { status: 'paused', reason: 'awaiting_user_input', pause: askPause(1), pause_seq: 1 }));
+    assert.deepEqual(await store.claimToCancel('run-3', 1, 'host-b:2', close), []);
+    await store.createRun(sampleRun('run-4', { pause_seq: 1, pause: approvalPause(1, 'ap-4'), owner: null }));
+    await store.createApproval(approval('ap-4', 'run-4', 0, { pause_seq: 1 }));
+    assert.equal(await store.answerApproval('ap-4', 'expired', 'system', 'expired', at(61)), true);
+    assert.deepEqual(await store.claimToCancel('run-4', 1, 'host-b:2', close), [], 'an expired card');
+    assert.equal(await store.claimToCancel('run-4', 2, 'host-b:2', close), undefined, 'the wrong seq');
+    assert.equal(await store.claimToCancel('no-such-run', 1, 'host-b:2', close), undefined, 'an unknown run');
+  });
+
   // The caller saw each owner gone (ownerGone: on PostgreSQL its lease, still valid here, does not hold).
   test(`${name}: S4/R18 takeOver takes a running run from its dead owner once`, async (t) => {
     const store = await fresh(t);
