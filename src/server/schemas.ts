@@ -101,7 +101,19 @@ const Outcome = z.enum([
 const Card = z.object({
   title: z.string(),
   request: z.string(),
-  items: z.array(z.object({ tool: z.string(), title: z.string(), lines: z.array(z.string()), undo: z.string(), call: z.string() })),
+  items: z.array(
+    z.object({
+      tool: z.string(),
+      title: z.string(),
+      lines: z.array(z.string()),
+      undo: z.string(),
+      call: z.string(),
+      /** A7: the owner edited the call: the card words the edited call; these are the model's words and call. */
+      original: z.object({ title: z.string(), lines: z.array(z.string()), call: z.string() }).optional(),
+      /** A7: who edited it. */
+      edited_by: z.string().optional(),
+    }),
+  ),
   offers_write_consent: z.literal(true).optional(),
 });
 const Confirmation = z.object({
@@ -197,6 +209,8 @@ export const ApprovalSchema = z.object({
       card: z.object({ title: z.string(), lines: z.array(z.string()) }),
       /** A7: the owner changed the arguments: the model's. */
       original_args: Json.optional(),
+      /** A7: the card's words for the model's call (`card` words the edited one). */
+      original_card: z.object({ title: z.string(), lines: z.array(z.string()) }).optional(),
       /** A7: who changed them. */
       edited_by: z.string().optional(),
     }),
