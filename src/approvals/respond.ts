@@ -84,7 +84,7 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     if (over)
       throw new KeelError(
         'bad_input',
-        `${where}: more than ${over.size} characters, over the limit of ${MAX_ARGS_CHARS} characters a call's arguments may have (as a model's)`,
+        `${where}: over the limit of ${MAX_ARGS_CHARS} characters a call's arguments may have (as a model's)`,
       );
     if (canonicalJson(args) === canonicalJson(item.args)) {
       items.push(item);
