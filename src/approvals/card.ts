@@ -103,6 +103,12 @@ export function renderCard(card: ApprovalCard, id?: string): string {
     for (const l of item.lines) out.push(`│     ${l}`);
     out.push(`│     ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
     out.push(`│     exact call: ${item.call}`);
+    // A7 (issue 40): an edited call is shown as it runs; what the model asked for is kept beside it.
+    if (item.original) {
+      out.push(`│     edited by ${item.edited_by ?? 'the approver'}; was: ${item.original.title}`);
+      for (const l of item.original.lines) out.push(`│       ${l}`);
+      out.push(`│     was: ${item.original.call}`);
+    }
   }
   if (card.offers_write_consent) {
     out.push('│ Approving may also let the confirm-once writes made while carrying it out run without asking');
@@ -110,4 +116,26 @@ export function renderCard(card: ApprovalCard, id?: string): string {
   }
   out.push('└');
   return out.join('\n');
+}
+
+/**
+ * A7 (issue 40): the card after the owner's edit: each edited call in its tool's words (the items'
+ * `card`, worded again at the edit) and its exact call, with the model's beside it. A card of one
+ * call takes its title from the call, as buildCard gives it.
+ */
+export function editedCard(card: ApprovalCard, items: readonly ApprovalItem[]): ApprovalCard {
+  const shown = card.items.map((c, n) => {
+    const i = items[n];
+    if (!i?.original_args || i.tool !== c.tool) return c;
+    const was = i.original_card ?? { title: c.title, lines: c.lines };
+    return {
+      ...c,
+      title: i.card.title,
+      lines: i.card.lines,
+      call: `${i.tool}(${canonicalJson(i.args)})`,
+      original: { title: was.title, lines: was.lines, call: `${i.tool}(${canonicalJson(i.original_args)})` },
+      ...(i.edited_by ? { edited_by: i.edited_by } : {}),
+    };
+  });
+  return { ...card, title: shown.length === 1 ? shown[0].title : card.title, items: shown };
 }

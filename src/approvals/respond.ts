@@ -1,7 +1,10 @@
-import type { ApprovalItem, ApprovalRecord, Store, ToolSpec } from '../types/index.js';
+import { deriveGateState } from '../policy/gate.js';
+import type { ApprovalItem, ApprovalRecord, CallRecord, Store, ToolSpec } from '../types/index.js';
+import { MAX_ARGS_CHARS, MAX_ARGS_DEPTH, overBounds } from '../util/bounds.js';
 import { KeelError } from '../util/errors.js';
-import { canonicalJson } from '../util/json.js';
+import { callKey, canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
+import { describeCall, editedCard } from './card.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 
@@ -38,6 +41,8 @@ export interface ApprovalEdit {
   tool: (name: string) => ToolSpec | undefined;
   /** The plugin's `validate` as the loop runs it before a card is made: its problem with the call, if any. */
   validate: (tool: ToolSpec, args: Record<string, unknown>) => Promise<string | undefined>;
+  /** The run's calls so far (its steps, then the paused reply's): what the repeat guard knows as run (R13). */
+  calls: readonly CallRecord[];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -45,8 +50,11 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 /**
  * A7: the card's calls with the owner's edit applied, each checked as a model's call is (the tool's
  * JSON Schema, R21) and by the plugin's `validate` (A1); a tool declared `editable: false` refuses
- * any edit. A refusal is bad_input naming the call and the field; nothing is stored. Undefined when
- * the edit changes nothing.
+ * any edit. Issue 40: it is held to the same bounds as a model's call (depth and size, measured before
+ * anything recursive reads it), and to the repeat guard (R13): an edit may not make a call the same
+ * as another on the card or as one the run already ran. An edited call is worded again by its tool's
+ * `describe`, the model's words kept beside. A refusal is bad_input naming the call and the field;
+ * nothing is stored. Undefined when the edit changes nothing.
  */
 export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: string): Promise<ApprovalItem[] | undefined> {
   const given = edit.arguments;
@@ -72,6 +80,18 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
       continue;
     }
     if (!isObject(args)) throw new KeelError('bad_input', `${where}: the arguments of ${item.tool} must be a JSON object`);
+    // Issue 40: measured without recursion first, so arguments nested thousands deep are refused, not a stack overflow.
+    const over = overBounds(args);
+    if (over?.over === 'depth')
+      throw new KeelError(
+        'bad_input',
+        `${where}: nested deeper than ${MAX_ARGS_DEPTH} levels, the most a call's arguments may be (as a model's)`,
+      );
+    if (over)
+      throw new KeelError(
+        'bad_input',
+        `${where}: over the limit of ${MAX_ARGS_CHARS} characters a call's arguments may have (as a model's)`,
+      );
     if (canonicalJson(args) === canonicalJson(item.args)) {
       items.push(item);
       continue;
@@ -94,11 +114,46 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     items.push({
       ...item,
       args: copy,
+      // Issue 40: the card words the call that runs (its own copy: describe cannot change what runs).
+      card: describeCall(tool, structuredClone(copy)),
       original_args: item.original_args ?? item.args,
+      original_card: item.original_card ?? item.card,
       edited_by: actor,
     });
   }
-  return changed ? items : undefined;
+  if (!changed) return undefined;
+  repeatCheck(items, edit.calls);
+  return items;
+}
+
+/**
+ * R13 for edited calls (issue 40): a call runs once. An edited call the same (tool and canonical
+ * arguments) as another call on the card, or as a call the run already ran, is refused naming it.
+ */
+function repeatCheck(items: readonly ApprovalItem[], calls: readonly CallRecord[]): void {
+  const where = (i: ApprovalItem) => (items.length === 1 ? 'arguments' : `arguments.${i.call_id}`);
+  const keys = items.map((i) => callKey(i.tool, i.args));
+  // A pending card holds no edit: an item with the model's arguments beside its own was edited now.
+  const isEdited = (i: ApprovalItem) => i.original_args !== undefined;
+  for (let n = 0; n < items.length; n++) {
+    const earlier = keys.indexOf(keys[n]);
+    if (earlier === n || !(isEdited(items[n]) || isEdited(items[earlier]))) continue;
+    const [blamed, other] = isEdited(items[n]) ? [items[n], items[earlier]] : [items[earlier], items[n]];
+    throw new KeelError(
+      'bad_input',
+      `${where(blamed)}: would make this ${blamed.tool} call the same call as ${other.call_id} on this card, and a call runs once (R13): change the arguments, or approve the card as it is`,
+    );
+  }
+  const executed = deriveGateState(calls, false).executed;
+  for (let n = 0; n < items.length; n++) {
+    if (!isEdited(items[n])) continue;
+    const ran = executed.get(keys[n]);
+    if (ran)
+      throw new KeelError(
+        'bad_input',
+        `${where(items[n])}: ${items[n].tool} already ran with these arguments in this run (call ${ran.call_id}), and a call runs once (R13): change them, or reject the card`,
+      );
+  }
 }
 
 /**
@@ -151,7 +206,9 @@ export async function recordApprovalAnswer(
   const status = decision === 'approve' ? 'approved' : 'rejected';
   // A7: the approval is pinned to the owner's arguments, stored with the answer in one update.
   const edited = options.edit ? await editedItems(a, options.edit, actor) : undefined;
-  if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites, edited))) {
+  // Issue 40: the card's words follow the edit (the model's kept beside them), stored in the same update.
+  const card = edited ? editedCard(a.card, edited) : undefined;
+  if (!(await store.answerApproval(id, status, actor, reason, at, consentWrites, edited, card))) {
     throw new KeelError('conflict', `approval ${id} was answered by someone else just now; it cannot be answered again`);
   }
   await journal(store, a, status, actor, reason, at);
@@ -173,7 +230,15 @@ export async function recordApprovalAnswer(
       ...(edited ? { edited_by: actor } : {}),
     }),
   });
-  return { ...a, ...(edited ? { items: edited } : {}), status, answered_at: at, answered_by: actor, reason, consent_writes: consentWrites };
+  return {
+    ...a,
+    ...(edited && card ? { items: edited, card } : {}),
+    status,
+    answered_at: at,
+    answered_by: actor,
+    reason,
+    consent_writes: consentWrites,
+  };
 }
 
 /**

@@ -684,7 +684,14 @@ export class Keel {
     }
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : run.plugin_dirs;
     const { registry } = await this.registries.forRun(dirs, this.appTools(this.kept(run.id, o).tools));
-    return { arguments: o.arguments as Record<string, unknown>, tool: (name) => registry.byName.get(name), validate: validateProblem };
+    // R13 (issue 40): the run's calls so far — its steps, then the paused reply's — for the repeat guard.
+    const calls = [...run.steps, ...(run.pause?.kind === 'approval' ? run.pause.calls : [])];
+    return {
+      arguments: o.arguments as Record<string, unknown>,
+      tool: (name) => registry.byName.get(name),
+      validate: validateProblem,
+      calls,
+    };
   }
 
   /** The answer is stored whatever happens next: an error after it says so, and how to carry the run on. */

@@ -157,10 +157,18 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; tools?: Re
           </ul>
           <p class="undo">{i.undo}</p>
           <code class="call">{i.call}</code>
+          {i.original && (
+            // A7 (issue 40): the card words the edited call; what the model asked for stays beside it.
+            <p class="edited">
+              {`Edited by ${i.edited_by ?? 'the approver'}; was: ${i.original.title} `}
+              <code>{i.original.call}</code>
+            </p>
+          )}
         </section>
       ))}
       {a.items
-        .filter((i) => i.original_args)
+        // A card stored before its words followed an edit: the edited call is said here.
+        .filter((i, n) => i.original_args && !a.card.items[n]?.original)
         .map((i) => (
           <p class="edited">
             {`Edited by ${i.edited_by ?? 'the approver'}: ran as `}

@@ -99,7 +99,17 @@ const Outcome = z.enum([
   'rejected',
   'error',
 ]);
-const CardItem = z.object({ tool: z.string(), title: z.string(), lines: z.array(z.string()), undo: z.string(), call: z.string() });
+const CardItem = z.object({
+  tool: z.string(),
+  title: z.string(),
+  lines: z.array(z.string()),
+  undo: z.string(),
+  call: z.string(),
+  /** A7: the owner edited the call: the card words the edited call; these are the model's words and call. */
+  original: z.object({ title: z.string(), lines: z.array(z.string()), call: z.string() }).optional(),
+  /** A7: who edited it. */
+  edited_by: z.string().optional(),
+});
 const Card = z.object({
   title: z.string(),
   request: z.string(),
@@ -212,6 +222,8 @@ export const ApprovalSchema = z.object({
       card: z.object({ title: z.string(), lines: z.array(z.string()) }),
       /** A7: the owner changed the arguments: the model's. */
       original_args: Json.optional(),
+      /** A7: the card's words for the model's call (`card` words the edited one). */
+      original_card: z.object({ title: z.string(), lines: z.array(z.string()) }).optional(),
       /** A7: who changed them. */
       edited_by: z.string().optional(),
     }),

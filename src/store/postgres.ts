@@ -9,6 +9,7 @@
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import type {
+  ApprovalCard,
   ApprovalItem,
   ApprovalRecord,
   ApprovalStatus,
@@ -1101,10 +1102,11 @@ export class PostgresStore implements Store {
     at: string,
     consentWrites = false,
     items?: ApprovalItem[],
+    card?: ApprovalCard,
   ): Promise<boolean> {
     const r = await this.q(
-      "UPDATE approvals SET status = $1, answered_by = $2, reason = $3, answered_at = $4, consent_writes = $5, items = COALESCE($7::jsonb, items) WHERE id = $6 AND status = 'pending'",
-      [status, actor, reason, at, consentWrites, id, items ? jsonb(items) : null],
+      "UPDATE approvals SET status = $1, answered_by = $2, reason = $3, answered_at = $4, consent_writes = $5, items = COALESCE($7::jsonb, items), card = COALESCE($8::jsonb, card) WHERE id = $6 AND status = 'pending'",
+      [status, actor, reason, at, consentWrites, id, items ? jsonb(items) : null, card ? jsonb(card) : null],
     );
     return r.rowCount === 1;
   }

@@ -2,6 +2,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type {
+  ApprovalCard,
   ApprovalItem,
   ApprovalRecord,
   ApprovalStatus,
@@ -242,7 +243,7 @@ export class SqliteStore implements Store {
         VALUES (@id,@run_id,@pause_seq,@items,@card,@status,@requested_at,@expires_at,@answered_at,@answered_by,@reason,@consent_writes)`),
       getApproval: p('SELECT * FROM approvals WHERE id = ?'),
       answerApproval: p(
-        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ?, consent_writes = ?, items = COALESCE(?, items) WHERE id = ? AND status = 'pending'",
+        "UPDATE approvals SET status = ?, answered_by = ?, reason = ?, answered_at = ?, consent_writes = ?, items = COALESCE(?, items), card = COALESCE(?, card) WHERE id = ? AND status = 'pending'",
       ),
       audit: p('INSERT INTO audit (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)'),
       ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
@@ -960,10 +961,12 @@ export class SqliteStore implements Store {
     at: string,
     consentWrites = false,
     items?: ApprovalItem[],
+    card?: ApprovalCard,
   ): Promise<boolean> {
     const itemsJson = items ? JSON.stringify(items) : null;
+    const cardJson = card ? JSON.stringify(card) : null;
     return this.write(() => {
-      return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, itemsJson, id).changes === 1;
+      return this.stmt.answerApproval.run(status, actor, reason, at, consentWrites ? 1 : 0, itemsJson, cardJson, id).changes === 1;
     });
   }
 

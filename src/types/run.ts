@@ -133,11 +133,23 @@ export interface ApprovalItem {
   original_args?: Record<string, unknown>;
   /** Who changed them (the approver). */
   edited_by?: string;
+  /** The card's words for the model's call, once `card` words the edited one (issue 40). */
+  original_card?: CardText;
 }
 
 export interface ApprovalCard {
   title: string;
-  items: { tool: string; title: string; lines: string[]; undo: string; call: string }[];
+  items: {
+    tool: string;
+    title: string;
+    lines: string[];
+    undo: string;
+    call: string;
+    /** A7: the owner edited this call: the card shows the edited call; these are the model's words and call. */
+    original?: { title: string; lines: string[]; call: string };
+    /** Who edited it. */
+    edited_by?: string;
+  }[];
   request: string;
   /**
    * A plan or goal card: the approver may also let the confirm-once writes made while carrying

@@ -180,7 +180,8 @@ export interface ApprovalStore {
   listApprovals(filter?: { status?: ApprovalStatus; run_id?: string }): Promise<ApprovalRecord[]>;
   /**
    * Moves a pending approval to a final status. False when it was no longer pending (conflict).
-   * `items`, when given (the owner edited a call's arguments), replace the card's calls in the same update.
+   * `items`, when given (the owner edited a call's arguments), replace the card's calls in the same
+   * update, and `card`, when given, its words (issue 40: the edited calls worded again).
    */
   answerApproval(
     id: string,
@@ -190,6 +191,7 @@ export interface ApprovalStore {
     at: string,
     consentWrites?: boolean,
     items?: ApprovalItem[],
+    card?: ApprovalCard,
   ): Promise<boolean>;
   audit(row: AuditRecord): Promise<void>;
   listAudit(subject?: string): Promise<AuditRecord[]>;

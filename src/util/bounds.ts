@@ -19,6 +19,23 @@ export function boundAndFreeze(
   maxDepth = MAX_ARGS_DEPTH,
   maxChars = MAX_ARGS_CHARS,
 ): { over: 'depth' | 'size'; size: number } | undefined {
+  return walkBounds(value, maxDepth, maxChars, true);
+}
+
+/**
+ * The same bounds as boundAndFreeze, measured without freezing: for a value the core does not keep
+ * as it is (an owner's edit, A7, is checked here before anything recursive touches it, then copied).
+ */
+export function overBounds(value: unknown): { over: 'depth' | 'size'; size: number } | undefined {
+  return walkBounds(value, MAX_ARGS_DEPTH, MAX_ARGS_CHARS, false);
+}
+
+function walkBounds(
+  value: unknown,
+  maxDepth: number,
+  maxChars: number,
+  freeze: boolean,
+): { over: 'depth' | 'size'; size: number } | undefined {
   let size = 0;
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length) {
@@ -32,7 +49,7 @@ export function boundAndFreeze(
           size += k.length + 3;
           stack.push([(v as Record<string, unknown>)[k], d + 1]);
         }
-      Object.freeze(v);
+      if (freeze) Object.freeze(v);
     } else size += 8;
     if (size > maxChars) return { over: 'size', size };
   }

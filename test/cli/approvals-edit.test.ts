@@ -72,3 +72,27 @@ test('A7: keel chat — "e" at a card asks for the arguments; a refused edit say
   assert.match(r.stdout, /✗ edit refused: arguments: trash_email refuses them: no email with id m9/);
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m3"]}']);
 });
+
+test('A7/R21 (issue 40): --args nested 3,000 levels deep exits 2 saying why, the card stays pending; keel approvals list shows an edited call in its own words', async () => {
+  const home = tempHome();
+  const id = await card(home, 'm1');
+  const deep = `{"ids":["m2"],"note":${'{"a":'.repeat(3000)}1${'}'.repeat(3000)}}`;
+  const bad = await keel(['approvals', 'approve', id, '--args', deep], { KEEL_HOME: home });
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /arguments: nested deeper than 64 levels/);
+  assert.doesNotMatch(bad.stderr, /Maximum call stack/);
+  const pending = JSON.parse((await keel(['approvals', 'list', '--status', 'pending', '--json'], { KEEL_HOME: home })).stdout);
+  assert.deepEqual(
+    pending.map((a: { id: string }) => a.id),
+    [id],
+    'the card still waits',
+  );
+  assert.equal(trashed(home).length, 0);
+  const ok = await keel(['approvals', 'approve', id, '--args', '{"ids":["m2","m3"]}', '--as', 'ana'], { KEEL_HOME: home });
+  assert.equal(ok.code, 0, ok.stderr);
+  const list = await keel(['approvals', 'list'], { KEEL_HOME: home });
+  assert.match(list.stdout, /Approval needed: Move 2 email\(s\) to Trash/);
+  assert.match(list.stdout, /exact call: trash_email\(\{"ids":\["m2","m3"\]\}\)/);
+  assert.match(list.stdout, /edited by ana; was: Move 1 email\(s\) to Trash/);
+  assert.match(list.stdout, /was: trash_email\(\{"ids":\["m1"\]\}\)/);
+});
