@@ -4,10 +4,10 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline/promises';
 import { parse, stringify } from 'yaml';
 import { z } from 'zod';
-import { renderCard } from '../approvals/card.js';
+import { renderCard, renderConfirmation } from '../approvals/card.js';
 import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT, type PauseResponder } from '../keel/keel.js';
 import { parseScript, type ScriptEntry } from '../models/script.js';
-import type { CallRecord, RequestTrace, RunResult } from '../types/index.js';
+import type { ApprovalCard, CallRecord, RequestTrace, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { eventPrinter } from './render.js';
 
@@ -38,6 +38,10 @@ const ScenarioSchema = z.strictObject({
     pauses: z.number().int().optional(),
     tools_ran: z.array(z.string()).optional(),
     degraded: z.array(z.string()).optional(),
+    /** U2: the tools whose results the run read as words from outside the user, in order of first read. */
+    read_from_outside: z.array(z.string()).optional(),
+    /** U6: every card the run showed named those sources. */
+    cards_name_sources: z.boolean().optional(),
   }),
 });
 
@@ -73,6 +77,8 @@ export interface ScenarioOutcome {
   pauses: number;
   toolsRan: string[];
   degraded: string[];
+  /** The cards the run showed, in order. */
+  cards: ApprovalCard[];
   problems: string[];
 }
 
@@ -118,6 +124,15 @@ function check(s: Scenario, o: Omit<ScenarioOutcome, 'problems'>): string[] {
   if (e.tools_ran && JSON.stringify(o.toolsRan) !== JSON.stringify(e.tools_ran)) {
     p.push(`tools ran [${o.toolsRan.join(', ')}], expected [${e.tools_ran.join(', ')}]`);
   }
+  if (e.read_from_outside) {
+    const read = [...new Set(r.untrusted.map((u) => u.tool))];
+    if (JSON.stringify(read) !== JSON.stringify(e.read_from_outside)) {
+      p.push(`read from outside [${read.join(', ')}], expected [${e.read_from_outside.join(', ')}]`);
+    }
+  }
+  if (e.cards_name_sources && (!o.cards.length || o.cards.some((c) => !c.untrusted?.length))) {
+    p.push(`${o.cards.filter((c) => !c.untrusted?.length).length} of ${o.cards.length} cards did not name what the run read from outside`);
+  }
   if (e.degraded && JSON.stringify(o.degraded) !== JSON.stringify(e.degraded)) {
     p.push(`degraded plugins [${o.degraded.join(', ')}], expected [${e.degraded.join(', ')}]`);
   }
@@ -151,11 +166,13 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     const model = opts.model ?? `script:${scriptFile}`;
     const first = await keel.run(s.request, { model, pluginDirs, mode: s.mode }, printer);
     const replies = [...s.replies];
+    const cards: ApprovalCard[] = [];
     const ask = opts.interactive ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
     // A real model is answered by the person at the terminal; the scripted one by the scenario's replies.
     const responder: PauseResponder = {
       answer: async (question, confirm) => {
-        out(`? ${question}\n`);
+        // U3: a confirmation shows the held calls in the core's words, not only the model's question.
+        out(`? ${question}\n${confirm ? `${renderConfirmation(confirm).join('\n')}\n` : ''}`);
         if (ask) {
           if (!confirm) return { text: await ask.question('you: ') };
           const yes = /^\s*y/i.test(await ask.question(`confirm ${confirm.tools.join(', ')}? [y/N] `));
@@ -176,6 +193,7 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
         return undefined;
       },
       decide: async (approval) => {
+        cards.push(approval.card);
         out(`${renderCard(approval.card, approval.id)}\n`);
         if (ask) return { decision: /^y/i.test(await ask.question('approve? [y/N] ')) ? 'approve' : 'reject', actor: 'you' };
         const scripted = replies.shift();
@@ -203,7 +221,7 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     if (r.status !== 'paused' && r.answer) out(`assistant: ${r.answer}\n`);
     const run = await keel.getRun(r.run_id);
     const toolsRan = run.steps.filter((x) => x.outcome === 'ran' && x.tool !== 'ask_user').map((x) => x.tool);
-    const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded };
+    const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded, cards };
     return { ...o, problems: opts.model ? [] : [...undeclaredCalls(s, run), ...check(s, o)] };
   } finally {
     await keel.close();

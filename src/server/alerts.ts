@@ -51,7 +51,14 @@ function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
         type: 'approval_created',
         run_id: runId,
         at,
-        data: { approval_id: p.approval_id, title: p.card.title, request: p.card.request, items: p.card.items },
+        // U6: the card's sources go with it (what the run read from outside the user, from its own record).
+        data: {
+          approval_id: p.approval_id,
+          title: p.card.title,
+          request: p.card.request,
+          items: p.card.items,
+          ...(p.card.untrusted ? { untrusted: p.card.untrusted } : {}),
+        },
       });
     }
     notifier.publish({

@@ -9,10 +9,12 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
+import { groupSources } from '../approvals/card.js';
 import { isMcpSession, type Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
+import { untrustedRead } from '../loop/result.js';
 import type { Registry } from '../plugin-host/host.js';
-import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store, ToolSpec } from '../types/index.js';
+import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store, ToolSpec, UntrustedSource } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-assets.js';
 import { BatchCheck, BatchForm, BatchResults, batchSelection, EditForm, editedArguments } from './console-edit.js';
@@ -125,6 +127,32 @@ const Time: FC<{ iso: string }> = ({ iso }) => {
   return <time datetime={iso}>{Number.isNaN(d.getTime()) ? iso : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`}</time>;
 };
 
+/**
+ * U6: what a run read from outside the user — from the run's own record, never the model's words —
+ * counted by tool, each result with its label (others' words: JSX escapes them).
+ */
+const ReadFromOutside: FC<{ untrusted: readonly UntrustedSource[] | undefined }> = ({ untrusted }) => {
+  if (!untrusted?.length) return null;
+  const groups = groupSources(untrusted);
+  return (
+    <section class="untrusted" aria-label="What this run read from outside">
+      <p class="warning">
+        <strong>This run read:</strong> {groups.map((g) => `${g.count} result${g.count === 1 ? '' : 's'} of ${g.tool}`).join(', ')} — words
+        from outside you. Approve only what you asked for.
+      </p>
+      <ul class="sources">
+        {groups.flatMap((g) =>
+          g.labels.map((l) => (
+            <li>
+              <code>{g.tool}</code> {l}
+            </li>
+          )),
+        )}
+      </ul>
+    </section>
+  );
+};
+
 /** One title per card: a card of one call is titled by that call (its tool beside it), not twice. */
 /** A pending card's answer may edit its calls (A7: `tools`, the run's pool) and join a batch (A8: `batch`). */
 const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; tools?: ReadonlyMap<string, ToolSpec>; batch?: boolean }> = ({
@@ -143,6 +171,7 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; tools?: Re
       <p class="request">
         Asked: <q>{a.card.request}</q> · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
       </p>
+      <ReadFromOutside untrusted={a.card.untrusted} />
       {a.card.items.map((i) => (
         <section class="item">
           {!single && (
@@ -762,6 +791,12 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
             </details>
           ))}
         </section>
+        {untrustedRead(run).length > 0 && (
+          <section aria-labelledby="h-untrusted">
+            <h2 id="h-untrusted">Read from outside you</h2>
+            <ReadFromOutside untrusted={untrustedRead(run)} />
+          </section>
+        )}
         {run.effects.length > 0 && (
           <section aria-labelledby="h-effects">
             <h2 id="h-effects">Effects recorded</h2>

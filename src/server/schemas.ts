@@ -110,11 +110,15 @@ const CardItem = z.object({
   /** A7: who edited it. */
   edited_by: z.string().optional(),
 });
+/** U2: one result of a tool declared `output: untrusted` the run read: the call and a short label (others' words). */
+const UntrustedSource = z.object({ tool: z.string(), call_id: z.string(), label: z.string() });
 const Card = z.object({
   title: z.string(),
   request: z.string(),
   items: z.array(CardItem),
   offers_write_consent: z.literal(true).optional(),
+  /** U6: what the run had read from outside the user when the card was made. */
+  untrusted: z.array(UntrustedSource).optional(),
 });
 /** A run's card (issue 40): each item also has its call's id and structured arguments, as the stored pause has them. */
 const ResultCard = Card.extend({
@@ -131,7 +135,17 @@ const ResultCard = Card.extend({
 });
 const Confirmation = z.object({
   tools: z.array(z.string()),
-  items: z.array(z.object({ call_id: z.string(), tool: z.string(), args: Json.nullable() })),
+  /** Each held call, and (U3) as the tool's describe words it: a yes covers exactly these once the run has read untrusted content. */
+  items: z.array(
+    z.object({
+      call_id: z.string(),
+      tool: z.string(),
+      args: Json.nullable(),
+      title: z.string().optional(),
+      lines: z.array(z.string()).optional(),
+    }),
+  ),
+  untrusted: z.array(UntrustedSource).optional(),
 });
 
 export const RunSummarySchema = z.object({
@@ -189,8 +203,14 @@ export const RunSchema = z.object({
       /** A7: the owner edited the call on its card: the model's arguments (`args` is what ran). */
       edited_from: Json.optional(),
       edited_by: z.string().optional(),
+      /** U1: the result carried words from outside the user: where from. */
+      untrusted: z.string().optional(),
+      /** U4: the operator rule that let this write run unasked after untrusted content. */
+      allowed_after_untrusted: z.string().optional(),
     }),
   ),
+  /** U2: what the run has read from outside the user, in order. */
+  untrusted: z.array(UntrustedSource),
   notes: z.array(z.string()),
   warnings: z.array(z.string()),
   contract: Json.nullable(),
