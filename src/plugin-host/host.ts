@@ -263,8 +263,13 @@ async function mountFolders(dirs: readonly string[], opts: MountOptions): Promis
         return refuse('duplicate_tool', `tool ${def.name} from plugin ${report.name} is refused: ${other} already registers that name`);
       }
       let spec: ToolSpec;
+      // U1: an MCP server's results are others' words unless the operator trusts that server (policy.trusted_mcp).
+      const declared =
+        manifest.mcp && declaration.output !== 'untrusted' && !policy.trustsMcp(report.name)
+          ? { ...declaration, output: 'untrusted' as const }
+          : declaration;
       try {
-        spec = makeToolSpec(def, report.name, declaration, manifestCache);
+        spec = makeToolSpec(def, report.name, declared, manifestCache);
       } catch (err) {
         return refuse('invalid_tool', `plugin ${report.name}: ${(err as Error).message}`);
       }

@@ -54,16 +54,31 @@ export class OperatorPolicy {
   constructor(
     readonly rules: readonly PolicyRule[],
     readonly confirmOnce: { add: ReadonlySet<string>; clear: boolean } = { add: new Set(), clear: false },
+    /** U1: the MCP-server plugins the operator trusts: their tools' results are not words from outside. */
+    readonly trustedMcp: ReadonlySet<string> = new Set(),
   ) {
     this.hash = createHash('sha1')
-      .update(JSON.stringify({ rules, add: [...confirmOnce.add].sort(), clear: confirmOnce.clear }))
+      .update(
+        JSON.stringify({
+          rules,
+          add: [...confirmOnce.add].sort(),
+          clear: confirmOnce.clear,
+          ...(trustedMcp.size ? { trusted_mcp: [...trustedMcp].sort() } : {}),
+        }),
+      )
       .digest('hex')
       .slice(0, 12);
   }
 
   /** From the environment and Keel's config file (null: none). An invalid rule is refused with file:line:col. */
   static load(configFile: string | null, env: NodeJS.ProcessEnv): OperatorPolicy {
-    return new OperatorPolicy(configFile ? parseRules(configFile, readFileSync(configFile, 'utf8')) : [], confirmOnceFromEnv(env));
+    const parsed = configFile ? parsePolicy(configFile, readFileSync(configFile, 'utf8')) : { rules: [], trustedMcp: [] };
+    return new OperatorPolicy(parsed.rules, confirmOnceFromEnv(env), new Set(parsed.trustedMcp));
+  }
+
+  /** U1: whether a plugin that mounts an MCP server is trusted by the operator (`policy.trusted_mcp`); untrusted by default. */
+  trustsMcp(plugin: string): boolean {
+    return this.trustedMcp.has(plugin);
   }
 
   /** The most specific rule naming this tool: an exact name, else the glob with the most literal characters. */
@@ -162,8 +177,16 @@ export function confirmOnceFromEnv(env: NodeJS.ProcessEnv): { add: Set<string>; 
   };
 }
 
-/** The `policy:` section of a config file, every rule checked, each problem with its position. */
+/** The `policy:` section's tool rules, every rule checked, each problem with its position. */
 export function parseRules(file: string, text: string): PolicyRule[] {
+  return parsePolicy(file, text).rules;
+}
+
+/**
+ * The `policy:` section of a config file: `tools:` (rules per tool) and `trusted_mcp:` (U1: the
+ * MCP-server plugins whose results the operator trusts), each problem with its position.
+ */
+export function parsePolicy(file: string, text: string): { rules: PolicyRule[]; trustedMcp: string[] } {
   // Loaded here, not at the top: mounting plugins imports this module, and most mounts have no policy file (M6).
   const { isMap, isScalar, isSeq, LineCounter, parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const lc = new LineCounter();
@@ -176,15 +199,27 @@ export function parseRules(file: string, text: string): PolicyRule[] {
   const fail = (n: unknown, path: string, message: string): never => {
     throw new KeelError('config', `${at(n)}: ${path}: ${message}`);
   };
-  if (!isMap(doc.contents)) return [];
+  const trustedMcp: string[] = [];
+  if (!isMap(doc.contents)) return { rules: [], trustedMcp };
   const policy = doc.contents.items.find((i) => isScalar(i.key) && i.key.value === 'policy');
-  if (!policy) return [];
+  if (!policy) return { rules: [], trustedMcp };
   const section = policy.value;
   if (!isMap(section)) return fail(section ?? policy.key, 'policy', 'must be a mapping with a tools: section');
   const rules: PolicyRule[] = [];
   for (const item of section.items) {
     const key = isScalar(item.key) ? String(item.key.value) : '';
-    if (key !== 'tools') fail(item.key, `policy.${key}`, "unknown field (expected 'tools')");
+    if (key === 'trusted_mcp') {
+      const names = isSeq(item.value) ? (item.value as { items: unknown[] }).items.map((m) => (isScalar(m) ? String(m.value) : '')) : [];
+      if (!isSeq(item.value) || names.some((n) => !/^[a-z0-9][a-z0-9_-]*$/.test(n)))
+        fail(
+          item.value ?? item.key,
+          'policy.trusted_mcp',
+          'a list of plugin names (the plugins that mount an MCP server) whose results are trusted',
+        );
+      trustedMcp.push(...names);
+      continue;
+    }
+    if (key !== 'tools') fail(item.key, `policy.${key}`, "unknown field (expected 'tools' or 'trusted_mcp')");
     if (!isMap(item.value)) fail(item.value ?? item.key, 'policy.tools', 'must map tool names (or globs) to rules');
     for (const r of (item.value as { items: { key: unknown; value: unknown }[] }).items) {
       const pattern = isScalar(r.key) ? String(r.key.value) : '';
@@ -224,5 +259,5 @@ export function parseRules(file: string, text: string): PolicyRule[] {
       rules.push(rule);
     }
   }
-  return rules;
+  return { rules, trustedMcp };
 }

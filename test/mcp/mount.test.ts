@@ -13,6 +13,7 @@ import {
   startMcpServer,
 } from '../../src/plugin-host/mcp.js';
 import type { PluginReport } from '../../src/plugin-host/types.js';
+import { OperatorPolicy } from '../../src/policy/operator.js';
 import type { ToolContext, ToolSpec } from '../../src/types/index.js';
 import { tempHome } from '../support/helpers.js';
 
@@ -114,6 +115,22 @@ describe('MCP servers as plugins: server-memory and server-filesystem mount from
     });
     const del = tool(r, 'delete_entities').describe!({ entityNames: ['Ada', 'Grace'] });
     assert.deepEqual(del.lines, ['entityNames: Ada, Grace']);
+  });
+
+  test('U1: an MCP server’s tools are output: untrusted unless the operator trusts that server (policy.trusted_mcp)', async () => {
+    assert.equal(tool(r, 'read_text_file').declaration.output, 'untrusted');
+    assert.equal(plugin(r, 'memory').tools.find((t) => t.name === 'read_graph')?.output, 'untrusted', 'plugins check shows it');
+    const file = join(home, 'config.yaml');
+    writeFileSync(file, 'policy:\n  trusted_mcp: [memory]\n');
+    const trusted = await mountPlugins([join(MCP, 'memory'), join(MCP, 'filesystem')], { home, policy: OperatorPolicy.load(file, {}) });
+    try {
+      assert.equal(trusted.byName.get('read_graph')?.declaration.output, undefined, 'the operator trusts the memory server');
+      assert.equal(trusted.byName.get('read_text_file')?.declaration.output, 'untrusted', 'but not the filesystem server');
+    } finally {
+      await trusted.close();
+    }
+    writeFileSync(file, 'policy:\n  trusted_mcp: memory\n');
+    assert.throws(() => OperatorPolicy.load(file, {}), /config\.yaml:2:16: policy\.trusted_mcp: a list of plugin names/);
   });
 });
 
