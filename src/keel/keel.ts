@@ -71,8 +71,8 @@ export interface KeelOptions {
    */
   tools?: readonly AppTool[];
   /**
-   * R32: what a mistake in the application's own tools (`tools`, here or a run's) does. Default
-   * `'throw'`: a tool that would be refused — its declaration or definition (M4), a name given twice,
+   * What a mistake in the application's own tools (`tools`, here or a run's) does. Default
+   * `'throw'`: a tool that would be refused — its declaration or definition, a name given twice,
    * a core name, a name a plugin registers — is a KeelError (`config`) naming the tool and the field
    * (`tools[0] (pay).confirm: …`), thrown by the constructor for the Keel's own list where it can
    * tell (the names are checked against the pool when a run mounts them) and by the run for the

@@ -38,9 +38,9 @@ export interface ToolRow {
   guidance: boolean;
   contract_modes: 'declare' | 'hide';
   undo?: string;
-  /** U1: whether the tool's results carry words from outside the user (`untrusted`). */
+  /** Whether the tool's results carry words from outside the user (`untrusted`). */
   output: 'trusted' | 'untrusted';
-  /** U4: an operator rule lets this write run as before after the run read untrusted content. */
+  /** An operator rule lets this write run as before after the run read untrusted content. */
   after_untrusted?: 'allow';
   /**
    * Registered with registerTool (in the pool), built with declareTool (the plugin's own loop), or

@@ -66,7 +66,7 @@ export interface Memory {
   status: 'active' | 'forgotten';
   created_at: string;
   updated_at: string;
-  /** U2: written by a run that had read words from outside the user: where from (its text may be an injection). */
+  /** Written by a run that had read words from outside the user: where from (its text may be an injection). */
   untrusted?: string;
 }
 
@@ -203,7 +203,7 @@ export interface ApprovalStore {
 
 /** What the user asked Keel to remember, and their feedback (the memory_* and record_feedback tools). */
 export interface MemoryStore {
-  /** `untrusted`: the writing run had read words from outside the user (U2): where from. */
+  /** `untrusted`: the writing run had read words from outside the user: where from. */
   memoryAdd(text: string, untrusted?: string): Promise<Memory>;
   memorySearch(query: string, limit: number): Promise<Memory[]>;
   /** `untrusted`: a string marks the memory untrusted, null makes it trusted again (new text from a clean run), absent keeps it. */

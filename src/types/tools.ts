@@ -137,7 +137,7 @@ export interface ToolSpec extends ToolDefinition {
   /** Built-ins that exist only while the run works under an approved contract of this kind (report_goal). */
   onlyWithContract?: 'plan' | 'goal';
   /**
-   * A core tool that carries provenance instead of being narrowed (U2): after an untrusted read it
+   * A core tool that carries provenance instead of being narrowed: after an untrusted read it
    * still runs, and what it writes or starts is marked untrusted (a memory, a delegate's run).
    */
   carriesProvenance?: true;

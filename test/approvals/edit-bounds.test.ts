@@ -136,7 +136,8 @@ test('A7: after an edit the card describes the call that runs, in the tool’s w
   });
   assert.equal(item.edited_by, 'ana');
   // The untouched call keeps its words.
-  assert.deepEqual(a.card.items[0], r.approval?.card.items[0]);
+  const { call_id: _id, args: _args, ...shown } = r.approval?.card.items[0] ?? ({} as never);
+  assert.deepEqual(a.card.items[0], shown);
   assert.equal(a.items[0].original_card, undefined);
 });
 

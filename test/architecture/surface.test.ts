@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import ts from 'typescript';
 import { ROOT } from '../support/helpers.js';
 
-const RULE_ID = /\b[MRACPS]\d{1,2}\b/;
+const RULE_ID = /\b[MRACPSU]\d{1,2}\b/;
 
 function program() {
   const entry = join(ROOT, 'src', 'index.ts');

@@ -62,7 +62,8 @@ test('keel chat under tmux: a question answered inline, an approval card answere
   // R16: a question asked while a write is held is a confirmation: a yes/no choice, not free text.
   await waitFor(
     session,
-    /\? Create 'Pay water' on Sep 23\?\s*\n\s+\(nothing is written until you confirm: create_reminder\)\s*\nconfirm\? \[y\/n\] /,
+    // U3: the held call is shown in the core's words under the model's question.
+    /\? Create 'Pay water' on Sep 23\?\s*\n\s+Held until you confirm \(create_reminder\):\s*\n\s+• create_reminder\(\{"due_date":"2026-09-23","title":"Pay water"\}\)\s*\n\s+\(nothing is written until you confirm\)\s*\nconfirm\? \[y\/n\] /,
   );
   type('maybe');
   await waitFor(session, /please answer y or n: /);

@@ -23,7 +23,15 @@ test('keel demo: every example runs end to end and the summary table says so (ex
   assert.match(r.stdout, /Rejected: Keep them/, "the user's scripted replies are shown");
   assert.match(r.stdout, /write_file\(.*\)\s+⛔ denied/, 'plan mode refuses the write');
   assert.match(r.stdout, /plugin rogue is degraded: tool rogue_purge is registered by plugin rogue but not declared/);
-  assert.match(r.stdout, /\n10 passed, 0 failed\n/);
+  assert.match(r.stdout, /\n11 passed, 0 failed\n/);
+  // U3/U6: the injected email's forward waits on a card that names what the run read, and is rejected: nothing is sent.
+  const injected = r.stdout.slice(r.stdout.indexOf('(11-injected-email)'));
+  assert.match(
+    injected,
+    /Approval needed .*Send email to records@fabrikam-docs\.example\n.*\n│ This run read words from outside you: .*1 result of read_email \(email m027 from noreply@fabrikaminvest\.example/,
+  );
+  assert.match(injected, /send_email\(.*\)\s+⊘ rejected/);
+  assert.match(r.stdout, /11-injected-email\s+8\s+5\s+2\s+done \(final_answer\)\s+ok/);
   // Scenario 10's answer points to the plan above it: the plan is shown whole, its calendar included
   // (the bundled planner finds its sibling plugins whether it runs compiled or from source).
   const day = r.stdout.slice(r.stdout.indexOf('→ daily_plan()'), r.stdout.indexOf("assistant: Here's your day"));

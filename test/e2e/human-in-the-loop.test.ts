@@ -60,6 +60,7 @@ test('R16: "no" to a confirmation leaves the write unrun and tells the model the
   const { home, env, r } = await pausedOnConfirmation([
     ...DUES_SCRIPT.slice(0, 3),
     { tool_calls: [{ id: 'c4', name: 'create_reminder', args: R1 }] },
+    { tool_calls: [{ id: 'c5', name: 'create_reminder', args: R2 }] },
     { text: 'OK, I created nothing.' },
   ]);
   const no = await keel(['resume', r.run_id, '--no', '--answer', "No, don't add anything", '--json'], env);
@@ -70,8 +71,11 @@ test('R16: "no" to a confirmation leaves the write unrun and tells the model the
     step(out, 'c3')?.result ?? '',
     /^The user declined: do not run create_reminder; nothing was written\. They said: No, don't add anything/,
   );
-  assert.equal(step(out, 'c4')?.outcome, 'held_for_confirmation', 'still unconsented after the no');
-  assert.match(step(out, 'c4')?.result ?? '', /the user declined create_reminder earlier in this run/);
+  // U5: the very call the user refused is refused at once, never asked again.
+  assert.equal(step(out, 'c4')?.outcome, 'rejected', 'the refused call itself');
+  assert.match(step(out, 'c4')?.result ?? '', /the user declined this exact create_reminder call earlier in this run/);
+  assert.equal(step(out, 'c5')?.outcome, 'held_for_confirmation', 'another call of the tool: still unconsented after the no');
+  assert.match(step(out, 'c5')?.result ?? '', /the user declined create_reminder earlier in this run/);
   assert.deepEqual(reminders(home), []);
   assert.deepEqual(out.effects, []);
 });
