@@ -106,7 +106,10 @@ test('U6 console: a source label with markup shows as text — no element inject
   const card = page.locator(`#card-${a.approval_id}`);
   await card.waitFor();
   const section = card.locator('section.untrusted');
-  assert.match(((await section.locator('p.warning').textContent()) ?? '').replace(/\s+/g, ' '), /^This run read: 2 results of read_message —/);
+  assert.match(
+    ((await section.locator('p.warning').textContent()) ?? '').replace(/\s+/g, ' '),
+    /^This run read: 2 results of read_message —/,
+  );
   const expected = {
     items: ['read_message message m2 from eve@attacker.example', `read_message message m3 from ${MARKUP}`],
     injected: 0,
