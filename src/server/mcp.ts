@@ -452,6 +452,10 @@ class McpSession {
     switch (prepared.kind) {
       case 'answered':
         if (prepared.outcome === 'held_for_confirmation' && tool) {
+          // --keep-cards: a consent card an earlier connection left for this very call answers it,
+          // as a destructive call's card does — a client that connects per command can call again.
+          const kept = key && this.o.keepCards ? await this.keptCard(key) : undefined;
+          if (kept) return this.keptFlight(kept, tool, call, key);
           if (this.canElicit()) return { kind: 'ask', tool };
           // U3: once the session has read untrusted content, a card covers only its own call.
           if (this.gate.untrusted.length) return this.flight(call, key, tool, 'approval');
@@ -466,11 +470,7 @@ class McpSession {
         return { kind: 'result', result: await this.finish(call, tool, 'unknown_tool', SAY.notOffered(call.name), true, true) };
       case 'needs_card': {
         const kept = key && this.o.keepCards ? await this.keptCard(key) : undefined;
-        if (kept) {
-          const flight: Flight = { card: kept, kind: 'approval', tool: prepared.tool, call, key };
-          this.flights.set(key, flight);
-          return { kind: 'wait', flight, fresh: false };
-        }
+        if (kept) return this.keptFlight(kept, prepared.tool, call, key);
         return this.flight(call, key, prepared.tool, 'approval');
       }
       case 'execute':
@@ -479,16 +479,26 @@ class McpSession {
   }
 
   /**
+   * --keep-cards: the call waits on the card an earlier session left for it; approved, exactly the
+   * card's call runs, through the ledger (once, whichever connection calls).
+   */
+  private keptFlight(card: string, tool: ToolSpec, call: ToolCall, key: string): Step {
+    const flight: Flight = { card, kind: 'approval', tool, call, key };
+    this.flights.set(key, flight);
+    return { kind: 'wait', flight, fresh: false };
+  }
+
+  /**
    * --keep-cards: the card an earlier MCP session (a client gone, or another connection) left for
    * the same call — pending, or approved (then carried out here through the ledger: once, or its
    * recorded outcome). A client that connects for each call (the Inspector's CLI) gets the outcome.
+   * A tool's consent card counts for the call it was made for (issue 40).
    */
   private async keptCard(key: string): Promise<string | undefined> {
     await this.o.keel.expireApprovals();
     for (const status of ['pending', 'approved'] as const) {
       for (const a of await this.store.listApprovals({ status })) {
         if (a.items.length !== 1 || callKey(a.items[0].tool, a.items[0].args) !== key) continue;
-        if (a.card.title.startsWith(CONSENT_TITLE)) continue;
         if (isMcpSession(await this.store.loadRun(a.run_id))) return a.id;
       }
     }
