@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
-const benches = ['startup', 'mount', 'loop', 'prompt', 'reliability', 'serve', 'scale', 'install'].filter((b) => (only.length ? only.includes(b) : true));
+const benches = ['startup', 'mount', 'loop', 'prompt', 'reliability', 'serve', 'scale', 'install', 'injection'].filter((b) =>
+  only.length ? only.includes(b) : true,
+);
 let failed = 0;
 for (const b of benches) {
   const file = join(here, `${b}.ts`);
