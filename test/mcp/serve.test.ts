@@ -411,3 +411,35 @@ test('S3: the MCP Inspector CLI — tools/list with annotations, a read, a destr
   assert.deepEqual(trashed(home), ['trash_email {"ids":["m2"]}'], 'the tool ran once');
   assert.equal((await cards(home)).length, 1, 'one card in all');
 });
+
+test('issue 40: with --keep-cards, a confirm-once write’s card answers its own call from the Inspector CLI (a new connection per command): approved, the same call again runs once', async () => {
+  const home = tempHome('keel-mcp-');
+  const serve = ['--wait', '0.5', '--keep-cards'];
+  const remind = [
+    '--method',
+    'tools/call',
+    '--tool-name',
+    'create_reminder',
+    '--tool-arg',
+    'title=Pay water',
+    '--tool-arg',
+    'due=2026-09-23',
+  ];
+  const first = await inspector(home, serve, remind);
+  assert.equal(first.code, 0, first.stderr);
+  const id = /approval (apr_\w+)/.exec(textOf(first.out))?.[1];
+  assert.ok(id, textOf(first.out));
+  assert.match(textOf(first.out), /Call create_reminder again with the same arguments/);
+  assert.deepEqual(reminders(home), []);
+  // Another connection makes the same call while the card waits: the same card, not a second one.
+  const again = await inspector(home, serve, remind);
+  assert.match(textOf(again.out), new RegExp(`approval ${id}`));
+  assert.equal((await cards(home, 'pending')).length, 1);
+  assert.equal((await keel(['approvals', 'approve', id], { KEEL_HOME: home })).code, 0);
+  const ran = await inspector(home, serve, remind);
+  assert.match(textOf(ran.out), /Reminder "Pay water" created/);
+  const later = await inspector(home, serve, remind);
+  assert.match(textOf(later.out), /Reminder "Pay water" created/, 'the recorded outcome');
+  assert.equal(reminders(home).length, 1, 'the write ran once');
+  assert.equal((await cards(home)).length, 1, 'one card in all');
+});
