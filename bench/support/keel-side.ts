@@ -104,7 +104,13 @@ export function benchRegistry(code: KeelCode, count: number, tools: Meter): Regi
       'bench',
     ),
   );
-  const pool = [code.askUser, ...specs];
+  // KEEL_BENCH_UNTRUSTED=1: every bench tool is declared output: untrusted, so each step reads words
+  // from outside (issue 36): the cost of keeping what a run has read, measured against a plain run.
+  const untrusted = process.env.KEEL_BENCH_UNTRUSTED === '1';
+  const pool = [
+    code.askUser,
+    ...(untrusted ? specs.map((s) => ({ ...s, declaration: { ...s.declaration, output: 'untrusted' as const } })) : specs),
+  ];
   return registryOf(pool);
 }
 

@@ -116,7 +116,8 @@ export function decide(input: GateInput): Decision {
   // U5: a no is remembered: the very call the person refused is not put to them again.
   if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
   if (tool.gate === 'approval') return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
-  if (tool.declaration.effect === 'read') return { kind: 'run' };
+  // A read changes nothing: what it has read is recorded once it ran (a read an operator rule tightened is gated as a write).
+  if (tool.gate === 'none' && tool.declaration.effect === 'read') return { kind: 'run' };
   // U3: once words from outside the user are in the run, a yes covers only the exact calls the
   // person was shown; every other write waits on a card pinned to its arguments — unless an
   // operator rule lets this write run as before (U4, audited).

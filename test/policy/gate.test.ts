@@ -156,3 +156,106 @@ test('R7: KEEL_CONFIRM_ONCE_TOOLS turns a gate-none tool into confirm-once', () 
   assert.equal(t.gate, 'confirm_once');
   assert.equal(run(t).kind, 'hold_for_confirmation');
 });
+
+// U2-U5: the gate after an untrusted read, as a table. `read` is a record of an untrusted result;
+// `held(args)` + `yes`/`no` is a confirmation of exactly those calls.
+const untrustedRead: CallRecord = { ...rec('read_email', 'ran'), untrusted: 'email m2 from eve@example.com' };
+const heldA = { ...rec('create_reminder', 'held_for_confirmation', 'write', { title: 'A' }) };
+const yes: CallRecord = { ...rec('ask_user', 'ran'), decision: 'yes' };
+const no: CallRecord = { ...rec('ask_user', 'ran'), decision: 'no' };
+const tightenedRead = new OperatorPolicy([{ pattern: 'lookup', at: 'c.yaml:1:1', gate: 'confirm_once' }]).apply(T.read);
+const allowed = new OperatorPolicy([{ pattern: 'restore_email', at: 'c.yaml:2:5', after_untrusted: 'allow' }]).apply(T.never);
+
+const untrustedTable: [string, () => Decision, Decision['kind'] | Decision][] = [
+  [
+    'U3: nothing untrusted read, a consented tool runs any arguments (the fan-out)',
+    () => run(T.once, { state: deriveGateState([heldA, yes], true), args: { title: 'B' } }),
+    'run',
+  ],
+  [
+    'U3: after an untrusted read, the exact call the person said yes to runs',
+    () => run(T.once, { state: deriveGateState([untrustedRead, heldA, yes], true), args: { title: 'A' } }),
+    'run',
+  ],
+  [
+    'U3: after an untrusted read, other arguments of a consented tool wait on a card',
+    () => run(T.once, { state: deriveGateState([untrustedRead, heldA, yes], true), args: { title: 'B' } }),
+    { kind: 'needs_approval', narrowed: true },
+  ],
+  [
+    'U3: consent given before the untrusted read narrows too',
+    () => run(T.once, { state: deriveGateState([heldA, yes, untrustedRead], true), args: { title: 'B' } }),
+    { kind: 'needs_approval', narrowed: true },
+  ],
+  [
+    'U3: a confirm-once tool never asked about is held, so the confirmation shows the call',
+    () => run(T.once, { state: deriveGateState([untrustedRead], true), args: { title: 'A' } }),
+    { kind: 'hold_for_confirmation', declined: false },
+  ],
+  [
+    'U3: confirm: never waits on a card after an untrusted read',
+    () => run(T.never, { state: deriveGateState([untrustedRead], true) }),
+    { kind: 'needs_approval', narrowed: true },
+  ],
+  [
+    'U3: a plan’s consent_writes narrows after an untrusted read',
+    () => run(T.once, { state: deriveGateState([{ ...rec('submit_plan', 'ran', 'write'), consent_writes: true }, untrustedRead], true) }),
+    { kind: 'needs_approval', narrowed: true },
+  ],
+  [
+    'U3: a run that cannot pause refuses a narrowed write',
+    () => run(T.never, { state: deriveGateState([untrustedRead], false) }),
+    'refuse_approval',
+  ],
+  [
+    'U2: what a delegate inherits narrows it from its first call',
+    () => run(T.never, { state: deriveGateState([], true, [{ tool: 'read_email', call_id: 'p1', label: 'x' }]) }),
+    { kind: 'needs_approval', narrowed: true },
+  ],
+  [
+    'U4: an operator rule lets a confirm: never write run as before, naming itself',
+    () => run(allowed, { state: deriveGateState([untrustedRead], true) }),
+    { kind: 'run', allowed_after_untrusted: 'restore_email (c.yaml:2:5)' },
+  ],
+  [
+    'U5: the exact call the person said no to is refused at once',
+    () => run(T.once, { state: deriveGateState([heldA, no], true), args: { title: 'A' } }),
+    'declined_call',
+  ],
+  [
+    'U5: another call of that tool is held again',
+    () => run(T.once, { state: deriveGateState([heldA, no], true), args: { title: 'B' } }),
+    { kind: 'hold_for_confirmation', declined: true },
+  ],
+  [
+    'U5: a call whose card was rejected is refused at once',
+    () => run(T.destructive, { state: deriveGateState([rec('trash_email', 'rejected', 'destructive', { id: 1 })], true), args: { id: 1 } }),
+    'declined_call',
+  ],
+  [
+    'a read the operator tightened to confirm-once is still held',
+    () => run(tightenedRead),
+    { kind: 'hold_for_confirmation', declined: false },
+  ],
+  ['an untrusted read itself runs', () => run(T.read, { state: deriveGateState([untrustedRead], true) }), 'run'],
+];
+
+for (const [name, decision, expected] of untrustedTable) {
+  test(name, () => {
+    const d = decision();
+    if (typeof expected === 'string') assert.equal(d.kind, expected);
+    else assert.deepEqual(d, expected);
+  });
+}
+
+test('U2: what the run has read is rebuilt from its records, in order, and a repeat or a core answer adds nothing', () => {
+  const s = deriveGateState(
+    [untrustedRead, { ...rec('read_email', 'repeat'), untrusted: undefined }, { ...rec('fetch', 'ran'), untrusted: 'https://x.example/' }],
+    true,
+    [{ tool: 'task', call_id: 'p', label: 'parent' }],
+  );
+  assert.deepEqual(
+    s.untrusted.map((u) => u.label),
+    ['parent', 'email m2 from eve@example.com', 'https://x.example/'],
+  );
+});
