@@ -9,7 +9,7 @@ import { osUser } from '../util/user.js';
 import { answerLater, chatWarning, renderChatCall, type Waiting, waitingOf } from './chat-words.js';
 import { editArguments } from './edit-args.js';
 import { LiveView } from './live.js';
-import { renderRunList, runRow } from './render.js';
+import { appRunAnswered, renderRunList, runRow } from './render.js';
 
 export interface ChatOptions {
   model?: string;
@@ -159,9 +159,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       if (approval.refused) o.out(`✗ edit refused: ${approval.refused}\n  (the card still waits)\n`);
       else o.out(`${renderCard(approval.card, approval.id)}\n`);
       o.out(
-        writes
-          ? 'approve? [y/N, w = approve and let its writes run, e = edit the arguments] '
-          : 'approve? [y/N, e = edit the arguments] ',
+        writes ? 'approve? [y/N, w = approve and let its writes run, e = edit the arguments] ' : 'approve? [y/N, e = edit the arguments] ',
       );
       const line = await ask(where);
       if (line === undefined) return undefined;
@@ -222,7 +220,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     }
     const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
     const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
-    const { approval, result } = await keel.answerCard(id, decision, {
+    const { approval, result, appModel } = await keel.answerCard(id, decision, {
       actor: osUser(),
       reason,
       onEvent,
@@ -230,6 +228,10 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       arguments: edit,
     });
     spin.stop();
+    if (appModel) {
+      o.out(`${appRunAnswered(approval, appModel)}\n`);
+      return;
+    }
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);
     if (!result) {
       o.out(

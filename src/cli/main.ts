@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Help, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
@@ -16,7 +16,7 @@ import { editArguments } from './edit-args.js';
 import { registerPluginsInit } from './init-command.js';
 import { LiveView, withLive } from './live.js';
 import { Remote } from './remote.js';
-import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
+import { appRunAnswered, eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
 
 /** Keel's version, from its package.json. */
 const VERSION: string = (() => {
@@ -183,6 +183,10 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
   };
   // Keel's data is the user's alone: folders 0700 and files 0600, plugin data included.
   const umask = process.umask(0o077);
+  // S4: a command that fails before storing anything leaves no home behind that it made itself
+  // (a `keel run` with no model used to leave an empty ~/.keel in an app whose home is ./.keel).
+  const home = keelHome(io.env);
+  const hadHome = existsSync(home);
   let code = 0;
   let keel: Keel | undefined;
   /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
@@ -354,7 +358,8 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .action(async (o: { limit: number; json?: boolean }) => {
       const server = remote();
       const rows = server ? await server.listRuns(o.limit) : (await (await getKeel()).listRuns({ limit: o.limit })).map(runRow);
-      io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
+      // S4: an empty list names the store it looked in (an app's ./.keel is not the CLI's ~/.keel).
+      io.out(o.json ? `${JSON.stringify(rows)}\n` : rows.length ? renderRunList(rows) : `No runs in ${storeName(io.env, server)}.\n`);
     });
   runs
     .command('cancel')
@@ -448,7 +453,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       const server = remote();
       const rows = server ? await server.listApprovals(o.status) : await (await getKeel()).listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
-      else if (!rows.length) io.out('No approvals.\n');
+      else if (!rows.length) io.out(`No approvals in ${storeName(io.env, server)}.\n`);
       else {
         for (const a of rows) {
           io.out(`${a.id}  ${status(a.status, 8)} run ${a.run_id}  requested ${a.requested_at}  expires ${a.expires_at}\n`);
@@ -508,12 +513,17 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         let failed = 0;
         for (const id of all) {
           try {
-            const { approval, result } = await answer(id);
+            const answered = await answer(id);
+            const { approval, result } = answered;
+            const appModel = (answered as { appModel?: string }).appModel;
             if (result) live?.stop();
+            const after = result
+              ? `, run ${result.run_id} ${result.status}`
+              : appModel
+                ? `, run ${approval.run_id} continues when its application resumes it`
+                : '';
             io.out(
-              o.json
-                ? `${JSON.stringify({ id, outcome: 'answered', approval, result })}\n`
-                : `${id}: ${status(approval.status)}${result ? `, run ${result.run_id} ${result.status}` : ''}\n`,
+              o.json ? `${JSON.stringify({ id, outcome: 'answered', approval, result })}\n` : `${id}: ${status(approval.status)}${after}\n`,
             );
             if (result?.status === 'failed') failed++;
           } catch (err) {
@@ -528,7 +538,14 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         return;
       }
       const id = all[0];
-      const { approval, result } = await answer(id);
+      const answered = await answer(id);
+      const { approval, result } = answered;
+      const appModel = (answered as { appModel?: string }).appModel;
+      if (appModel) {
+        // A library app's run, with a model written in code: the answer is kept; the app carries it on.
+        io.out(o.json ? `${JSON.stringify({ approval, continues: 'app' })}\n` : `${appRunAnswered(approval, appModel)}\n`);
+        return;
+      }
       if (!result) {
         // An MCP session's card: the MCP server holding the call carries it out (or not) now.
         io.out(
@@ -833,11 +850,34 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     live?.stop();
+    const forget = !hadHome && code === EXIT.usage && existsSync(home) && !(await storedAnything(keel, home));
     await keel?.close();
+    if (forget) rmSync(home, { recursive: true, force: true });
     process.umask(umask);
   }
   if (pipeClosed) return EXIT.ok;
   return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
+}
+
+/** Whether a home this command made holds anything worth keeping: a run, or a token. */
+async function storedAnything(keel: Keel | undefined, home: string): Promise<boolean> {
+  if (existsSync(join(home, 'tokens.json'))) return true;
+  if (!keel?.store) return false;
+  try {
+    return (await keel.listRuns({ limit: 1 })).length > 0;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Where a command looked (S4): the server, the store KEEL_STORE or --store names (its password
+ * hidden), else the home's SQLite file's folder — so an empty list says which home it is.
+ */
+function storeName(env: NodeJS.ProcessEnv, server: Remote | undefined): string {
+  if (server) return server.base;
+  const spec = env.KEEL_STORE?.trim();
+  return spec ? redact(spec) : keelHome(env);
 }
 
 function collectList(v: string, prev: string[]): string[] {

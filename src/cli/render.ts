@@ -189,3 +189,8 @@ export function renderPlugins(plugins: PluginReport[]): string {
   out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
   return `${out.join('\n')}\n`;
 }
+
+/** The answer to a card whose run an application drives with a model of its own (R18). */
+export function appRunAnswered(approval: { id: string; status: string; run_id: string }, model: string): string {
+  return `Approval ${approval.id}: ${approval.status}. Run ${approval.run_id} belongs to an application with a model of its own (${model}): the answer is recorded, and the run continues when that application resumes it (keel.resume('${approval.run_id}', { model })).`;
+}
