@@ -42,6 +42,7 @@ import { Registries, resolvePluginDirs } from './registries.js';
 export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 
 import { keelHome } from '../config/paths.js';
+import type { Env } from '../types/env.js';
 import { Sessions } from './sessions.js';
 
 export interface KeelOptions {
@@ -51,7 +52,7 @@ export interface KeelOptions {
   store?: Store | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
-  env?: NodeJS.ProcessEnv;
+  env?: Env;
   /** Extra built-in tools (tests, embedders). */
   extraTools?: ToolSpec[];
   /**
@@ -184,7 +185,7 @@ function definedOnly<O extends object>(o: O): O {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as O;
 }
 
-export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
+export function limitsFromEnv(env: Env): Partial<Limits> {
   const n = (k: string) => {
     const v = env[k];
     if (v === undefined || v === '') return undefined;
@@ -212,7 +213,7 @@ export class Keel {
   readonly home: string;
   readonly store: Store | null;
   private readonly opts: KeelOptions;
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly env: Env;
   private readonly sessions: Sessions;
   private readonly registries: Registries;
   private loaded: { file: string | null; config: KeelConfig } | undefined;

@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { open, realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
+import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
 import { fileCache } from '../util/file-cache.js';
 import { SCRIPT_MAX_BYTES, ScriptModel } from './script.js';
@@ -26,7 +27,7 @@ export function builtInSpec(spec: string): boolean {
   return BUILT_HERE.includes(colon < 0 ? s : s.slice(0, colon));
 }
 
-export async function createModel(spec: string | undefined, env: NodeJS.ProcessEnv = process.env, cacheDir?: string): Promise<ModelClient> {
+export async function createModel(spec: string | undefined, env: Env = process.env, cacheDir?: string): Promise<ModelClient> {
   const s = (spec ?? env.KEEL_MODEL ?? '').trim();
   if (!s) throw new KeelError('config', `no model given: pass --model SPEC or set KEEL_MODEL (${MODEL_SPEC_HELP})`);
   const colon = s.indexOf(':');

@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Node } from 'yaml';
+import type { Env } from '../types/env.js';
 import { type Gate, MODES, type Mode, type ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
@@ -56,7 +57,7 @@ export class OperatorPolicy {
   }
 
   /** From the environment and Keel's config file (null: none). An invalid rule is refused with file:line:col. */
-  static load(configFile: string | null, env: NodeJS.ProcessEnv): OperatorPolicy {
+  static load(configFile: string | null, env: Env): OperatorPolicy {
     return new OperatorPolicy(configFile ? parseRules(configFile, readFileSync(configFile, 'utf8')) : [], confirmOnceFromEnv(env));
   }
 
@@ -139,7 +140,7 @@ function globMatches(pattern: string, name: string): boolean {
 }
 
 /** R7: KEEL_CONFIRM_ONCE_TOOLS — a comma list adds, `none` clears, unset changes nothing. */
-export function confirmOnceFromEnv(env: NodeJS.ProcessEnv): { add: Set<string>; clear: boolean } {
+export function confirmOnceFromEnv(env: Env): { add: Set<string>; clear: boolean } {
   const raw = (env.KEEL_CONFIRM_ONCE_TOOLS ?? '').trim();
   if (raw.toLowerCase() === 'none') return { add: new Set(), clear: true };
   return {

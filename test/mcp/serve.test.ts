@@ -355,7 +355,8 @@ test('S3: a client that disconnects with a pending card: the card is closed (rej
 /**
  * The official MCP Inspector's CLI (a client people run), one connection per command as a user
  * types them. Its build reads its own package.json relative to the working folder (`../package.json`),
- * so it runs from a folder one below the repository's root.
+ * so it runs from a folder one below the repository's root (the README says so, and
+ * test/e2e/readme-outside.test.ts runs the README's commands as written).
  */
 async function inspector(
   home: string,
