@@ -265,7 +265,6 @@ Environment:
     );
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
   const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
-  (await import('./db-command.js')).registerDb(program, io); // keel db migrate|status, and --store (S4)
 
   program
     .command('run')
@@ -419,11 +418,13 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
           `no plugin in ${dirs.join(', ') || 'the plugin folders'}: a plugin folder holds a plugin.yaml, or folders that each do`,
         );
       }
-      const summary = `${counts.plugins} plugin(s): ${counts.failed} failed, ${counts.degraded} degraded, ${counts.drift} drift row(s)\n`;
+      // One summary line: loaded, failed, degraded and drift together (the listing adds none of its own).
+      const loaded = counts.plugins - counts.failed - counts.degraded;
+      const summary = `${counts.plugins} plugin(s): ${loaded} loaded, ${counts.failed} failed, ${counts.degraded} degraded, ${counts.drift} drift row(s)\n`;
       io.out(
         o.json
           ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), counts, policy: reg.policy })}\n`
-          : `${renderPlugins(reg.plugins)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}${summary}`,
+          : `${renderPlugins(reg.plugins, false)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}${summary}`,
       );
       // Drift refuses nothing, but a manifest and its code that disagree are a mistake to fix: it fails the check.
       code = registryHealthy(reg) && counts.drift === 0 ? 0 : 1;
@@ -602,35 +603,47 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .option('-m, --model <spec>', 'the model runs use unless a request names one; default KEEL_MODEL')
     .option('--allow-model <prefix>', 'a model spec prefix a request may choose (repeatable), e.g. script: or openai:', collectList, [])
     .option('--cors <origin>', 'an origin allowed to call the API from a browser (repeatable); none by default', collectList, [])
-    .action(async (o: { host: string; port: number; plugins: string[]; model?: string; allowModel: string[]; cors: string[] }) => {
-      const { startServer } = await import('../server/serve.js');
-      const stopTelemetry = await telemetry();
-      const srv = await startServer({
-        host: o.host,
-        port: o.port,
-        pluginDirs: o.plugins,
-        model: o.model,
-        allowedModels: o.allowModel,
-        corsOrigins: o.cors,
-        env: io.env,
-        defaultPluginDirs: [BUNDLED_PLUGINS],
-        version: VERSION,
-        log: (line) => io.err(`${line}\n`),
-      });
-      if (srv.adminToken) {
-        io.err(`keel serve: first start: an admin token was made. It is shown this once; only its hash is kept:\n`);
-        io.out(`admin token: ${srv.adminToken}\n`);
-      }
-      io.out(`keel serve: listening on ${srv.url}\n`);
-      await new Promise<void>((resolveStop) => {
-        stopServer = () => {
-          io.err('keel serve: stopping\n');
-          srv.close().then(resolveStop, resolveStop);
-        };
-      });
-      await stopTelemetry?.();
-      code = 0;
-    });
+    .option('--work', 'on a PostgreSQL store: also drive the legs it queues, as a worker does (default: workers drive them)')
+    .action(
+      async (o: {
+        host: string;
+        port: number;
+        plugins: string[];
+        model?: string;
+        allowModel: string[];
+        cors: string[];
+        work?: boolean;
+      }) => {
+        if (o.work) io.env.KEEL_SERVE_WORK = '1';
+        const { startServer } = await import('../server/serve.js');
+        const stopTelemetry = await telemetry();
+        const srv = await startServer({
+          host: o.host,
+          port: o.port,
+          pluginDirs: o.plugins,
+          model: o.model,
+          allowedModels: o.allowModel,
+          corsOrigins: o.cors,
+          env: io.env,
+          defaultPluginDirs: [BUNDLED_PLUGINS],
+          version: VERSION,
+          log: (line) => io.err(`${line}\n`),
+        });
+        if (srv.adminToken) {
+          io.err(`keel serve: first start: an admin token was made. It is shown this once; only its hash is kept:\n`);
+          io.out(`admin token: ${srv.adminToken}\n`);
+        }
+        io.out(`keel serve: listening on ${srv.url}\n`);
+        await new Promise<void>((resolveStop) => {
+          stopServer = () => {
+            io.err('keel serve: stopping\n');
+            srv.close().then(resolveStop, resolveStop);
+          };
+        });
+        await stopTelemetry?.();
+        code = 0;
+      },
+    );
 
   const mcp = program.command('mcp').description("Keel as an MCP server: any MCP client gets Keel's governed tools");
   mcp
@@ -792,6 +805,9 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       for (const r of rows) io.out(`${r.plugin.padEnd(20)} ${r.status}${r.message ? `: ${r.message}` : ''}\n`);
       code = rows.some((r) => r.status === 'failed') ? 1 : 0;
     });
+
+  // keel worker and keel db migrate|status, and --store (S4): listed after the everyday commands.
+  (await import('./db-command.js')).registerDb(program, io);
 
   // Ctrl-C / SIGTERM: a run stops at its next safe point and stays resumable (keel resume RUN);
   // a second signal, or one while no run is working, exits at once.

@@ -160,7 +160,8 @@ export function renderRunShow(run: RunState): string {
   return `${out.join('\n')}\n`;
 }
 
-export function renderPlugins(plugins: PluginReport[]): string {
+/** The plugins and their tools; `summary: false` leaves the count line to the caller (`plugins check` prints its own, once). */
+export function renderPlugins(plugins: PluginReport[], summary = true): string {
   const out: string[] = [];
   for (const p of plugins) {
     out.push(
@@ -186,7 +187,8 @@ export function renderPlugins(plugins: PluginReport[]): string {
     for (const r of p.drift) out.push(`  ${paint('yellow', 'drift')}: ${r.message}`);
   }
   const bad = plugins.filter((p) => p.status !== 'loaded').length;
-  out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
+  if (summary) out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
+  else out.push('');
   return `${out.join('\n')}\n`;
 }
 

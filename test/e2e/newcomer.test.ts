@@ -91,3 +91,34 @@ test("R18: a library app's card approved from the CLI: the answer is recorded, e
   assert.equal(done.status, 'done', JSON.stringify(done));
   assert.deepEqual(removed, ['b.txt'], 'the approved call ran once, in the app');
 });
+
+test('S1: keel demo | head leaves no temporary home behind', async () => {
+  const tmp = tempHome('keel-newcomer-tmp-');
+  const { spawn } = await import('node:child_process');
+  const { readdirSync } = await import('node:fs');
+  const { KEEL_BIN } = await import('../support/helpers.js');
+  const child = spawn(process.execPath, [KEEL_BIN, 'demo'], { env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The first line names the temporary home; then the reader goes, as `head -1` does.
+  await new Promise<void>((res) => child.stdout.once('data', () => res()));
+  assert.deepEqual(readdirSync(tmp).filter((f) => f.startsWith('keel-demo-')).length, 1, 'the demo made its home');
+  child.stdout.destroy();
+  const code = await new Promise<number | null>((res) => child.on('close', (c) => res(c)));
+  assert.equal(code, 0);
+  assert.deepEqual(
+    readdirSync(tmp).filter((f) => f.startsWith('keel-demo-')),
+    [],
+    'and removed it',
+  );
+});
+
+test("S1: keel --help lists serve's --work under serve, and the everyday commands before worker and db", async () => {
+  const help = await keel(['--help']);
+  assert.equal(help.code, 0);
+  const options = help.stdout.slice(help.stdout.indexOf('Options:'), help.stdout.indexOf('Commands:'));
+  assert.doesNotMatch(options, /--work/, 'not a global option');
+  const commands = [...help.stdout.slice(help.stdout.indexOf('Commands:')).matchAll(/^ {2}(\w+)/gm)].map((m) => m[1]);
+  assert.ok(commands.indexOf('run') < commands.indexOf('worker') && commands.indexOf('run') < commands.indexOf('db'), commands.join(' '));
+  assert.ok(commands.indexOf('worker') > commands.indexOf('data'), commands.join(' '));
+  const serve = await keel(['serve', '--help']);
+  assert.match(serve.stdout, /--work/);
+});
