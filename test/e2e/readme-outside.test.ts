@@ -104,5 +104,5 @@ test("the README's plugin steps from a folder outside any app, with keel on the 
   assert.match(steps[0].stdout, /Made .*notes/);
   assert.match(steps[1].stdout, /notes .*loaded|loaded/);
   assert.match(steps[2].stdout, /# pass 1/);
-  assert.match(steps[3].stdout, /1 plugin\(s\): 0 failed/);
+  assert.match(steps[3].stdout, /1 plugin\(s\): 1 loaded, 0 failed, 0 degraded, 0 drift row\(s\)/);
 });
