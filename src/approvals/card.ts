@@ -139,3 +139,22 @@ export function editedCard(card: ApprovalCard, items: readonly ApprovalItem[]): 
   });
   return { ...card, title: shown.length === 1 ? shown[0].title : card.title, items: shown };
 }
+
+/**
+ * The card as plain text for another program's window (an MCP client's elicitation): no box
+ * drawing, which only a terminal lines up, and no "You asked" for an MCP session's card, whose
+ * request is only the session's label: the client's user made the call themselves.
+ */
+export function renderCardText(card: ApprovalCard, id?: string): string {
+  const out = [`Approval needed${id ? ` (${id})` : ''}: ${card.title}`];
+  if (!card.request.startsWith('MCP session')) out.push(`You asked: ${card.request}`);
+  const read = sourcesLine(card.untrusted ?? []);
+  if (read) out.push(read);
+  for (const item of card.items) {
+    out.push(`- ${item.title}`);
+    for (const l of item.lines) out.push(`  ${l}`);
+    out.push(`  ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
+    out.push(`  Exact call: ${item.call}`);
+  }
+  return out.join('\n');
+}

@@ -9,7 +9,7 @@ import { osUser } from '../util/user.js';
 import { answerLater, chatWarning, renderChatCall, type Waiting, waitingOf } from './chat-words.js';
 import { editArguments } from './edit-args.js';
 import { LiveView } from './live.js';
-import { renderRunList, runRow } from './render.js';
+import { appRunAnswered, renderRunList, runRow } from './render.js';
 
 export interface ChatOptions {
   model?: string;
@@ -220,7 +220,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     }
     const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
     const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
-    const { approval, result } = await keel.answerCard(id, decision, {
+    const { approval, result, appModel } = await keel.answerCard(id, decision, {
       actor: osUser(),
       reason,
       onEvent,
@@ -228,6 +228,10 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       arguments: edit,
     });
     spin.stop();
+    if (appModel) {
+      o.out(`${appRunAnswered(approval, appModel)}\n`);
+      return;
+    }
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);
     if (!result) {
       o.out(

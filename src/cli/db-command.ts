@@ -38,15 +38,11 @@ export function registerDb(program: Command, io: Io): void {
     '--store <url>',
     'the store: postgres://USER:PASSWORD@HOST:PORT/DATABASE (shared by servers and workers) or sqlite:PATH; default KEEL_STORE, else KEEL_HOME/keel.db',
   );
-  program.option(
-    '--work',
-    'keel serve on a PostgreSQL store: also drive the legs it queues, as a worker does (default: workers drive them)',
-  );
-  // Every command opens the store through KEEL_STORE: --store sets it for this process (--work, KEEL_SERVE_WORK).
+  // Every command opens the store through KEEL_STORE: --store sets it for this process. (`keel serve
+  // --work` is serve's own option: it sets KEEL_SERVE_WORK.)
   program.hook('preAction', () => {
-    const o = program.opts<{ store?: string; work?: boolean }>();
+    const o = program.opts<{ store?: string }>();
     if (o.store !== undefined) io.env.KEEL_STORE = o.store;
-    if (o.work) io.env.KEEL_SERVE_WORK = '1';
   });
   registerWorker(program, io);
 

@@ -252,6 +252,10 @@ export async function runDemo(opts: DemoOptions = {}): Promise<number> {
     `Keel demo: ${scenarios.length} scenarios, ${opts.model ? `model ${opts.model}` : 'scripted model'}, embedded SQLite store in ${root}\n`,
   );
   const rows: ScenarioOutcome[] = [];
+  // `keel demo | head`: a reader that stops early ends the process at once (S1), past the finally
+  // below; the temporary home goes with it all the same.
+  const removeRoot = () => rmSync(root, { recursive: true, force: true });
+  if (!opts.keep) process.once('exit', removeRoot);
   try {
     for (const [i, s] of scenarios.entries()) {
       out(`\n━━ ${i + 1}. ${s.title} (${s.name})\n`);
@@ -260,7 +264,10 @@ export async function runDemo(opts: DemoOptions = {}): Promise<number> {
       rows.push(row);
     }
   } finally {
-    if (!opts.keep) rmSync(root, { recursive: true, force: true });
+    if (!opts.keep) {
+      process.off('exit', removeRoot);
+      removeRoot();
+    }
   }
   const failed = rows.filter((r) => r.problems.length);
   out(`\n${table(rows, !opts.model)}\n\n`);

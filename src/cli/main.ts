@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError, Help, Option } from 'commander';
 import { renderCard, renderConfirmation } from '../approvals/card.js';
@@ -16,7 +16,7 @@ import { editArguments } from './edit-args.js';
 import { registerPluginsInit } from './init-command.js';
 import { LiveView, withLive } from './live.js';
 import { Remote } from './remote.js';
-import { eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
+import { appRunAnswered, eventPrinter, renderEnd, renderPlugins, renderRunList, renderRunShow, runRow, status } from './render.js';
 
 /** Keel's version, from its package.json. */
 const VERSION: string = (() => {
@@ -183,6 +183,10 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
   };
   // Keel's data is the user's alone: folders 0700 and files 0600, plugin data included.
   const umask = process.umask(0o077);
+  // S4: a command that fails before storing anything leaves no home behind that it made itself
+  // (a `keel run` with no model used to leave an empty ~/.keel in an app whose home is ./.keel).
+  const home = keelHome(io.env);
+  const hadHome = existsSync(home);
   let code = 0;
   let keel: Keel | undefined;
   /** A command that reads or writes runs opens the store; one that only looks at plugins does not. */
@@ -261,7 +265,6 @@ Environment:
     );
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
   const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
-  (await import('./db-command.js')).registerDb(program, io); // keel db migrate|status, and --store (S4)
 
   program
     .command('run')
@@ -354,7 +357,8 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .action(async (o: { limit: number; json?: boolean }) => {
       const server = remote();
       const rows = server ? await server.listRuns(o.limit) : (await (await getKeel()).listRuns({ limit: o.limit })).map(runRow);
-      io.out(o.json ? `${JSON.stringify(rows)}\n` : renderRunList(rows));
+      // S4: an empty list names the store it looked in (an app's ./.keel is not the CLI's ~/.keel).
+      io.out(o.json ? `${JSON.stringify(rows)}\n` : rows.length ? renderRunList(rows) : `No runs in ${storeName(io.env, server)}.\n`);
     });
   runs
     .command('cancel')
@@ -414,11 +418,13 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
           `no plugin in ${dirs.join(', ') || 'the plugin folders'}: a plugin folder holds a plugin.yaml, or folders that each do`,
         );
       }
-      const summary = `${counts.plugins} plugin(s): ${counts.failed} failed, ${counts.degraded} degraded, ${counts.drift} drift row(s)\n`;
+      // One summary line: loaded, failed, degraded and drift together (the listing adds none of its own).
+      const loaded = counts.plugins - counts.failed - counts.degraded;
+      const summary = `${counts.plugins} plugin(s): ${loaded} loaded, ${counts.failed} failed, ${counts.degraded} degraded, ${counts.drift} drift row(s)\n`;
       io.out(
         o.json
           ? `${JSON.stringify({ plugins: reg.plugins, healthy: registryHealthy(reg), counts, policy: reg.policy })}\n`
-          : `${renderPlugins(reg.plugins)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}${summary}`,
+          : `${renderPlugins(reg.plugins, false)}${(reg.policy?.unmatched ?? []).map((u) => `warning: ${u}\n`).join('')}${summary}`,
       );
       // Drift refuses nothing, but a manifest and its code that disagree are a mistake to fix: it fails the check.
       code = registryHealthy(reg) && counts.drift === 0 ? 0 : 1;
@@ -448,7 +454,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       const server = remote();
       const rows = server ? await server.listApprovals(o.status) : await (await getKeel()).listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
-      else if (!rows.length) io.out('No approvals.\n');
+      else if (!rows.length) io.out(`No approvals in ${storeName(io.env, server)}.\n`);
       else {
         for (const a of rows) {
           io.out(`${a.id}  ${status(a.status, 8)} run ${a.run_id}  requested ${a.requested_at}  expires ${a.expires_at}\n`);
@@ -508,12 +514,17 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         let failed = 0;
         for (const id of all) {
           try {
-            const { approval, result } = await answer(id);
+            const answered = await answer(id);
+            const { approval, result } = answered;
+            const appModel = (answered as { appModel?: string }).appModel;
             if (result) live?.stop();
+            const after = result
+              ? `, run ${result.run_id} ${result.status}`
+              : appModel
+                ? `, run ${approval.run_id} continues when its application resumes it`
+                : '';
             io.out(
-              o.json
-                ? `${JSON.stringify({ id, outcome: 'answered', approval, result })}\n`
-                : `${id}: ${status(approval.status)}${result ? `, run ${result.run_id} ${result.status}` : ''}\n`,
+              o.json ? `${JSON.stringify({ id, outcome: 'answered', approval, result })}\n` : `${id}: ${status(approval.status)}${after}\n`,
             );
             if (result?.status === 'failed') failed++;
           } catch (err) {
@@ -528,7 +539,14 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         return;
       }
       const id = all[0];
-      const { approval, result } = await answer(id);
+      const answered = await answer(id);
+      const { approval, result } = answered;
+      const appModel = (answered as { appModel?: string }).appModel;
+      if (appModel) {
+        // A library app's run, with a model written in code: the answer is kept; the app carries it on.
+        io.out(o.json ? `${JSON.stringify({ approval, continues: 'app' })}\n` : `${appRunAnswered(approval, appModel)}\n`);
+        return;
+      }
       if (!result) {
         // An MCP session's card: the MCP server holding the call carries it out (or not) now.
         io.out(
@@ -585,35 +603,47 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .option('-m, --model <spec>', 'the model runs use unless a request names one; default KEEL_MODEL')
     .option('--allow-model <prefix>', 'a model spec prefix a request may choose (repeatable), e.g. script: or openai:', collectList, [])
     .option('--cors <origin>', 'an origin allowed to call the API from a browser (repeatable); none by default', collectList, [])
-    .action(async (o: { host: string; port: number; plugins: string[]; model?: string; allowModel: string[]; cors: string[] }) => {
-      const { startServer } = await import('../server/serve.js');
-      const stopTelemetry = await telemetry();
-      const srv = await startServer({
-        host: o.host,
-        port: o.port,
-        pluginDirs: o.plugins,
-        model: o.model,
-        allowedModels: o.allowModel,
-        corsOrigins: o.cors,
-        env: io.env,
-        defaultPluginDirs: [BUNDLED_PLUGINS],
-        version: VERSION,
-        log: (line) => io.err(`${line}\n`),
-      });
-      if (srv.adminToken) {
-        io.err(`keel serve: first start: an admin token was made. It is shown this once; only its hash is kept:\n`);
-        io.out(`admin token: ${srv.adminToken}\n`);
-      }
-      io.out(`keel serve: listening on ${srv.url}\n`);
-      await new Promise<void>((resolveStop) => {
-        stopServer = () => {
-          io.err('keel serve: stopping\n');
-          srv.close().then(resolveStop, resolveStop);
-        };
-      });
-      await stopTelemetry?.();
-      code = 0;
-    });
+    .option('--work', 'on a PostgreSQL store: also drive the legs it queues, as a worker does (default: workers drive them)')
+    .action(
+      async (o: {
+        host: string;
+        port: number;
+        plugins: string[];
+        model?: string;
+        allowModel: string[];
+        cors: string[];
+        work?: boolean;
+      }) => {
+        if (o.work) io.env.KEEL_SERVE_WORK = '1';
+        const { startServer } = await import('../server/serve.js');
+        const stopTelemetry = await telemetry();
+        const srv = await startServer({
+          host: o.host,
+          port: o.port,
+          pluginDirs: o.plugins,
+          model: o.model,
+          allowedModels: o.allowModel,
+          corsOrigins: o.cors,
+          env: io.env,
+          defaultPluginDirs: [BUNDLED_PLUGINS],
+          version: VERSION,
+          log: (line) => io.err(`${line}\n`),
+        });
+        if (srv.adminToken) {
+          io.err(`keel serve: first start: an admin token was made. It is shown this once; only its hash is kept:\n`);
+          io.out(`admin token: ${srv.adminToken}\n`);
+        }
+        io.out(`keel serve: listening on ${srv.url}\n`);
+        await new Promise<void>((resolveStop) => {
+          stopServer = () => {
+            io.err('keel serve: stopping\n');
+            srv.close().then(resolveStop, resolveStop);
+          };
+        });
+        await stopTelemetry?.();
+        code = 0;
+      },
+    );
 
   const mcp = program.command('mcp').description("Keel as an MCP server: any MCP client gets Keel's governed tools");
   mcp
@@ -776,6 +806,9 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       code = rows.some((r) => r.status === 'failed') ? 1 : 0;
     });
 
+  // keel worker and keel db migrate|status, and --store (S4): listed after the everyday commands.
+  (await import('./db-command.js')).registerDb(program, io);
+
   // Ctrl-C / SIGTERM: a run stops at its next safe point and stays resumable (keel resume RUN);
   // a second signal, or one while no run is working, exits at once.
   let signalled: NodeJS.Signals | undefined;
@@ -833,11 +866,34 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     live?.stop();
+    const forget = !hadHome && code === EXIT.usage && existsSync(home) && !(await storedAnything(keel, home));
     await keel?.close();
+    if (forget) rmSync(home, { recursive: true, force: true });
     process.umask(umask);
   }
   if (pipeClosed) return EXIT.ok;
   return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
+}
+
+/** Whether a home this command made holds anything worth keeping: a run, or a token. */
+async function storedAnything(keel: Keel | undefined, home: string): Promise<boolean> {
+  if (existsSync(join(home, 'tokens.json'))) return true;
+  if (!keel?.store) return false;
+  try {
+    return (await keel.listRuns({ limit: 1 })).length > 0;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Where a command looked (S4): the server, the store KEEL_STORE or --store names (its password
+ * hidden), else the home's SQLite file's folder — so an empty list says which home it is.
+ */
+function storeName(env: NodeJS.ProcessEnv, server: Remote | undefined): string {
+  if (server) return server.base;
+  const spec = env.KEEL_STORE?.trim();
+  return spec ? redact(spec) : keelHome(env);
 }
 
 function collectList(v: string, prev: string[]): string[] {

@@ -162,7 +162,8 @@ export function renderRunShow(run: RunState): string {
   return `${out.join('\n')}\n`;
 }
 
-export function renderPlugins(plugins: PluginReport[]): string {
+/** The plugins and their tools; `summary: false` leaves the count line to the caller (`plugins check` prints its own, once). */
+export function renderPlugins(plugins: PluginReport[], summary = true): string {
   const out: string[] = [];
   for (const p of plugins) {
     out.push(
@@ -190,6 +191,12 @@ export function renderPlugins(plugins: PluginReport[]): string {
     for (const r of p.drift) out.push(`  ${paint('yellow', 'drift')}: ${r.message}`);
   }
   const bad = plugins.filter((p) => p.status !== 'loaded').length;
-  out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
+  if (summary) out.push('', `${plugins.length} plugin(s): ${plugins.length - bad} loaded, ${bad} failed or degraded`);
+  else out.push('');
   return `${out.join('\n')}\n`;
+}
+
+/** The answer to a card whose run an application drives with a model of its own (R18). */
+export function appRunAnswered(approval: { id: string; status: string; run_id: string }, model: string): string {
+  return `Approval ${approval.id}: ${approval.status}. Run ${approval.run_id} belongs to an application with a model of its own (${model}): the answer is recorded, and the run continues when that application resumes it (keel.resume('${approval.run_id}', { model })).`;
 }

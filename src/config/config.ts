@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { z as Zod } from 'zod';
+import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
 import { yamlParse } from '../util/yaml.js';
 
@@ -104,7 +105,7 @@ export type DelegateConfig = Zod.infer<ReturnType<typeof delegateSchema>>;
 export type NotifyTarget = Zod.infer<ReturnType<typeof notifyTargetSchema>>;
 
 /** Keel's config file: KEEL_CONFIG, else KEEL_HOME/config.yaml; absent means defaults. */
-export function loadConfig(home: string, env: NodeJS.ProcessEnv): { file: string | null; config: KeelConfig } {
+export function loadConfig(home: string, env: Env): { file: string | null; config: KeelConfig } {
   const file = env.KEEL_CONFIG || join(home, 'config.yaml');
   if (!existsSync(file)) {
     if (env.KEEL_CONFIG) throw new KeelError('config', `KEEL_CONFIG names ${file}, which does not exist`);

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Env } from '../types/env.js';
 
 /** Keel's package folder, whether this runs from src/ (tsx) or dist/src/. */
 export const PACKAGE_ROOT = (() => {
@@ -22,6 +23,6 @@ export const BUNDLED_PLUGINS = (() => {
   return fromDist && existsSync(join(compiled, 'calendar', 'index.js')) ? compiled : join(PACKAGE_ROOT, 'plugins');
 })();
 
-export function keelHome(env: NodeJS.ProcessEnv = process.env): string {
+export function keelHome(env: Env = process.env): string {
   return resolve(env.KEEL_HOME || join(homedir(), '.keel'));
 }

@@ -14,7 +14,7 @@ import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
-import { createModel } from '../models/index.js';
+import { builtInSpec, createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import { checkAppTools } from '../plugin-host/app-tools.js';
 import type { ResetRow } from '../plugin-host/data.js';
@@ -51,6 +51,7 @@ import { Registries, resolvePluginDirs } from './registries.js';
 export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 
 import { keelHome } from '../config/paths.js';
+import type { Env } from '../types/env.js';
 import { Sessions } from './sessions.js';
 
 export interface KeelOptions {
@@ -60,7 +61,7 @@ export interface KeelOptions {
   store?: Store | null;
   limits?: Partial<Limits>;
   shortlist?: Shortlist;
-  env?: NodeJS.ProcessEnv;
+  env?: Env;
   /** Extra built-in tools (tests, embedders). */
   extraTools?: ToolSpec[];
   /**
@@ -215,7 +216,7 @@ function definedOnly<O extends object>(o: O): O {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as O;
 }
 
-export function limitsFromEnv(env: NodeJS.ProcessEnv): Partial<Limits> {
+export function limitsFromEnv(env: Env): Partial<Limits> {
   const n = (k: string) => {
     const v = env[k];
     if (v === undefined || v === '') return undefined;
@@ -243,7 +244,7 @@ export class Keel {
   readonly home: string;
   readonly store: Store | null;
   private readonly opts: KeelOptions;
-  private readonly env: NodeJS.ProcessEnv;
+  private readonly env: Env;
   private readonly sessions: Sessions;
   private readonly registries: Registries;
   private loaded: { file: string | null; config: KeelConfig } | undefined;
@@ -608,7 +609,11 @@ export class Keel {
     id: string,
     decision: ApprovalDecision,
     o: ApprovalOptions = {},
-  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult; appModel?: string }> {
+    // A run an application drives with a model of its own (a ModelClient, not a spec Keel can
+    // build): the answer is recorded, and the run continues when that application resumes it.
+    const appModel = o.model === undefined ? await this.appModelOf(id) : undefined;
+    if (appModel) return { approval: await this.recordAnswer(id, decision, o), appModel };
     const { approval, leg } = await this.answerApproval(id, decision, o);
     if (!leg) return { approval };
     return { approval, result: await this.continued(approval, () => this.finish(leg, o)) };
@@ -620,15 +625,28 @@ export class Keel {
    * its expiry → recorded as expired (the continuation ends the run, nothing runs).
    */
   async answerApproval(id: string, decision: ApprovalDecision, o: ApprovalOptions = {}): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
-    const actor = o.actor ?? osUser(this.env);
-    const approval = await recordApprovalAnswer(this.requireStore(), id, decision, actor, o.reason ?? null, new Date(), {
-      consentWrites: o.consentWrites,
-      edit: o.arguments === undefined ? undefined : await this.editOf(id, o),
-    });
+    const approval = await this.recordAnswer(id, decision, o);
     // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
     if (isMcpSession(await this.getRun(approval.run_id))) return { approval };
     const leg = await this.continued(approval, () => this.approvalLeg(approval, o));
     return { approval, leg };
+  }
+
+  /** Records the answer to a card (audited), its run left where it is. */
+  private async recordAnswer(id: string, decision: ApprovalDecision, o: ApprovalOptions): Promise<ApprovalRecord> {
+    const actor = o.actor ?? osUser(this.env);
+    return recordApprovalAnswer(this.requireStore(), id, decision, actor, o.reason ?? null, new Date(), {
+      consentWrites: o.consentWrites,
+      edit: o.arguments === undefined ? undefined : await this.editOf(id, o),
+    });
+  }
+
+  /** The model spec of a card's run when only its application can continue it (a ModelClient of its own). */
+  private async appModelOf(id: string): Promise<string | undefined> {
+    const card = await this.requireStore().getApproval(id);
+    const run = card ? await this.requireStore().loadRun(card.run_id) : undefined;
+    if (!run || isMcpSession(run) || this.remembered.get(run.id)?.model !== undefined) return undefined;
+    return builtInSpec(run.model) ? undefined : run.model;
   }
 
   /**

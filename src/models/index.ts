@@ -1,5 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
+import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
 import { fileCache } from '../util/file-cache.js';
 import { readScriptAsync, ScriptModel } from './script.js';
@@ -12,7 +13,20 @@ export const MODEL_SPEC_HELP =
  * A model spec string → a client. Providers load lazily (keel --help stays fast). `cacheDir`: where
  * a scripted model's parsed scripts are remembered between processes (Keel gives its home's cache).
  */
-export async function createModel(spec: string | undefined, env: NodeJS.ProcessEnv = process.env, cacheDir?: string): Promise<ModelClient> {
+/** The provider prefixes createModel builds a model for (script: and the real providers). */
+const BUILT_HERE = ['script', 'openai', 'ollama', 'anthropic', 'google', 'openai-compatible'];
+
+/**
+ * Whether a stored spec names a model Keel builds itself; one that does not (`echo:v1`) is an
+ * application's own ModelClient, which only that application can hand a continuation again.
+ */
+export function builtInSpec(spec: string): boolean {
+  const s = spec.trim();
+  const colon = s.indexOf(':');
+  return BUILT_HERE.includes(colon < 0 ? s : s.slice(0, colon));
+}
+
+export async function createModel(spec: string | undefined, env: Env = process.env, cacheDir?: string): Promise<ModelClient> {
   const s = (spec ?? env.KEEL_MODEL ?? '').trim();
   if (!s) throw new KeelError('config', `no model given: pass --model SPEC or set KEEL_MODEL (${MODEL_SPEC_HELP})`);
   const colon = s.indexOf(':');

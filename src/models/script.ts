@@ -95,6 +95,20 @@ function remember(path: string, st: { mtimeMs: number; size: number }, text: str
   return entries;
 }
 
+/** A file error in words, not its code ("no such file", not "ENOENT"). */
+function errnoWords(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  const words: Record<string, string> = {
+    ENOENT: 'no such file',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EISDIR: 'a folder, not a file',
+    ENOTDIR: 'a part of the path is not a folder',
+    ELOOP: 'too many symbolic links',
+  };
+  return code ? (words[code] ?? code) : String(err);
+}
+
 function readScript(path: string, shown: string, cache: FileCache | undefined): ScriptEntry[] {
   let text: string;
   let st: ReturnType<typeof statSync>;
@@ -107,7 +121,7 @@ function readScript(path: string, shown: string, cache: FileCache | undefined): 
     text = readFileSync(path, 'utf8');
   } catch (err) {
     if (err instanceof ModelError) throw err;
-    throw unreadable(shown, String((err as NodeJS.ErrnoException).code ?? err));
+    throw unreadable(shown, errnoWords(err));
   }
   return remember(path, st, text, shown, cache);
 }
@@ -139,7 +153,7 @@ export async function readScriptAsync(path: string, shown: string, cache?: FileC
     return remember(path, st, buf.subarray(0, got).toString('utf8'), shown, cache);
   } catch (err) {
     if (err instanceof ModelError) throw err;
-    throw unreadable(shown, String((err as NodeJS.ErrnoException).code ?? err));
+    throw unreadable(shown, errnoWords(err));
   } finally {
     await handle?.close().catch(() => {});
   }

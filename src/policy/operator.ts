@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Node } from 'yaml';
+import type { Env } from '../types/env.js';
 import { type Gate, MODES, type Mode, type ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
@@ -71,7 +72,7 @@ export class OperatorPolicy {
   }
 
   /** From the environment and Keel's config file (null: none). An invalid rule is refused with file:line:col. */
-  static load(configFile: string | null, env: NodeJS.ProcessEnv): OperatorPolicy {
+  static load(configFile: string | null, env: Env): OperatorPolicy {
     const parsed = configFile ? parsePolicy(configFile, readFileSync(configFile, 'utf8')) : { rules: [], trustedMcp: [] };
     return new OperatorPolicy(parsed.rules, confirmOnceFromEnv(env), new Set(parsed.trustedMcp));
   }
@@ -163,7 +164,7 @@ function globMatches(pattern: string, name: string): boolean {
 }
 
 /** R7: KEEL_CONFIRM_ONCE_TOOLS — a comma list adds, `none` clears, unset changes nothing. */
-export function confirmOnceFromEnv(env: NodeJS.ProcessEnv): { add: Set<string>; clear: boolean } {
+export function confirmOnceFromEnv(env: Env): { add: Set<string>; clear: boolean } {
   const raw = (env.KEEL_CONFIRM_ONCE_TOOLS ?? '').trim();
   if (raw.toLowerCase() === 'none') return { add: new Set(), clear: true };
   return {

@@ -40,7 +40,7 @@ import {
   type Task,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { buildCard, describeCall, renderCard, sourcesLine, undoSentence } from '../approvals/card.js';
+import { buildCard, describeCall, renderCardText, sourcesLine, undoSentence } from '../approvals/card.js';
 import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
 import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
@@ -631,7 +631,7 @@ class McpSession {
   private async elicitCard(id: string, card: ApprovalCard): Promise<void> {
     try {
       const answer = await this.server.elicitInput({
-        message: `${renderCard(card, id)}\n\nApprove this call?`,
+        message: `${renderCardText(card, id)}\n\nApprove this call?`,
         requestedSchema: { type: 'object', properties: { reason: { type: 'string', title: 'Reason (optional)' } } },
       });
       const reason = typeof answer.content?.reason === 'string' ? answer.content.reason : null;
@@ -668,7 +668,8 @@ class McpSession {
       const a = await this.store.getApproval(flight.card);
       if (a?.status !== 'pending') return this.settle(flight, a);
       const waited = Date.now() - started;
-      const asks = () => a.card.items.map((i) => [i.title, ...i.lines, i.undo].join(', '));
+      // Each part a sentence of its own: a line may end with its own full stop ("…as a yes would.").
+      const asks = () => a.card.items.map((i) => [i.title, ...i.lines, i.undo].map((p) => p.replace(/\.$/, '')).join('; '));
       // A task waits for the answer however long (its client polls); a plain call at most --wait.
       if ((!watch && waited >= this.o.waitMs) || signal.aborted || this.closing) {
         return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl), true);
@@ -817,7 +818,7 @@ class McpSession {
     }
     await Promise.allSettled([...this.flights.values()].map((f) => f.work));
     if (this.run.state.status !== 'running') return;
-    await this.run.end('done', 'final_answer', `MCP session closed after ${this.run.state.steps.length} call(s)`);
+    await this.run.end('done', 'session_closed', `MCP session closed after ${this.run.state.steps.length} call(s)`);
   }
 }
 

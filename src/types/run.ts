@@ -51,7 +51,9 @@ export type EndReason =
   /** The store refused the run's state for a reason that trying again will not change (issue 27): failed, never taken over again. */
   | 'store_error'
   /** The model's text reply was cut off at its output token limit: a cut-off text is never the answer (issue 26). */
-  | 'truncated';
+  | 'truncated'
+  /** An MCP session's run, ended because its client left (S3): no model answered anything. */
+  | 'session_closed';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 

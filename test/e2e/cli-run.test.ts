@@ -109,7 +109,7 @@ test('user errors: unknown run id, bad flag, no model, missing script, unknown p
   assert.match(noModel.stderr, /no model given: pass --model SPEC or set KEEL_MODEL/);
   const missing = await keel(['run', '--model', `script:${home}/nope.yaml`, '--plugins', FIXTURES, 'hi'], env);
   assert.equal(missing.code, 2);
-  assert.match(missing.stderr, /cannot read script .*nope\.yaml: ENOENT/);
+  assert.match(missing.stderr, /cannot read script .*nope\.yaml: no such file/);
   const provider = await keel(['run', '--model', 'acme:big', 'hi'], env);
   assert.equal(provider.code, 2);
   assert.match(provider.stderr, /unknown model provider "acme"/);

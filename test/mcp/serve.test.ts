@@ -355,7 +355,8 @@ test('S3: a client that disconnects with a pending card: the card is closed (rej
 /**
  * The official MCP Inspector's CLI (a client people run), one connection per command as a user
  * types them. Its build reads its own package.json relative to the working folder (`../package.json`),
- * so it runs from a folder one below the repository's root.
+ * so it runs from a folder one below the repository's root (the README says so, and
+ * test/e2e/readme-outside.test.ts runs the README's commands as written).
  */
 async function inspector(
   home: string,
@@ -442,4 +443,33 @@ test('issue 40: with --keep-cards, a confirm-once write’s card answers its own
   assert.match(textOf(later.out), /Reminder "Pay water" created/, 'the recorded outcome');
   assert.equal(reminders(home).length, 1, 'the write ran once');
   assert.equal((await cards(home)).length, 1, 'one card in all');
+});
+
+test('S3 (issue 40): the words an MCP client shows — an elicited card without box drawing nor "You asked: MCP session"; a consent card waited on, in sentences; a session its client left ends as session_closed', async (t) => {
+  const home = tempHome('keel-mcp-');
+  const c = await stdioClient(home, ['--plugins', FIXTURES], () => 'accept');
+  const d = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m3'] } });
+  assert.match(textOf(d), /Moved 1 email/);
+  const card = c.asked.find((m) => /trash_email/.test(m)) ?? '';
+  assert.match(card, /^Approval needed \(apr_\w+\): /, card);
+  assert.doesNotMatch(card, /[┌│└•]/, 'no terminal box drawing in a client’s window');
+  assert.doesNotMatch(card, /You asked: MCP session/);
+  await c.close();
+
+  const plain = await stdioClient(home, ['--plugins', FIXTURES, '--wait', '0.3']);
+  t.after(() => plain.close());
+  const w = await plain.client.callTool({ name: 'create_reminder', arguments: { title: 'pay rent' } });
+  assert.match(textOf(w), /as a yes would; the manifest declares no undo for create_reminder/, textOf(w));
+  assert.doesNotMatch(textOf(w), /\.,/);
+  await plain.close();
+
+  let reasons: string[] = [];
+  for (let i = 0; i < 100; i++) {
+    reasons = json<{ reason: string; status: string }[]>(await keel(['runs', 'list', '--json'], { KEEL_HOME: home })).map(
+      (r) => `${r.status} ${r.reason}`,
+    );
+    if (reasons.length === 2 && !reasons.some((r) => r.startsWith('running') || r.startsWith('paused'))) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.deepEqual(reasons, ['done session_closed', 'done session_closed'], 'not "done final_answer": no answer was given');
 });
