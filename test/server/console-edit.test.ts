@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestBrowser } from '../support/chromium.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -23,15 +23,8 @@ const SIZES = [
 ] as const;
 
 before(async () => {
-  const bin = testChromium();
   s = await testServer({}, tempHome('keel-console-edit-'), [FIXTURES]);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: bin.executablePath,
-    env: bin.env,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    args: CHROMIUM_ARGS,
-  });
+  browser = await launchTestBrowser(profile);
 });
 
 after(async () => {

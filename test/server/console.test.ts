@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchTestBrowser } from '../support/chromium.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -26,15 +26,8 @@ const profile = tempHome('keel-chromium-');
 
 before(async () => {
   // KEEL_CHROMIUM, Debian's, or the packaged one; none: one line naming what to install (never a skip).
-  const chromiumBin = testChromium();
   s = await testServer({}, tempHome('keel-console-'), [FIXTURES, join(BAD, 'undeclared'), join(BAD, 'drift', 'declared_only'), FILES]);
-  browser = await chromium.launchPersistentContext(profile, {
-    executablePath: chromiumBin.executablePath,
-    env: chromiumBin.env,
-    headless: true,
-    viewport: { width: 1280, height: 800 },
-    args: CHROMIUM_ARGS,
-  });
+  browser = await launchTestBrowser(profile);
 });
 
 after(async () => {

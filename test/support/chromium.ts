@@ -11,6 +11,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
+import { type BrowserContext, chromium } from 'playwright-core';
 
 export interface TestChromium {
   executablePath: string;
@@ -97,4 +98,16 @@ function unpack(src: string, dir: string): void {
     rmSync(work, { recursive: true, force: true });
     if (!existsSync(join(dir, 'chromium'))) throw e;
   }
+}
+
+/** The test Chromium, headless with a profile folder of its own, at a desktop size (the console's browser tests). */
+export function launchTestBrowser(profile: string, viewport = { width: 1280, height: 800 }): Promise<BrowserContext> {
+  const bin = testChromium();
+  return chromium.launchPersistentContext(profile, {
+    executablePath: bin.executablePath,
+    env: bin.env,
+    headless: true,
+    viewport,
+    args: CHROMIUM_ARGS,
+  });
 }
