@@ -597,7 +597,15 @@ export class Keel {
         `approval ${id} belongs to an MCP session (run ${card.run_id}), whose server carries the call out: answer it with answerCard (or keel approvals approve|reject ${id})`,
       );
     }
-    return (await this.answerCard(id, decision, o)).result as RunResult<T>;
+    const answered = await this.answerCard(id, decision, o);
+    // S2: a library call returns the run's result, so a run only its own model can continue is
+    // refused in one sentence naming the option — the answer is kept (the CLI says so and exits 0).
+    if (answered.appModel !== undefined) {
+      throw new ModelError(
+        `approval ${id} is recorded (${answered.approval.status}); run ${answered.approval.run_id} was started with the model "${answered.appModel}", which Keel cannot rebuild here: pass the model again (the \`model\` option) or resume the run with it`,
+      );
+    }
+    return answered.result as RunResult<T>;
   }
 
   /**
