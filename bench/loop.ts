@@ -628,6 +628,8 @@ persistence path on an in-memory database; sqlite-file is the durable store (WAL
       cpu: cpus()[0]?.model ?? 'unknown',
       cpus: cpus().length,
       load_average_1m: Math.round(load * 100) / 100,
+      // Issue 36: with KEEL_BENCH_UNTRUSTED=1 every tool of this checkout is declared output: untrusted (every step reads words from outside).
+      untrusted_reads: process.env.KEEL_BENCH_UNTRUSTED === '1',
       method: {
         steps_per_run: STEPS,
         runs: RUNS,
