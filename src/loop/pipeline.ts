@@ -213,6 +213,8 @@ export interface Executed {
   untrusted?: string;
 }
 
+const NOTHING_READ: readonly UntrustedSource[] = Object.freeze([]);
+
 /** U1: how long a source's label may be (it is others' words: shown escaped, never trusted). */
 export const MAX_SOURCE_LABEL = 120;
 
@@ -321,7 +323,9 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
 
   let result: Executed;
   try {
-    const untrusted = ctx.untrusted?.() ?? [];
+    // U2: the handler sees a frozen copy of what the run has read: a plugin can never make the run forget it.
+    const read = ctx.untrusted?.();
+    const untrusted = read?.length ? Object.freeze(read.map((u) => Object.freeze({ ...u }))) : NOTHING_READ;
     const handler = tool.execute(frozen, {
       run_id: ctx.run_id,
       call_id: callId,
