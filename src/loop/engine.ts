@@ -117,10 +117,18 @@ export class RunLeg {
     this.limits = { ...DEFAULT_LIMITS, ...deps.limits };
     this.modelAbort = deps.signal ? new AbortController() : this.abort;
     this.menus = new MenuSource(deps.registry, deps.shortlist, deps.instructions);
-    this.gate = deriveGateState(run.state.steps, deps.store !== null, run.state.inherited_untrusted);
+    this.gate = RunLeg.gateOf(run.state, deps);
     if (deps.sessionWatch) run.watchSession(deps.sessionWatch);
     for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
     deps.signal?.addEventListener('abort', this.onInterrupt, { once: true });
+  }
+
+  /**
+   * The gate's state, rebuilt from the run's records (and what its context inherited, U2): the one
+   * way a leg gets it, so no rebuild forgets what the run has read.
+   */
+  private static gateOf(s: RunView, deps: EngineDeps): GateState {
+    return deriveGateState(s.steps, deps.store !== null, s.inherited_untrusted);
   }
 
   get state(): RunView {
@@ -355,7 +363,7 @@ export class RunLeg {
       yield { type: 'tool_result', step: record.step, record };
     }
     this.run.completeStep(open.records, open.results);
-    this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
+    this.gate = RunLeg.gateOf(this.run.state, this.deps);
     yield* this.saved();
   }
 
@@ -364,7 +372,7 @@ export class RunLeg {
     const priorToolCalls = this.run.state.steps.some((r) => r.tool !== 'ask_user');
     const ending = await this.finishStep(records, results, undefined, priorToolCalls);
     if (ending) return yield* this.end(...ending);
-    this.gate = deriveGateState(this.run.state.steps, this.deps.store !== null);
+    this.gate = RunLeg.gateOf(this.run.state, this.deps);
     return yield* this.drive();
   }
 

@@ -203,18 +203,22 @@ test('U2: provenance survives storage — a memory a tainted run wrote is untrus
   assert.deepEqual(written(h.home), []);
 });
 
-test('U2: the next run of a session inherits what the session’s transcript has read', async (t) => {
+test('U2: the next run of a session inherits what the session’s transcript has read, also after it pauses and is answered', async (t) => {
   const h = harness([
     { tool_calls: [readEve] },
     { text: 'Eve wants the bills.' },
+    { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which note?' } }] },
     { tool_calls: [{ id: 'n1', name: 'save_note', args: { text: 'x' } }] },
   ]);
   t.after(() => h.close());
   const first = await h.run('read my latest message');
   const session = (await h.keel.getRun(first.run_id)).session_id;
   const next = await h.keel.run('note it', { model: h.model, pluginDirs: [OUTSIDE], session });
-  assert.equal(next.reason, 'awaiting_approval');
+  assert.equal(next.reason, 'awaiting_user_input');
   assert.equal(next.untrusted[0]?.call_id, 'r1');
+  const answered = await h.resume(next.run_id, 'the bills one');
+  assert.equal(answered.reason, 'awaiting_approval', 'the rebuilt gate still knows what the session read');
+  assert.deepEqual(written(h.home), []);
 });
 
 test('U2: a tool sees what the run has read as a frozen copy: a plugin cannot make the run forget it', async (t) => {
