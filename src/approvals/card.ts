@@ -93,29 +93,42 @@ export function renderConfirmation(confirm: Confirmation): string[] {
   return out;
 }
 
-/** The card as text, for the CLI and the demo. */
-export function renderCard(card: ApprovalCard, id?: string): string {
-  const out = [`┌ Approval needed${id ? ` (${id})` : ''}: ${card.title}`, `│ You asked: ${card.request}`];
+/**
+ * The card's lines, each at its depth (0 the card, 1 an item, 2 an item's detail, 3 an edited
+ * call's original lines): the terminal's and a client window's renderings both walk this one list.
+ * An MCP session's request is only the session's label (its client's user made the call): not shown.
+ */
+function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
+  const out: [0 | 1 | 2 | 3, string][] = [];
+  if (!card.request.startsWith('MCP session')) out.push([0, `You asked: ${card.request}`]);
   const read = sourcesLine(card.untrusted ?? []);
-  if (read) out.push(`│ ${read}`);
+  if (read) out.push([0, read]);
   for (const item of card.items) {
-    out.push(`│ • ${item.title}`);
-    for (const l of item.lines) out.push(`│     ${l}`);
-    out.push(`│     ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
-    out.push(`│     exact call: ${item.call}`);
+    out.push([1, item.title]);
+    for (const l of item.lines) out.push([2, l]);
+    out.push([2, `${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`]);
+    out.push([2, `exact call: ${item.call}`]);
     // A7 (issue 40): an edited call is shown as it runs; what the model asked for is kept beside it.
     if (item.original) {
-      out.push(`│     edited by ${item.edited_by ?? 'the approver'}; was: ${item.original.title}`);
-      for (const l of item.original.lines) out.push(`│       ${l}`);
-      out.push(`│     was: ${item.original.call}`);
+      out.push([2, `edited by ${item.edited_by ?? 'the approver'}; was: ${item.original.title}`]);
+      for (const l of item.original.lines) out.push([3, l]);
+      out.push([2, `was: ${item.original.call}`]);
     }
   }
   if (card.offers_write_consent) {
-    out.push('│ Approving may also let the confirm-once writes made while carrying it out run without asking');
-    out.push('│ (keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.');
+    out.push([0, 'Approving may also let the confirm-once writes made while carrying it out run without asking']);
+    out.push([0, '(keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.']);
   }
-  out.push('└');
-  return out.join('\n');
+  return out;
+}
+
+const TERMINAL_INDENT = ['│ ', '│ • ', '│     ', '│       '];
+const TEXT_INDENT = ['', '- ', '  ', '    '];
+
+/** The card as text, for the CLI and the demo. */
+export function renderCard(card: ApprovalCard, id?: string): string {
+  const head = `┌ Approval needed${id ? ` (${id})` : ''}: ${card.title}`;
+  return [head, ...cardLines(card).map(([d, t]) => `${TERMINAL_INDENT[d]}${t}`), '└'].join('\n');
 }
 
 /**
@@ -141,20 +154,10 @@ export function editedCard(card: ApprovalCard, items: readonly ApprovalItem[]): 
 }
 
 /**
- * The card as plain text for another program's window (an MCP client's elicitation): no box
- * drawing, which only a terminal lines up, and no "You asked" for an MCP session's card, whose
- * request is only the session's label: the client's user made the call themselves.
+ * The card as plain text for another program's window (an MCP client's elicitation): the same lines
+ * without the box drawing, which only a terminal lines up.
  */
 export function renderCardText(card: ApprovalCard, id?: string): string {
-  const out = [`Approval needed${id ? ` (${id})` : ''}: ${card.title}`];
-  if (!card.request.startsWith('MCP session')) out.push(`You asked: ${card.request}`);
-  const read = sourcesLine(card.untrusted ?? []);
-  if (read) out.push(read);
-  for (const item of card.items) {
-    out.push(`- ${item.title}`);
-    for (const l of item.lines) out.push(`  ${l}`);
-    out.push(`  ${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`);
-    out.push(`  Exact call: ${item.call}`);
-  }
-  return out.join('\n');
+  const head = `Approval needed${id ? ` (${id})` : ''}: ${card.title}`;
+  return [head, ...cardLines(card).map(([d, t]) => `${TEXT_INDENT[d]}${t}`)].join('\n');
 }

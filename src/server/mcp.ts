@@ -61,6 +61,7 @@ import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Store, 
 import { KeelError } from '../util/errors.js';
 import { callKey, canonicalJson } from '../util/json.js';
 import type { Alerts } from './alerts.js';
+import { dropRest } from './bodies.js';
 import { allows, type Tokens } from './tokens.js';
 
 export interface McpServeOptions {
@@ -1020,9 +1021,6 @@ export function mcpHttpLimits(env: NodeJS.ProcessEnv): { maxBodyBytes: number; i
 }
 
 /** A request's body, read up to `max` bytes: undefined past it (the rest is left unread). */
-/** How long a client refused with 413 may go on sending (its bytes dropped) before its connection is cut. */
-const LINGER_MS = 5_000;
-
 function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > max) return Promise.resolve(undefined);
@@ -1087,13 +1085,8 @@ export async function serveMcpHttp(
     if (req.method === 'POST') {
       const raw = await readBody(req, maxBody);
       if (!raw) {
-        // What the client still sends is read and dropped (never kept), so it reads the 413 instead of
-        // a connection reset mid-upload; one that keeps sending past LINGER_MS is cut off.
-        req.resume();
-        const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
-        cut.unref();
-        req.once('end', () => clearTimeout(cut));
-        req.once('close', () => clearTimeout(cut));
+        // What the client still sends is read and dropped, so it reads the 413 instead of a reset.
+        dropRest(req);
         return refuse(res, 413, `the request body is larger than ${maxBody} bytes (KEEL_MAX_BODY_BYTES)`, -32600);
       }
       try {

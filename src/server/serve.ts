@@ -5,7 +5,7 @@
  * server paused when it was stopped go on. On SIGTERM/SIGINT it stops taking work, lets running legs
  * reach a safe point (bounded), leaves paused runs paused, and exits.
  */
-import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
@@ -16,19 +16,17 @@ import type { LoopEvent, RunStatus, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { Alerts } from './alerts.js';
 import { createApp } from './app.js';
+import { dropRest } from './bodies.js';
 import { Hub, LegRunner } from './runner.js';
 import { Tokens, WebSessions } from './tokens.js';
 import { handToQueue, startWorker } from './worker.js';
-
-/** How long a client whose body was left unread may go on sending (its bytes dropped) before its connection is cut. */
-const LINGER_MS = 5_000;
 
 /**
  * S3: a request answered before its body was read whole — a 413 past KEEL_MAX_BODY_BYTES first,
  * `POST /login` included, or any answer that needed none of it — has the rest of its body read and
  * dropped (never kept), so a client that goes on sending, as curl, browsers and fetch do, reads
  * the answer instead of a connection reset mid-upload (issue 40); one still sending after
- * LINGER_MS is cut off. `keel mcp serve` does the same (mcp.ts). @hono/node-server's own clean-up
+ * LINGER_MS is cut off. `keel mcp serve` does the same (bodies.ts). @hono/node-server's own clean-up
  * (autoCleanupIncoming, off here) cut such a client off after 500 ms, which a 60 MB upload outlasts.
  */
 function dropUnreadBodies(listener: RequestListener): RequestListener {
@@ -39,17 +37,6 @@ function dropUnreadBodies(listener: RequestListener): RequestListener {
       });
     return listener(req, res);
   };
-}
-
-function dropRest(req: IncomingMessage): void {
-  // Whatever was reading the body (the web stream a handler was given) is given no more of it.
-  req.removeAllListeners('data');
-  req.on('data', () => {});
-  req.resume();
-  const cut = setTimeout(() => req.socket?.destroy(), LINGER_MS);
-  cut.unref();
-  req.once('end', () => clearTimeout(cut));
-  req.once('close', () => clearTimeout(cut));
 }
 
 /** Why this server paused a run when it was stopped: the next start carries such runs on. */
