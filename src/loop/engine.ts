@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, ModelError } from '../models/types.js';
-import { deriveGateState, type GateState, recordCall } from '../policy/gate.js';
+import { deriveGateState, type GateState, readView, recordCall } from '../policy/gate.js';
 import type { Menu } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor, waitForCount } from '../prompt/tokens.js';
 import type {
@@ -592,7 +592,7 @@ export class RunLeg {
       recordEffect: (e) => this.run.addEffect(e),
       ledger,
       maxResultChars: this.limits.maxResultChars,
-      untrusted: () => this.gate.untrusted,
+      untrusted: () => readView(this.gate),
     };
   }
 

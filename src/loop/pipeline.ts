@@ -196,7 +196,7 @@ export interface ExecuteContext {
   ledger?: { store: Pick<ApprovalStore, 'ledgerStart' | 'ledgerFinish' | 'ledgerGet' | 'audit'>; approval_id: string };
   /** How much of a result is kept and shown to the model (the rest is cut, with a note). */
   maxResultChars: number;
-  /** U2: what the run has read from outside the user so far (handed to the handler: a tool that stores what it is given marks it). */
+  /** U2: what the run has read from outside the user so far, frozen (readView): handed to the handler, so a tool that stores what it is given marks it. */
   untrusted?: () => readonly UntrustedSource[];
 }
 
@@ -323,9 +323,7 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
 
   let result: Executed;
   try {
-    // U2: the handler sees a frozen copy of what the run has read: a plugin can never make the run forget it.
-    const read = ctx.untrusted?.();
-    const untrusted = read?.length ? Object.freeze(read.map((u) => Object.freeze({ ...u }))) : NOTHING_READ;
+    const untrusted = ctx.untrusted?.() ?? NOTHING_READ;
     const handler = tool.execute(frozen, {
       run_id: ctx.run_id,
       call_id: callId,

@@ -61,6 +61,8 @@ export interface GateState {
   declinedCalls: Set<string>;
   /** The keys of the calls held since the last answered question: what its yes or no covers. */
   heldCalls: Set<string>;
+  /** `untrusted` as handlers are lent it: frozen, made again only when a read joins it (see readView). */
+  view?: readonly UntrustedSource[];
 }
 
 export interface GateInput {
@@ -203,12 +205,21 @@ export function recordCall(state: GateState, r: CallRecord, key?: string): void 
 
 /** U2: a result that put words from outside the user into the run's context joins what the run has read. */
 export function noteUntrusted(state: GateState, r: Pick<CallRecord, 'tool' | 'call_id' | 'untrusted'>): void {
-  if (r.untrusted !== undefined) state.untrusted.push({ tool: r.tool, call_id: r.call_id, label: r.untrusted });
+  if (r.untrusted !== undefined) state.untrusted.push(Object.freeze({ tool: r.tool, call_id: r.call_id, label: r.untrusted }));
+}
+
+/**
+ * U2: what the run has read, as a handler is lent it (`ctx.untrusted`): a frozen copy, so no plugin
+ * can make the run forget; made again only when a read has joined since (not at every call).
+ */
+export function readView(state: GateState): readonly UntrustedSource[] {
+  if (state.view?.length !== state.untrusted.length) state.view = Object.freeze([...state.untrusted]);
+  return state.view;
 }
 
 export function deriveGateState(records: readonly CallRecord[], canPause: boolean, inherited: readonly UntrustedSource[] = []): GateState {
   const state: GateState = {
-    untrusted: [...inherited],
+    untrusted: inherited.map((u) => Object.freeze({ ...u })),
     consentedCalls: new Set(),
     declinedCalls: new Set(),
     heldCalls: new Set(),

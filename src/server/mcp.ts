@@ -56,7 +56,7 @@ import {
 import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
-import { deriveGateState, type GateState, noteUntrusted } from '../policy/gate.js';
+import { deriveGateState, type GateState, noteUntrusted, readView } from '../policy/gate.js';
 import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { callKey, canonicalJson } from '../util/json.js';
@@ -587,7 +587,7 @@ class McpSession {
       recordEffect: (e) => this.run.addEffect(e),
       ledger: approval_id ? { store: this.store, approval_id } : undefined,
       maxResultChars: 100_000,
-      untrusted: () => this.gate.untrusted,
+      untrusted: () => readView(this.gate),
     };
   }
 
