@@ -22,6 +22,7 @@ export const OPTIONAL_PACKAGES = {
   tokens: { 'ai-tokenizer': '1.0.6' },
   providers: { '@mariozechner/pi-ai': '0.73.1' },
   push: { 'web-push': '3.6.7' },
+  policy: { '@cedar-policy/cedar-wasm': '4.13.0' },
 } as const;
 
 type Groups = typeof OPTIONAL_PACKAGES;
