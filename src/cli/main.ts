@@ -808,6 +808,10 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
 
   // keel worker and keel db migrate|status, and --store (S4): listed after the everyday commands.
   (await import('./db-command.js')).registerDb(program, io);
+  // keel policy init|schema|check|explain: the operator's Cedar policy file (issue 37).
+  (await import('./policy-command.js')).registerPolicy(program, io, getKeel, (c) => {
+    code = c;
+  });
 
   // Ctrl-C / SIGTERM: a run stops at its next safe point and stays resumable (keel resume RUN);
   // a second signal, or one while no run is working, exits at once.

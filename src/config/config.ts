@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { z as Zod } from 'zod';
 import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
@@ -89,6 +89,8 @@ function configSchema(z: typeof Zod) {
       .optional(),
     /** Webhooks `keel serve` calls when an approval waits, a run pauses or a run fails. */
     notify: z.array(notifyTargetSchema(z)).optional(),
+    /** The operator's Cedar policy file (issue 37), relative to the config file: see policyFileOf. */
+    policy_file: z.string().min(1, 'name a file of Cedar policies').optional(),
   });
 }
 
@@ -128,4 +130,11 @@ export function loadConfig(home: string, env: Env): { file: string | null; confi
     names.add(d.name);
   }
   return { file, config: parsed.data };
+}
+
+/** The config's `policy_file:` as a path: relative to the config file's folder; null when none is named. */
+export function policyFileOf(loaded: { file: string | null; config: KeelConfig }): string | null {
+  const named = loaded.config.policy_file;
+  if (!named || !loaded.file) return null;
+  return resolve(dirname(loaded.file), named);
 }

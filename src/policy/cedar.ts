@@ -417,10 +417,17 @@ export class PolicyFile {
 }
 
 /** What `keel policy init` writes: every call permitted with its declared gate, and the examples commented out. */
-export function starterPolicy(pool: readonly ToolSpec[]): string {
+export function starterPolicy(all: readonly ToolSpec[]): string {
+  // The examples name the plugins' own tools when there are some (the core's submit_plan is no example of a write).
+  const mounted = all.filter((t) => t.plugin !== 'core');
+  const pool = mounted.length ? mounted : all;
   const destructive = pool.find((t) => t.declaration.effect === 'destructive')?.name ?? 'delete_file';
-  const withNumber = pool.find((t) => [...argsTypeOf(t).attrs].some(([, a]) => a.type.kind === 'Long' && a.required));
-  const num = withNumber && [...argsTypeOf(withNumber).attrs].find(([, a]) => a.type.kind === 'Long' && a.required)?.[0];
+  // The threshold example names a tool with a whole-number argument when the pool has one (a required one first).
+  const longs = pool.flatMap((t) =>
+    [...argsTypeOf(t).attrs].filter(([, a]) => a.type.kind === 'Long').map(([n, a]) => ({ t, n, required: a.required })),
+  );
+  const num = longs.find((l) => l.required) ?? longs[0];
+  const threshold = num ? `${num.required ? '' : `context.args has ${num.n} && `}context.args.${num.n} > 500` : 'context.args.amount > 500';
   const write = pool.find((t) => t.declaration.effect === 'write')?.name ?? 'send_email';
   const untrusted = pool.find((t) => t.declaration.output === 'untrusted');
   return `// Keel's operator policy, in Cedar (https://www.cedarpolicy.com). keel policy check validates it,
@@ -437,8 +444,8 @@ permit (principal, action == Keel::Action::"call", resource);
 // @id("big-amount")
 // @ask
 // @approvers("finance")
-// permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"${withNumber?.name ?? 'pay'}")
-// when { context.args.${num ?? 'amount'} > 500 };
+// permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"${num?.t.name ?? 'pay'}")
+// when { ${threshold} };
 
 // Only admins may run ${destructive}.
 // @id("admins-only")

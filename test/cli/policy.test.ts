@@ -1,0 +1,118 @@
+/**
+ * `keel policy init|schema|check|explain` (issue 37) through the real CLI (dist/): a starter file
+ * that checks, a misspelt argument caught at its line and column, the config's policy_file, and
+ * explain printing the decision with the ids of the policies that made it; bad flags exit 2.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { FIXTURES, json, keel, tempHome } from '../support/helpers.js';
+
+const home = tempHome('keel-cli-policy-');
+const env = { KEEL_HOME: home };
+const P = ['--plugins', FIXTURES];
+
+const POLICY = `permit (principal, action == Keel::Action::"call", resource);
+
+@id("interns-keep-mail")
+forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"trash_email")
+when { principal.groups.contains("interns") };
+
+@id("outside-mail-asks")
+@ask
+@approvers("ops")
+permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_email")
+when { context.args.to like "*@outside.example" };
+
+@id("no-mail-after-outside")
+forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_email")
+when { context.untrusted };
+`;
+
+test('PC1: keel policy init writes a starter file that keel policy check passes; init again refuses to overwrite', async () => {
+  const file = join(home, 'starter.cedar');
+  const init = await keel(['policy', 'init', file, ...P], env);
+  assert.equal(init.code, 0, init.stderr);
+  assert.match(init.stdout, /Wrote .*starter\.cedar/);
+  const check = await keel(['policy', 'check', file, ...P], env);
+  assert.equal(check.code, 0, check.stderr);
+  assert.match(check.stdout, /starter\.cedar: 1 policy, 0 error\(s\), 0 warning\(s\)\n$/);
+  const again = await keel(['policy', 'init', file, ...P], env);
+  assert.equal(again.code, 2);
+  assert.match(again.stderr, /exists: pass --force/);
+  const schema = await keel(['policy', 'schema', ...P], env);
+  assert.equal(schema.code, 0, schema.stderr);
+  assert.match(schema.stdout, /send_email \(mail, write\): \{ to: String, subject: String, body\?: String \}/);
+});
+
+test("PC3: keel policy check reads the config's policy_file (relative to the config) and exits 1 on a misspelt argument, naming file:line:col", async () => {
+  const dir = tempHome('keel-cli-policy-cfg-');
+  writeFileSync(join(dir, 'config.yaml'), 'policy_file: ops.cedar\n');
+  const file = join(dir, 'ops.cedar');
+  writeFileSync(file, POLICY.replace('context.args.to like', 'context.args.too like'));
+  const r = await keel(['policy', 'check', ...P], { KEEL_HOME: home, KEEL_CONFIG: join(dir, 'config.yaml') });
+  assert.equal(r.code, 1, r.stderr);
+  assert.match(
+    r.stdout,
+    new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:11:8: error: .*args\\.too.*not found.*did you mean \`to\`\\?`),
+  );
+  assert.match(r.stdout, /not loaded, 1 error\(s\), 0 warning\(s\)/);
+  writeFileSync(file, POLICY);
+  const ok = await keel(['policy', 'check', '--json', ...P], { KEEL_HOME: home, KEEL_CONFIG: join(dir, 'config.yaml') });
+  assert.equal(ok.code, 0, ok.stderr);
+  const out = json<{ ok: boolean; policies: { id: string }[] }>(ok);
+  assert.equal(out.ok, true);
+  assert.deepEqual(
+    out.policies.map((p) => p.id),
+    ['policy0 (ops.cedar:1)', 'interns-keep-mail', 'outside-mail-asks', 'no-mail-after-outside'],
+  );
+});
+
+test('PC1: keel policy explain prints the decision and the ids of the policies that made it, as a principal, with the untrusted flag', async () => {
+  const file = join(home, 'explain.cedar');
+  writeFileSync(file, POLICY);
+  const run = (...args: string[]) => keel(['policy', 'explain', ...args, '--file', file, ...P], env);
+  const ask = await run('send_email', '--args', '{"to":"eve@outside.example","subject":"hi"}');
+  assert.equal(ask.code, 0, ask.stderr);
+  assert.match(ask.stdout, /^send_email as .* \(user\), mode agent: ask: an approval card pinned to these arguments\n/);
+  assert.match(ask.stdout, /\n {2}by outside-mail-asks \(.*explain\.cedar:10:1\)\n {2}by policy0 \(explain\.cedar:1\)\n/);
+  assert.match(ask.stdout, /\n {2}approvers: ops\n/);
+  const plain = await run('send_email', '--args', '{"to":"bob@home.example","subject":"hi"}');
+  assert.match(plain.stdout, /permit: the tool's declared gate \(approval\)\n {2}by policy0 \(explain\.cedar:1\)\n$/);
+  const intern = await run('trash_email', '--args', '{"ids":["m1"]}', '--as', 'ivan:interns');
+  assert.equal(intern.code, 0, intern.stderr);
+  assert.match(
+    intern.stdout,
+    /^trash_email as ivan \(token, groups interns\), mode agent: forbidden: the call is denied before it runs\n {2}by interns-keep-mail \(.*explain\.cedar:4:1\)\n$/,
+  );
+  const outside = await run('send_email', '--args', '{"to":"bob@home.example","subject":"hi"}', '--untrusted', '--json');
+  assert.deepEqual(json(outside), {
+    tool: 'send_email',
+    principal: (json(outside) as { principal: unknown }).principal,
+    policy: (json(outside) as { policy: unknown }).policy,
+    decision: 'forbid',
+    policies: ['no-mail-after-outside'],
+  });
+});
+
+test('keel policy explain: bad JSON, a bad mode, arguments the tool refuses, an unknown token or tool, and no policy file are exit 2, one line each', async () => {
+  const file = join(home, 'bad.cedar');
+  writeFileSync(file, POLICY);
+  const cases: [string[], RegExp][] = [
+    [['send_email', '--args', '{to:'], /--args is not JSON/],
+    [['send_email', '--args', '[1]'], /--args must be a JSON object/],
+    [['send_email', '--args', '{"to":"a","subject":"b"}', '--mode', 'plann'], /--mode must be one of agent, plan, goal, got "plann"/],
+    [['send_email', '--args', '{"to":1}'], /--args: /],
+    [['send_email', '--args', '{"to":"a","subject":"b"}', '--as', 'nobody'], /--as nobody: no active token of that name/],
+    [['nope', '--args', '{}'], /no tool named nope is mounted/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await keel(['policy', 'explain', ...args, '--file', file, ...P], env);
+    assert.equal(r.code, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+  const none = await keel(['policy', 'check', ...P], env);
+  assert.equal(none.code, 2);
+  assert.match(none.stderr, /no policy file: name one, or set policy_file:/);
+});
