@@ -309,3 +309,82 @@ test("PC6: only what a tool's policies read crosses into the engine: an argument
   assert.equal(p.evaluate(req(post, { url: 'u', tags: ['a'] })).decision, 'permit');
   assert.equal(p.evaluate(req(pay, { amount: 900, to: 'x' })).decision, 'ask');
 });
+
+test('PC6: what is left unsent changes no decision: evaluate agrees with the engine given the whole file, every context key and both entities', async () => {
+  const text = `${ALL}
+@id("a") @ask permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"pay") when { context.args.amount > 100 && context.args.to like "*@x" };
+@id("b") forbid (principal, action == Keel::Action::"call", resource in Keel::Plugin::"finance") when { principal.groups.contains("interns") || context.untrusted };
+@id("c") forbid (principal, action == Keel::Action::"call", resource) when { resource.effect == "destructive" && context.hour >= 18 };
+@id("d") forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"post_url") when { context.args.url like "*evil*" };
+@id("e") forbid (principal, action == Keel::Action::"call", resource) when { context.read_from.contains("finance_lookup") && context.mode != "agent" };
+@id("f") permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"post_url") when { context has args && context.args has tags && context.args.tags.contains("ok") };
+`;
+  const f = file(text);
+  const p = await CedarPolicy.load(f, POOL);
+  const cedar = await loadCedar();
+  const parts = cedar.policySetTextToParts(text);
+  assert.equal(parts.type, 'success');
+  const ids = p.policies.map((x) => x.id);
+  const staticPolicies = Object.fromEntries((parts as { policies: string[] }).policies.map((t, i) => [ids[i], t]));
+  const argsOf = [
+    { amount: 50, to: 'a@x' },
+    { amount: 500, to: 'a@x' },
+    { amount: 500, to: 'a@y' },
+    { query: 'q' },
+    { path: '/' },
+    { url: 'https://evil' },
+    { url: 'https://evil', tags: ['ok'] },
+    { url: 'https://fine', tags: ['ok'] },
+  ];
+  const tools = [pay, pay, pay, lookup, wipe, post, post, post];
+  let compared = 0;
+  for (const [i, args] of argsOf.entries())
+    for (const principal of [ALICE, INTERN, ME])
+      for (const untrusted of [[], READ])
+        for (const mode of ['agent', 'plan'] as const)
+          for (const hour of [10, 19]) {
+            const at = new Date(Date.UTC(2026, 2, 4, hour));
+            const r = req(tools[i], args, { principal, untrusted, mode, at });
+            const ours = p.evaluate(r);
+            const whole = cedar.isAuthorized({
+              principal: { type: 'Keel::User', id: principal.name },
+              action: { type: 'Keel::Action', id: 'call' },
+              resource: { type: 'Keel::Tool', id: r.tool.name },
+              context: {
+                args: args as Record<string, string>,
+                mode,
+                session: '',
+                untrusted: untrusted.length > 0,
+                read_from: untrusted.map((u) => u.tool),
+                time: at.toISOString(),
+                hour,
+                minute: 0,
+                weekday: 'Wed',
+              },
+              policies: { staticPolicies },
+              entities: [
+                {
+                  uid: { type: 'Keel::Tool', id: r.tool.name },
+                  attrs: {
+                    effect: r.tool.declaration.effect,
+                    gate: r.tool.gate,
+                    plugin: r.tool.plugin,
+                    output: r.tool.declaration.output ?? 'trusted',
+                  },
+                  parents: [{ type: 'Keel::Plugin', id: r.tool.plugin }],
+                },
+                {
+                  uid: { type: 'Keel::User', id: principal.name },
+                  attrs: { kind: principal.kind, role: principal.role ?? '', groups: [...principal.groups] },
+                  parents: [],
+                },
+              ],
+            });
+            assert.equal(whole.type, 'success');
+            const { decision, diagnostics } = (whole as { response: { decision: string; diagnostics: { reason: string[] } } }).response;
+            assert.equal(ours.decision === 'forbid', decision === 'deny', JSON.stringify({ args, principal, untrusted, mode, hour, ours }));
+            assert.deepEqual([...ours.policies].sort(), [...diagnostics.reason].sort());
+            compared++;
+          }
+  assert.equal(compared, 192);
+});
