@@ -132,6 +132,7 @@ export class CedarPolicy {
   readonly hasAsk: boolean;
   readonly hasApprovers: boolean;
   private readonly plans = new WeakMap<ToolSpec, Plan>();
+  private readonly order: ReadonlyMap<string, number>;
 
   private constructor(
     private readonly cedar: Cedar,
@@ -145,6 +146,7 @@ export class CedarPolicy {
     this.policies = entries.map(({ id, effect, at, ask, approvers, scope }) => ({ id, effect, at, ask, approvers, scope }));
     this.hasAsk = entries.some((e) => e.ask);
     this.hasApprovers = entries.some((e) => e.approvers);
+    this.order = new Map(entries.map((e, i) => [e.id, i]));
   }
 
   /** Reads, parses and checks a policy file; a parse or validation error is KeelError('config', 'file:line:col: …'). */
@@ -308,15 +310,21 @@ export class CedarPolicy {
     const { decision, diagnostics } = ans.response;
     const errors = diagnostics.errors.map((e) => `${e.policyId}: ${e.error.message}`);
     const extra = errors.length ? { errors } : {};
-    if (decision === 'deny') return { decision: 'forbid', policies: diagnostics.reason, ...extra };
-    const by = diagnostics.reason.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
+    // In the file's order, whatever order the engine gives them.
+    const policies = this.inFileOrder(diagnostics.reason);
+    if (decision === 'deny') return { decision: 'forbid', policies, ...extra };
+    const by = policies.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
     const approvers = [...new Set(by.flatMap((e) => e.approvers ?? []))];
     return {
       decision: by.some((e) => e.ask) ? 'ask' : 'permit',
-      policies: diagnostics.reason,
+      policies,
       ...(approvers.length ? { approvers } : {}),
       ...extra,
     };
+  }
+
+  private inFileOrder(ids: readonly string[]): string[] {
+    return ids.length < 2 ? [...ids] : [...ids].sort((a, b) => (this.order.get(a) ?? 0) - (this.order.get(b) ?? 0));
   }
 
   /** The policies that can apply to a tool, preparsed as one set (made on the tool's first call). */

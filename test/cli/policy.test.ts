@@ -76,7 +76,7 @@ test('PC1: keel policy explain prints the decision and the ids of the policies t
   const ask = await run('send_email', '--args', '{"to":"eve@outside.example","subject":"hi"}');
   assert.equal(ask.code, 0, ask.stderr);
   assert.match(ask.stdout, /^send_email as .* \(user\), mode agent: ask: an approval card pinned to these arguments\n/);
-  assert.match(ask.stdout, /\n {2}by outside-mail-asks \(.*explain\.cedar:10:1\)\n {2}by policy0 \(explain\.cedar:1\)\n/);
+  assert.match(ask.stdout, /\n {2}by policy0 \(explain\.cedar:1\)\n {2}by outside-mail-asks \(.*explain\.cedar:10:1\)\n/);
   assert.match(ask.stdout, /\n {2}approvers: ops\n/);
   const plain = await run('send_email', '--args', '{"to":"bob@home.example","subject":"hi"}');
   assert.match(plain.stdout, /permit: the tool's declared gate \(approval\)\n {2}by policy0 \(explain\.cedar:1\)\n$/);

@@ -95,7 +95,7 @@ when { context.args.amount > 500 };
   assert.match(generated, /^policy0 \(p\d+\.cedar:1\)$/);
   assert.deepEqual(p.evaluate(req(pay, { amount: 501, to: 'bob' })), {
     decision: 'ask',
-    policies: [generated, 'big-payment'].sort(),
+    policies: [generated, 'big-payment'],
     approvers: ['finance', 'treasury'],
   } satisfies Awaited<ReturnType<typeof p.evaluate>>);
   assert.deepEqual(p.evaluate(req(pay, { amount: 500, to: 'bob' })), { decision: 'permit', policies: [generated] });
@@ -384,7 +384,25 @@ test('PC6: what is left unsent changes no decision: evaluate agrees with the eng
             const { decision, diagnostics } = (whole as { response: { decision: string; diagnostics: { reason: string[] } } }).response;
             assert.equal(ours.decision === 'forbid', decision === 'deny', JSON.stringify({ args, principal, untrusted, mode, hour, ours }));
             assert.deepEqual([...ours.policies].sort(), [...diagnostics.reason].sort());
+            assert.deepEqual(
+              ours.policies,
+              [...ours.policies].sort((a, b) => ids.indexOf(a) - ids.indexOf(b)),
+              "in the file's order",
+            );
             compared++;
           }
   assert.equal(compared, 192);
+});
+
+test("PC1: the README's Cedar example checks and decides as the README says", async () => {
+  const { readmeBlock } = await import('../support/readme.js');
+  const p = await CedarPolicy.load(file(readmeBlock('cedar-policy')), POOL);
+  assert.deepEqual(p.check(), []);
+  assert.deepEqual(p.evaluate(req(pay, { amount: 900, to: 'bob' }, { principal: ALICE })), {
+    decision: 'ask',
+    policies: [p.policies[0].id, 'big-payment'],
+    approvers: ['finance'],
+  });
+  assert.equal(p.evaluate(req(pay, { amount: 90, to: 'bob' })).decision, 'permit');
+  assert.deepEqual(p.evaluate(req(post, { url: 'https://x' }, { untrusted: READ })).policies, ['no-post-after-outside']);
 });
