@@ -351,7 +351,7 @@ test('PC6: what is left unsent changes no decision: evaluate agrees with the eng
               action: { type: 'Keel::Action', id: 'call' },
               resource: { type: 'Keel::Tool', id: r.tool.name },
               context: {
-                args: args as Record<string, string>,
+                args: args as unknown as Record<string, string>,
                 mode,
                 session: '',
                 untrusted: untrusted.length > 0,
