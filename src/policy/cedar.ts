@@ -248,6 +248,14 @@ export class CedarPolicy {
       });
     });
     diagnostics.push(...validate(cedar, entries, pool, where));
+    // Cedar denies what no permit allows: a file without one denies every call, which is rarely meant.
+    if (!entries.some((e) => e.effect === 'permit'))
+      diagnostics.push({
+        severity: 'warning',
+        at: where(0),
+        message:
+          'no permit: every call is denied (a call no permit matches is denied; keel policy init writes one that permits every call)',
+      });
     diagnostics.sort((a, b) => order(a.at) - order(b.at));
     const policy = diagnostics.some((d) => d.severity === 'error')
       ? undefined
@@ -283,7 +291,7 @@ export class CedarPolicy {
     if (want('mode')) context.mode = req.mode;
     if (want('session')) context.session = req.session ?? '';
     if (want('untrusted')) context.untrusted = req.untrusted.length > 0;
-    if (want('read_from')) context.read_from = [...new Set(req.untrusted.map((u) => u.tool))];
+    if (want('read_from')) context.read_from = [...new Set(req.untrusted.map((u) => u.tool).filter(Boolean))];
     if (want('time')) context.time = req.at.toISOString();
     if (want('hour') || want('minute') || want('weekday')) {
       const clock = clockOf(req.at, req.timeZone);
@@ -384,7 +392,7 @@ export class PolicyFile {
   private constructor(
     private readonly cedar: Cedar,
     readonly file: string,
-    private readonly pool: readonly ToolSpec[],
+    private pool: readonly ToolSpec[],
     private policy: CedarPolicy,
     private readonly onReload?: (msg: string) => void,
     private readonly everyMs = 1000,
@@ -402,6 +410,14 @@ export class PolicyFile {
     const cedar = await loadCedar();
     const policy = CedarPolicy.fromText(cedar, file, readText(file), pool);
     return new PolicyFile(cedar, file, pool, policy, onReload, opts.checkEveryMs);
+  }
+
+  /** The pool changed (plugins mounted again): the file is checked against the new one; an error keeps the last good policy. */
+  setPool(pool: readonly ToolSpec[]): void {
+    this.pool = pool;
+    this.seen = '';
+    this.checkedAt = 0;
+    this.current();
   }
 
   current(): CedarPolicy {

@@ -406,3 +406,25 @@ test("PC1: the README's Cedar example checks and decides as the README says", as
   assert.equal(p.evaluate(req(pay, { amount: 90, to: 'bob' })).decision, 'permit');
   assert.deepEqual(p.evaluate(req(post, { url: 'https://x' }, { untrusted: READ })).policies, ['no-post-after-outside']);
 });
+
+test('PC3: a file without a permit denies every call: a warning says so', async () => {
+  const f = file('// nothing yet\n@id("no-wipe") forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"wipe");\n');
+  const p = await CedarPolicy.load(f, POOL);
+  assert.deepEqual(
+    p.check().map((d) => [d.at.slice(f.length + 1), d.message.split(':')[0]]),
+    [['1:1', 'no permit']],
+  );
+  assert.deepEqual(p.evaluate(req(lookup, { query: 'q' })), { decision: 'forbid', policies: [] });
+});
+
+test('PC7: PolicyFile.setPool checks the file against a new pool, keeping the last good policy when a tool it names is gone', async () => {
+  const f = file(`${ALL}@id("no-wipe") forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"wipe");\n`);
+  const said: string[] = [];
+  const pf = await PolicyFile.open(f, POOL, (m) => said.push(m));
+  pf.setPool(POOL.filter((t) => t !== wipe));
+  assert.match(pf.lastError ?? '', /no tool named "wipe"/);
+  assert.deepEqual(pf.current().evaluate(req(wipe, { path: '/' })).policies, ['no-wipe']);
+  pf.setPool(POOL);
+  assert.equal(pf.lastError, undefined);
+  assert.equal(said.length, 2);
+});
