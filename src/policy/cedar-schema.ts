@@ -195,3 +195,51 @@ export function toCedar(t: CedarType, v: unknown, path: string): unknown {
     }
   }
 }
+
+/** What `keel policy init` writes: every call permitted with its declared gate, and the examples commented out. */
+export function starterPolicy(all: readonly ToolSpec[]): string {
+  // The examples name the plugins' own tools when there are some (the core's submit_plan is no example of a write).
+  const mounted = all.filter((t) => t.plugin !== 'core');
+  const pool = mounted.length ? mounted : all;
+  const destructive = pool.find((t) => t.declaration.effect === 'destructive')?.name ?? 'delete_file';
+  // The threshold example names a tool with a whole-number argument when the pool has one (a required one first).
+  const longs = pool.flatMap((t) =>
+    [...argsTypeOf(t).attrs].filter(([, a]) => a.type.kind === 'Long').map(([n, a]) => ({ t, n, required: a.required })),
+  );
+  const num = longs.find((l) => l.required) ?? longs[0];
+  const threshold = num ? `${num.required ? '' : `context.args has ${num.n} && `}context.args.${num.n} > 500` : 'context.args.amount > 500';
+  const write = pool.find((t) => t.declaration.effect === 'write')?.name ?? 'send_email';
+  const untrusted = pool.find((t) => t.declaration.output === 'untrusted');
+  return `// Keel's operator policy, in Cedar (https://www.cedarpolicy.com). keel policy check validates it,
+// keel policy schema prints what a policy can read, keel policy explain TOOL --args JSON tries it.
+//
+// A forbid wins; a call no permit matches is denied. A permit annotated @ask asks for an approval
+// card pinned to the call's arguments; @approvers("GROUP") lets only that group's tokens answer it.
+// A plain permit leaves the call to its declared gate, which a policy can never loosen.
+
+@id("every-call")
+permit (principal, action == Keel::Action::"call", resource);
+
+// A card for a large amount; under it, the tool's declared gate.
+// @id("big-amount")
+// @ask
+// @approvers("finance")
+// permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"${num?.t.name ?? 'pay'}")
+// when { ${threshold} };
+
+// Only admins may run ${destructive}.
+// @id("admins-only")
+// forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"${destructive}")
+// unless { principal.role == "admin" };
+
+// Once the run has read outside content${untrusted ? ` (such as ${untrusted.name}'s results)` : ''}, no ${write}.
+// @id("no-${write}-after-outside")
+// forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"${write}")
+// when { context.untrusted };
+
+// Writes only in office hours (the process's local time), Monday to Friday.
+// @id("office-hours")
+// forbid (principal, action == Keel::Action::"call", resource)
+// when { resource.effect != "read" && (context.hour < 9 || context.hour >= 18 || ["Sat", "Sun"].contains(context.weekday)) };
+`;
+}

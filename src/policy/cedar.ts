@@ -12,12 +12,15 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { basename } from 'node:path';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { Mode, ToolSpec, UntrustedSource } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { optionalImport } from '../util/optional.js';
-import { argsTypeOf, type CedarType, NotWhole, schemaFor, schemaText, toCedar, unionArgs } from './cedar-schema.js';
+import { type Entry, entriesOf, type Needs, type PolicyDiagnostic, type PolicyEntry, reaches, union } from './cedar-check.js';
+import { argsTypeOf, type CedarType, NotWhole, schemaText, toCedar } from './cedar-schema.js';
+
+export type { PolicyDiagnostic, PolicyEntry } from './cedar-check.js';
+export { starterPolicy } from './cedar-schema.js';
 
 type Cedar = typeof CedarWasm;
 
@@ -54,43 +57,6 @@ export interface PolicyVerdict {
   approvers?: string[];
   /** Evaluation errors Cedar reported (policy id: message), for the trace. */
   errors?: string[];
-}
-
-export interface PolicyDiagnostic {
-  severity: 'error' | 'warning';
-  /** file:line:col */
-  at: string;
-  message: string;
-  policy?: string;
-}
-
-/** One policy of the file, as the engine and the verdicts know it. */
-export interface PolicyEntry {
-  id: string;
-  effect: 'permit' | 'forbid';
-  /** file:line:col of its first character. */
-  at: string;
-  ask: boolean;
-  approvers?: string[];
-  /** The tools its resource scope can reach: null for any tool. */
-  scope: { tools?: ReadonlySet<string>; plugin?: string } | null;
-}
-
-interface Entry extends PolicyEntry {
-  text: string;
-  /** Character offset of `text` in the file. */
-  offset: number;
-  /** What its conditions read (see `needsOf`). */
-  needs: Needs;
-}
-
-interface Needs {
-  principal: boolean;
-  tool: boolean;
-  /** Context keys read, or all of them. */
-  context: Set<string> | 'all';
-  /** Argument names read (`context.args.X`), or all of them. */
-  args: Set<string> | 'all';
 }
 
 /** How one tool's calls are evaluated: its preparsed set and what to send. */
@@ -178,85 +144,7 @@ export class CedarPolicy {
     text: string,
     pool: readonly ToolSpec[],
   ): { policy?: CedarPolicy; diagnostics: PolicyDiagnostic[] } {
-    const where = locator(file, text);
-    const parts = cedar.policySetTextToParts(text);
-    if (parts.type === 'failure') return { diagnostics: parts.errors.map((e) => errorAt(where, e, 0, text)) };
-    if (parts.policy_templates.length)
-      return {
-        diagnostics: [
-          {
-            severity: 'error',
-            at: where(text.indexOf('?')),
-            message: 'templates (?principal, ?resource) are not supported in a policy file',
-          },
-        ],
-      };
-    const diagnostics: PolicyDiagnostic[] = [];
-    const entries: Entry[] = [];
-    const ids = new Set<string>();
-    const tools = new Set(pool.map((t) => t.name));
-    const plugins = new Set(pool.map((t) => t.plugin));
-    let cursor = 0;
-    parts.policies.forEach((part, n) => {
-      // The parts are the file's own text, in order: found where they are, for file:line:col.
-      const found = text.indexOf(part, cursor);
-      const offset = found >= 0 ? found : cursor;
-      cursor = offset + part.length;
-      const json = cedar.policyToJson(part);
-      if (json.type === 'failure') {
-        diagnostics.push(...json.errors.map((e) => errorAt(where, e, offset, part)));
-        return;
-      }
-      const p = json.json;
-      const ann = p.annotations ?? {};
-      const head = where(offset + headOffset(part));
-      const id = ann.id?.trim() || `policy${n} (${basename(file)}:${head.split(':').at(-2)})`;
-      if (ann.id !== undefined && !ann.id?.trim())
-        diagnostics.push({ severity: 'error', at: head, message: '@id("…") must name the policy' });
-      if (ids.has(id)) diagnostics.push({ severity: 'error', at: head, message: `@id("${id}") names two policies`, policy: id });
-      ids.add(id);
-      const approvers = ann.approvers?.split(/[\s,]+/).filter(Boolean);
-      if (ann.approvers !== undefined && !approvers?.length)
-        diagnostics.push({ severity: 'error', at: head, message: '@approvers("GROUP") must name one or more groups', policy: id });
-      if (p.effect === 'forbid')
-        for (const a of ['ask', 'approvers'] as const)
-          if (ann[a] !== undefined)
-            diagnostics.push({ severity: 'warning', at: head, message: `@${a} on a forbid has no effect`, policy: id });
-      // PC2: every tool and plugin a policy names must be mounted: a misspelt name is a policy that never applies.
-      for (const e of entitiesIn(p)) {
-        const known = e.type === 'Keel::Tool' ? tools.has(e.id) : e.type === 'Keel::Plugin' ? plugins.has(e.id) : true;
-        if (!known) {
-          const i = part.indexOf(JSON.stringify(e.id));
-          diagnostics.push({
-            severity: 'error',
-            at: where(offset + Math.max(i, 0)),
-            message: `no ${e.type === 'Keel::Tool' ? 'tool' : 'plugin'} named ${JSON.stringify(e.id)} is mounted${nearest(e.id, e.type === 'Keel::Tool' ? tools : plugins)}`,
-            policy: id,
-          });
-        }
-      }
-      entries.push({
-        id,
-        effect: p.effect,
-        at: head,
-        ask: ann.ask !== undefined && p.effect === 'permit',
-        ...(approvers?.length && p.effect === 'permit' ? { approvers } : {}),
-        scope: scopeOf(p.resource),
-        text: part,
-        offset,
-        needs: needsOf(p),
-      });
-    });
-    diagnostics.push(...validate(cedar, entries, pool, where));
-    // Cedar denies what no permit allows: a file without one denies every call, which is rarely meant.
-    if (!entries.some((e) => e.effect === 'permit'))
-      diagnostics.push({
-        severity: 'warning',
-        at: where(0),
-        message:
-          'no permit: every call is denied (a call no permit matches is denied; keel policy init writes one that permits every call)',
-      });
-    diagnostics.sort((a, b) => order(a.at) - order(b.at));
+    const { entries, diagnostics } = entriesOf(cedar, file, text, pool);
     const policy = diagnostics.some((d) => d.severity === 'error')
       ? undefined
       : new CedarPolicy(cedar, file, text, pool, entries, diagnostics);
@@ -440,54 +328,6 @@ export class PolicyFile {
   }
 }
 
-/** What `keel policy init` writes: every call permitted with its declared gate, and the examples commented out. */
-export function starterPolicy(all: readonly ToolSpec[]): string {
-  // The examples name the plugins' own tools when there are some (the core's submit_plan is no example of a write).
-  const mounted = all.filter((t) => t.plugin !== 'core');
-  const pool = mounted.length ? mounted : all;
-  const destructive = pool.find((t) => t.declaration.effect === 'destructive')?.name ?? 'delete_file';
-  // The threshold example names a tool with a whole-number argument when the pool has one (a required one first).
-  const longs = pool.flatMap((t) =>
-    [...argsTypeOf(t).attrs].filter(([, a]) => a.type.kind === 'Long').map(([n, a]) => ({ t, n, required: a.required })),
-  );
-  const num = longs.find((l) => l.required) ?? longs[0];
-  const threshold = num ? `${num.required ? '' : `context.args has ${num.n} && `}context.args.${num.n} > 500` : 'context.args.amount > 500';
-  const write = pool.find((t) => t.declaration.effect === 'write')?.name ?? 'send_email';
-  const untrusted = pool.find((t) => t.declaration.output === 'untrusted');
-  return `// Keel's operator policy, in Cedar (https://www.cedarpolicy.com). keel policy check validates it,
-// keel policy schema prints what a policy can read, keel policy explain TOOL --args JSON tries it.
-//
-// A forbid wins; a call no permit matches is denied. A permit annotated @ask asks for an approval
-// card pinned to the call's arguments; @approvers("GROUP") lets only that group's tokens answer it.
-// A plain permit leaves the call to its declared gate, which a policy can never loosen.
-
-@id("every-call")
-permit (principal, action == Keel::Action::"call", resource);
-
-// A card for a large amount; under it, the tool's declared gate.
-// @id("big-amount")
-// @ask
-// @approvers("finance")
-// permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"${num?.t.name ?? 'pay'}")
-// when { ${threshold} };
-
-// Only admins may run ${destructive}.
-// @id("admins-only")
-// forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"${destructive}")
-// unless { principal.role == "admin" };
-
-// Once the run has read outside content${untrusted ? ` (such as ${untrusted.name}'s results)` : ''}, no ${write}.
-// @id("no-${write}-after-outside")
-// forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"${write}")
-// when { context.untrusted };
-
-// Writes only in office hours (the process's local time), Monday to Friday.
-// @id("office-hours")
-// forbid (principal, action == Keel::Action::"call", resource)
-// when { resource.effect != "read" && (context.hour < 9 || context.hour >= 18 || ["Sat", "Sun"].contains(context.weekday)) };
-`;
-}
-
 export { schemaText as policySchemaText };
 
 // --- helpers ---
@@ -508,218 +348,6 @@ function stamp(file: string): string {
   } catch {
     return 'missing';
   }
-}
-
-/** file:line:col of a character offset (1-based line and column). */
-function locator(file: string, text: string): (offset: number) => string {
-  const starts = [0];
-  for (let i = 0; i < text.length; i++) if (text[i] === '\n') starts.push(i + 1);
-  return (offset) => {
-    let lo = 0;
-    let hi = starts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (starts[mid] <= offset) lo = mid;
-      else hi = mid - 1;
-    }
-    return `${file}:${lo + 1}:${offset - starts[lo] + 1}`;
-  };
-}
-
-/** The engine counts UTF-8 bytes: the character offset in `text` of a byte offset. */
-function charOffset(text: string, bytes: number): number {
-  return Buffer.from(text, 'utf8').subarray(0, bytes).toString('utf8').length;
-}
-
-function errorAt(where: (o: number) => string, e: CedarWasm.DetailedError, base: number, text: string, policy?: string): PolicyDiagnostic {
-  const loc = e.sourceLocations?.[0];
-  const label = loc?.label ? ` (${loc.label})` : '';
-  const help = e.help ? `; ${e.help}` : '';
-  return {
-    severity: 'error',
-    at: where(base + (loc ? charOffset(text, loc.start) : 0)),
-    message: `${e.message}${label}${help}`,
-    ...(policy ? { policy } : {}),
-  };
-}
-
-/** Where a policy's effect keyword starts (after its annotations and comments), for its line. */
-function headOffset(part: string): number {
-  const m = /\b(permit|forbid)\s*\(/.exec(part);
-  return m ? m.index : 0;
-}
-
-function uidOf(e: unknown): { type: string; id: string } | undefined {
-  if (!e || typeof e !== 'object') return undefined;
-  const o = (e as { __entity?: unknown }).__entity ?? e;
-  const { type, id } = o as { type?: unknown; id?: unknown };
-  return typeof type === 'string' && typeof id === 'string' ? { type, id } : undefined;
-}
-
-/** Every entity a policy names: in its scope and in its conditions. */
-function entitiesIn(p: CedarWasm.PolicyJson): { type: string; id: string }[] {
-  const out: { type: string; id: string }[] = [];
-  const walk = (v: unknown): void => {
-    if (!v || typeof v !== 'object') return;
-    if (Array.isArray(v)) {
-      for (const x of v) walk(x);
-      return;
-    }
-    const o = v as Record<string, unknown>;
-    if (o.__entity) {
-      const u = uidOf(o);
-      if (u) out.push(u);
-      return;
-    }
-    if ('entity' in o) {
-      const u = uidOf(o.entity);
-      if (u) out.push(u);
-    }
-    for (const [k, x] of Object.entries(o)) if (k !== 'entity') walk(x);
-  };
-  walk([p.principal, p.resource, p.conditions]);
-  return out;
-}
-
-function scopeOf(r: CedarWasm.ResourceConstraint): Entry['scope'] {
-  const target =
-    r.op === '==' || r.op === 'in'
-      ? uidOf((r as { entity?: unknown }).entity)
-      : r.op === 'is'
-        ? uidOf(r.in && 'entity' in r.in ? r.in.entity : undefined)
-        : undefined;
-  if (!target) return null;
-  if (target.type === 'Keel::Tool') return { tools: new Set([target.id]) };
-  if (target.type === 'Keel::Plugin' && r.op !== '==') return { plugin: target.id };
-  // Anything else (`resource == Keel::Plugin::"x"`) reaches no tool: the validator calls it impossible.
-  return { tools: new Set() };
-}
-
-function reaches(e: Entry, tool: ToolSpec): boolean {
-  if (!e.scope) return true;
-  return e.scope.tools ? e.scope.tools.has(tool.name) : e.scope.plugin === tool.plugin;
-}
-
-function union(a: Set<string> | 'all', b: Set<string> | 'all'): Set<string> | 'all' {
-  return a === 'all' || b === 'all' ? 'all' : new Set([...a, ...b]);
-}
-
-const isVar = (e: unknown, name: string) => !!e && typeof e === 'object' && (e as { Var?: unknown }).Var === name;
-
-/**
- * What a policy's conditions read, from its JSON: the context keys, the arguments (`context.args.X`,
- * `context.args has X`), whether it reads the principal or the tool. A use of `context` or
- * `context.args` as a whole sends all of it. The scope needs the tool's entity only for `in`.
- */
-function needsOf(p: CedarWasm.PolicyJson): Needs {
-  const n: Needs = {
-    principal: p.principal.op === 'in' || (p.principal.op === 'is' && !!p.principal.in),
-    tool: p.resource.op === 'in' || (p.resource.op === 'is' && !!p.resource.in),
-    context: new Set(),
-    args: new Set(),
-  };
-  const ctxKey = (k: string) => n.context !== 'all' && n.context.add(k);
-  const argKey = (k: string) => n.args !== 'all' && n.args.add(k);
-  const isArgs = (e: unknown) => {
-    const dot = (e as { '.'?: { left: unknown; attr: string } } | null)?.['.'];
-    return !!dot && isVar(dot.left, 'context') && dot.attr === 'args';
-  };
-  const walk = (e: unknown): void => {
-    if (!e || typeof e !== 'object') return;
-    if (Array.isArray(e)) {
-      for (const x of e) walk(x);
-      return;
-    }
-    const o = e as Record<string, unknown>;
-    if (o.Var === 'principal') n.principal = true;
-    if (o.Var === 'resource') n.tool = true;
-    if (o.Var === 'context') n.context = 'all';
-    const access = (o['.'] ?? o.has) as { left: unknown; attr: string | string[] } | undefined;
-    if (access && typeof access === 'object' && 'left' in access) {
-      const path = Array.isArray(access.attr) ? access.attr : [access.attr];
-      if (isVar(access.left, 'context')) {
-        ctxKey(path[0]);
-        // `context.args` itself, not under an access of one argument (those return above): all of it.
-        if (path[0] === 'args' && path.length > 1) argKey(path[1]);
-        else if (path[0] === 'args' && o['.']) n.args = 'all';
-        return;
-      }
-      if (isArgs(access.left)) {
-        ctxKey('args');
-        argKey(path[0]);
-        return;
-      }
-    }
-    for (const v of Object.values(o)) walk(v);
-  };
-  walk(p.conditions);
-  return n;
-}
-
-/** PC3: each policy validated against the schema of the tools its scope reaches. */
-function validate(cedar: Cedar, entries: readonly Entry[], pool: readonly ToolSpec[], where: (o: number) => string): PolicyDiagnostic[] {
-  const out: PolicyDiagnostic[] = [];
-  const groups = new Map<string, Entry[]>();
-  for (const e of entries) {
-    const key = !e.scope ? '*' : e.scope.tools ? `t:${[...e.scope.tools].sort().join(',')}` : `p:${e.scope.plugin}`;
-    groups.set(key, [...(groups.get(key) ?? []), e]);
-  }
-  for (const group of groups.values()) {
-    const reached = pool.filter((t) => reaches(group[0], t));
-    // A scope that reaches no mounted tool was reported as unknown; still validated, against every tool.
-    const schema = schemaFor(unionArgs(reached.length ? reached : pool));
-    const byCedarId = new Map(group.map((e, i) => [`p${i}`, e]));
-    const ans = cedar.validate({
-      schema,
-      policies: { staticPolicies: Object.fromEntries([...byCedarId].map(([k, e]) => [k, e.text])) },
-      validationSettings: { mode: 'strict' },
-    });
-    if (ans.type === 'failure') {
-      out.push(...ans.errors.map((e) => ({ severity: 'error' as const, at: where(0), message: `the generated schema: ${e.message}` })));
-      continue;
-    }
-    const report = (severity: 'error' | 'warning', v: CedarWasm.ValidationError) => {
-      const e = byCedarId.get(v.policyId);
-      if (!e) return;
-      const d = errorAt(where, { ...v.error, message: v.error.message.replace(/^for policy `[^`]*`, /, '') }, e.offset, e.text, e.id);
-      out.push({ ...d, severity });
-    };
-    for (const v of ans.validationErrors) report('error', v);
-    for (const v of ans.validationWarnings) report('warning', v);
-  }
-  return out;
-}
-
-const order = (at: string) => {
-  const [line, col] = at.split(':').slice(-2).map(Number);
-  return line * 100_000 + col;
-};
-
-function nearest(name: string, known: ReadonlySet<string>): string {
-  let best: string | undefined;
-  let bestD = 3;
-  for (const k of known) {
-    const d = distance(name, k);
-    if (d < bestD) {
-      bestD = d;
-      best = k;
-    }
-  }
-  return best ? ` (did you mean ${JSON.stringify(best)}?)` : '';
-}
-
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length];
 }
 
 const clocks = new Map<string, Intl.DateTimeFormat>();
