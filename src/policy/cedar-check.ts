@@ -6,7 +6,7 @@
 import { basename } from 'node:path';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { ToolSpec } from '../types/index.js';
-import { schemaFor, unionArgs } from './cedar-schema.js';
+import { schemaJsonFor, unionArgs } from './cedar-schema.js';
 
 type Cedar = typeof CedarWasm;
 
@@ -293,7 +293,7 @@ function validate(cedar: Cedar, entries: readonly Entry[], pool: readonly ToolSp
   for (const group of groups.values()) {
     const reached = pool.filter((t) => reaches(group[0], t));
     // A scope that reaches no mounted tool was reported as unknown; still validated, against every tool.
-    const schema = schemaFor(unionArgs(reached.length ? reached : pool));
+    const schema = schemaJsonFor(unionArgs(reached.length ? reached : pool)) as CedarWasm.Schema;
     const byCedarId = new Map(group.map((e, i) => [`p${i}`, e]));
     const ans = cedar.validate({
       schema,

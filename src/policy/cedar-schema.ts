@@ -143,6 +143,63 @@ export function schemaFor(args: Extract<CedarType, { kind: 'Record' }>): string 
 `;
 }
 
+/** A type in Cedar's JSON schema format. */
+function typeJson(t: CedarType): Record<string, unknown> {
+  switch (t.kind) {
+    case 'Set':
+      return { type: 'Set', element: typeJson(t.element) };
+    case 'Record':
+      return {
+        type: 'Record',
+        attributes: Object.fromEntries(
+          [...t.attrs].map(([n, a]) => [n, { ...typeJson(a.type), ...(a.required ? {} : { required: false }) }]),
+        ),
+      };
+    default:
+      return { type: t.kind === 'Bool' ? 'Boolean' : t.kind };
+  }
+}
+
+const str = { type: 'String' };
+const long = { type: 'Long' };
+
+/**
+ * The same schema as `schemaFor`, in Cedar's JSON format: the validator reads it about four times
+ * faster than the text (measured warm: ~1 ms against ~4 ms a validation), and a file is validated
+ * once per distinct scope.
+ */
+export function schemaJsonFor(args: Extract<CedarType, { kind: 'Record' }>): Record<string, unknown> {
+  const record = (attributes: Record<string, unknown>) => ({ type: 'Record', attributes });
+  return {
+    Keel: {
+      entityTypes: {
+        Plugin: {},
+        Tool: { memberOfTypes: ['Plugin'], shape: record({ effect: str, gate: str, plugin: str, output: str }) },
+        User: { shape: record({ kind: str, role: str, groups: { type: 'Set', element: str } }) },
+      },
+      actions: {
+        call: {
+          appliesTo: {
+            principalTypes: ['User'],
+            resourceTypes: ['Tool'],
+            context: record({
+              args: typeJson(args),
+              mode: str,
+              session: str,
+              untrusted: { type: 'Boolean' },
+              read_from: { type: 'Set', element: str },
+              time: str,
+              hour: long,
+              minute: long,
+              weekday: str,
+            }),
+          },
+        },
+      },
+    },
+  };
+}
+
 /** What `keel policy schema` prints: the schema for a policy over every tool, then each tool's own args. */
 export function schemaText(pool: readonly ToolSpec[]): string {
   const lines = [

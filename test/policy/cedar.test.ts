@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
 import { CedarPolicy, loadCedar, PolicyFile, type PolicyRequest, type Principal, starterPolicy } from '../../src/policy/cedar.js';
+import { schemaFor, schemaJsonFor, unionArgs } from '../../src/policy/cedar-schema.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { JsonSchema, ToolSpec, UntrustedSource } from '../../src/types/index.js';
 import { KeelError } from '../../src/util/errors.js';
@@ -250,7 +251,28 @@ test("PC3: the generated schema types each tool's arguments (a number as Long, a
   assert.match(s, /args: \{ amount\?: Long, to\?: String, query\?: String, path\?: String, url\?: String, tags\?: Set<String> \}/);
   const cedar = await loadCedar();
   assert.equal(cedar.checkParseSchema(s).type, 'success');
+  // The validator is given the JSON form (faster to read): it is the same schema as the text.
+  for (const tools of [POOL, [pay], [post, lookup]]) {
+    const args = unionArgs(tools);
+    const fromText = cedar.schemaToJsonWithResolvedTypes(schemaFor(args));
+    assert.equal(fromText.type, 'success');
+    assert.deepEqual(normal((fromText as { json: unknown }).json), normal(schemaJsonFor(args)));
+  }
 });
+
+/** A schema in JSON with `required: true` (the default) dropped, names short and keys sorted, to compare two writings of it. */
+function normal(v: unknown): unknown {
+  // The resolved form names types in full (Keel::Tool) and Boolean as Bool.
+  if (typeof v === 'string') return v === 'Bool' ? 'Boolean' : v.replace(/^Keel::/, '');
+  if (Array.isArray(v)) return v.map(normal);
+  if (!v || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.entries(v)
+      .filter(([k, x]) => !(k === 'required' && x === true) && !(k === 'annotations' && x && Object.keys(x).length === 0))
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, x]) => [k, normal(x)]),
+  );
+}
 
 test('PC1: the starter file passes check on the pool it was made from, permits everything with the declared gate, and its examples check when uncommented', async () => {
   const text = starterPolicy(POOL);
