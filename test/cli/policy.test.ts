@@ -86,6 +86,12 @@ test('PC1: keel policy explain prints the decision and the ids of the policies t
     intern.stdout,
     /^trash_email as ivan \(token, groups interns\), mode agent: forbidden: the call is denied before it runs\n {2}by interns-keep-mail \(.*explain\.cedar:4:1\)\n$/,
   );
+  // --as a token of keel tokens: its role (and groups, once tokens have them).
+  const made = await keel(['tokens', 'create', '--name', 'root-admin', '--role', 'admin'], env);
+  assert.equal(made.code, 0, made.stderr);
+  const admin = await run('trash_email', '--args', '{"ids":["m1"]}', '--as', 'root-admin');
+  assert.equal(admin.code, 0, admin.stderr);
+  assert.match(admin.stdout, /^trash_email as root-admin \(token, admin\), mode agent: permit: the tool's declared gate \(approval\)\n/);
   const outside = await run('send_email', '--args', '{"to":"bob@home.example","subject":"hi"}', '--untrusted', '--json');
   assert.deepEqual(json(outside), {
     tool: 'send_email',
