@@ -60,13 +60,19 @@ export function cedarTypeOf(schema: unknown, depth = 0): CedarType | undefined {
       for (const [name, sub] of Object.entries(props as Record<string, unknown>)) {
         if (name.startsWith('__') || !printable(name)) continue;
         const t = cedarTypeOf(sub, depth + 1);
-        if (t) attrs.set(name, { type: t, required: required.has(name) });
+        // A property that may be null is optional to Cedar (a null is not sent): a policy must test `has` first.
+        if (t) attrs.set(name, { type: t, required: required.has(name) && !nullable(sub) });
       }
       return { kind: 'Record', attrs };
     }
     default:
       return undefined;
   }
+}
+
+function nullable(schema: unknown): boolean {
+  const t = (schema as JsonSchema).type;
+  return (Array.isArray(t) && t.includes('null')) || (schema as JsonSchema).nullable === true;
 }
 
 /** A name a Cedar string literal can hold as it is (no quote, backslash or control character). */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { normalizeDeclaration, type ToolDeclarationInput } from '../../src/manifest/schema.js';
 import { CedarPolicy, loadCedar, PolicyFile, type PolicyRequest, type Principal, starterPolicy } from '../../src/policy/cedar.js';
-import { schemaFor, schemaJsonFor, unionArgs } from '../../src/policy/cedar-schema.js';
+import { argsTypeOf, schemaFor, schemaJsonFor, typeText, unionArgs } from '../../src/policy/cedar-schema.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { JsonSchema, ToolSpec, UntrustedSource } from '../../src/types/index.js';
 import { KeelError } from '../../src/util/errors.js';
@@ -251,6 +251,9 @@ test("PC3: the generated schema types each tool's arguments (a number as Long, a
   assert.match(s, /args: \{ amount\?: Long, to\?: String, query\?: String, path\?: String, url\?: String, tags\?: Set<String> \}/);
   const cedar = await loadCedar();
   assert.equal(cedar.checkParseSchema(s).type, 'success');
+  // A required property that may be null is optional to Cedar: a null is not sent, so a policy must test `has`.
+  const memo = tool('memo', 'finance', { effect: 'read' }, { note: { type: ['string', 'null'] }, n: { type: 'integer' } }, ['note', 'n']);
+  assert.equal(typeText(argsTypeOf(memo)), '{ note?: String, n: Long }');
   // The validator is given the JSON form (faster to read): it is the same schema as the text.
   for (const tools of [POOL, [pay], [post, lookup]]) {
     const args = unionArgs(tools);
