@@ -209,6 +209,10 @@ export class CedarPolicy {
     // In the file's order, whatever order the engine gives them.
     const policies = this.inFileOrder(diagnostics.reason);
     if (decision === 'deny') return { decision: 'forbid', policies, ...extra };
+    // PC1: a forbid whose condition errs (an overflow, say) forbids: Cedar skips it, which would let
+    // an argument large enough to overflow slip past the very forbid that was meant to stop it.
+    const erred = this.inFileOrder(diagnostics.errors.map((e) => e.policyId).filter((id) => plan.byId.get(id)?.effect === 'forbid'));
+    if (erred.length) return { decision: 'forbid', policies: erred, ...extra };
     const by = policies.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
     const approvers = [...new Set(by.flatMap((e) => e.approvers ?? []))];
     return {

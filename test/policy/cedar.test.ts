@@ -179,6 +179,21 @@ test('PC1: a policy whose condition errs on a call is skipped, and the error is 
   assert.match(v.errors?.join('\n') ?? '', /^over: .*overflow/);
 });
 
+test('PC1: a forbid whose condition errs forbids (Cedar would skip it): an amount large enough to overflow does not slip past it', async () => {
+  const p = await CedarPolicy.load(
+    file(
+      `${ALL}@id("cap") forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"pay") when { context.args.amount * 10000 > 5000000 };\n`,
+    ),
+    POOL,
+  );
+  assert.deepEqual(p.evaluate(req(pay, { amount: 1, to: 'x' })), { decision: 'permit', policies: [p.policies[0].id] });
+  assert.deepEqual(p.evaluate(req(pay, { amount: 600, to: 'x' })).policies, ['cap']);
+  const huge = p.evaluate(req(pay, { amount: 2 ** 53 - 1, to: 'x' }));
+  assert.equal(huge.decision, 'forbid');
+  assert.deepEqual(huge.policies, ['cap']);
+  assert.match(huge.errors?.[0] ?? '', /^cap: .*overflow/);
+});
+
 test('PC3: check() catches a misspelt argument at its line and column, with the one it meant', async () => {
   const text = `${ALL}
 @id("big-payment")
