@@ -47,7 +47,9 @@ export function registerPolicy(
   getKeel: (withStore?: boolean) => Promise<Keel>,
   setCode: (code: number) => void,
 ): void {
-  const policy = program.command('policy').description("the operator's Cedar policy file: write, describe, check, explain (issue 37)");
+  const policy = program
+    .command('policy')
+    .description("the operator's Cedar policy file (policy_file: in config.yaml): write, describe, check, explain");
 
   /** The file named, else the config's policy_file; none is a usage error (init has its own default). */
   const fileOf = (given: string | undefined, fallback?: string): string => {
