@@ -81,6 +81,8 @@ function configSchema(z: typeof Zod) {
   return z.strictObject({
     /** Operator rules per tool: checked, with positions, by src/policy/operator.ts. */
     policy: z.unknown().optional(),
+    /** O1: a file of Cedar policies (relative to this config file), evaluated for every call. */
+    policy_file: z.string().min(1).optional(),
     subagents: z
       .strictObject({
         max_concurrent: z.number().int().positive().default(2),
