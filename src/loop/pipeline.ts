@@ -194,8 +194,8 @@ export async function prepareApproval(
   const problem = await validateProblem(tool, args);
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
   const item: ApprovalItem = { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) };
-  // O5/O8: the card says which policies asked for it, and goes to the groups they name.
-  if (verdict?.policies.length) item.policy = [...verdict.policies];
+  // O5/O8: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
+  if (verdict?.decision === 'ask' && verdict.policies.length) item.policy = [...verdict.policies];
   if (verdict?.approvers?.length) item.approvers = [...verdict.approvers];
   return { kind: 'approval', item };
 }

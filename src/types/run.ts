@@ -151,7 +151,7 @@ export interface ApprovalItem {
   edited_by?: string;
   /** The card's words for the model's call, once `card` words the edited one (issue 40). */
   original_card?: CardText;
-  /** O8: the operator policies that decided the call (an `@ask` permit that made the card, or the permits that let it through). */
+  /** O8: the operator policies that asked for this call's card (`@ask` permits). */
   policy?: string[];
   /** O5: the groups a policy's `@approvers` routes this call's card to (any one suffices). */
   approvers?: string[];
