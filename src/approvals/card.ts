@@ -136,7 +136,8 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
   }
   // O8/O5: which of the operator's policies asked, and who may answer.
   if (card.policy?.length) out.push([0, `Asked by the operator's policy: ${card.policy.join(', ')}`]);
-  if (card.approvers) out.push([0, `Only ${card.approvers.length ? `the group ${card.approvers.join(' or ')}` : 'no group'} may answer this card.`]);
+  if (card.approvers)
+    out.push([0, `Only ${card.approvers.length ? `the group ${card.approvers.join(' or ')}` : 'no group'} may answer this card.`]);
   if (card.offers_write_consent) {
     out.push([0, 'Approving may also let the confirm-once writes made while carrying it out run without asking']);
     out.push([0, '(keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.']);

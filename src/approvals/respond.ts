@@ -117,7 +117,7 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     changed = true;
     items.push({
       ...item,
-      ...(verdict?.decision === 'ask' && verdict.policies.length ? { policy: [...verdict.policies] } : {}),
+      ...(verdict?.decision === 'ask' ? { policy: [...(verdict.asked_by ?? verdict.policies)] } : {}),
       args: copy,
       // Issue 40: the card words the call that runs (its own copy: describe cannot change what runs).
       card: describeCall(tool, structuredClone(copy)),

@@ -195,7 +195,7 @@ export async function prepareApproval(
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
   const item: ApprovalItem = { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) };
   // O5/O8: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
-  if (verdict?.decision === 'ask' && verdict.policies.length) item.policy = [...verdict.policies];
+  if (verdict?.decision === 'ask') item.policy = [...(verdict.asked_by ?? verdict.policies)];
   if (verdict?.approvers?.length) item.approvers = [...verdict.approvers];
   return { kind: 'approval', item };
 }

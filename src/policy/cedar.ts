@@ -311,9 +311,11 @@ export class CedarPolicy {
     if (decision === 'deny') return { decision: 'forbid', policies: diagnostics.reason, ...extra };
     const by = diagnostics.reason.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
     const approvers = [...new Set(by.flatMap((e) => e.approvers ?? []))];
+    const asked = by.filter((e) => e.ask).map((e) => e.id);
     return {
-      decision: by.some((e) => e.ask) ? 'ask' : 'permit',
+      decision: asked.length ? 'ask' : 'permit',
       policies: diagnostics.reason,
+      ...(asked.length ? { asked_by: asked } : {}),
       ...(approvers.length ? { approvers } : {}),
       ...extra,
     };

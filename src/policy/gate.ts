@@ -75,6 +75,8 @@ export interface PolicyVerdict {
   decision: 'forbid' | 'ask' | 'permit';
   policies: string[];
   approvers?: string[];
+  /** For `ask`: the `@ask` permits among `policies` (what the card says asked for it). */
+  asked_by?: string[];
   /** Evaluation errors Cedar reported (a policy skipped), for the trace. */
   errors?: string[];
 }
