@@ -243,9 +243,13 @@ async function baselineSide(): Promise<KeelSide> {
 
 const contender = (c: Omit<Contender, 'samples' | 'walls' | 'allocs'>): Contender => ({ ...c, samples: [], walls: [], allocs: [] });
 
-function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: string): Contender[] {
+/** KEEL_BENCH_POLICY=N (issue 37): this checkout's runs decide every call with an operator's Cedar policy of N policies; the baseline's do not. */
+const POLICY = Number(process.env.KEEL_BENCH_POLICY ?? 0);
+
+async function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: string): Promise<Contender[]> {
   const replies = conversation(toolCount, STEPS);
   const registry = side.registry(toolCount);
+  const policy = impl === 'keel' && POLICY > 0 && side.code ? await K.benchPolicy(side.code, registry, POLICY) : undefined;
   const replay = side.replay(replies);
   const stores: [StoreKind, () => SqliteStore | null][] = [
     ['none', () => null],
@@ -256,7 +260,7 @@ function keelContenders(impl: Impl, side: KeelSide, toolCount: number, dir: stri
     .filter(([k]) => STORES.includes(k))
     .map(([kind, make]) => {
       const store = make();
-      const deps: EngineDeps = { registry, model: replay, store };
+      const deps: EngineDeps = { registry, model: replay, store, ...(policy ? { policy } : {}) };
       return contender({
         impl,
         store: kind,
@@ -341,8 +345,8 @@ async function fauxContenders(code: KeelCode, toolCount: number): Promise<Conten
 async function contenders(sides: { keel: KeelSide; baseline?: KeelSide }, toolCount: number, dir: string): Promise<Contender[]> {
   const out: Contender[] = [];
   if (ONLY !== 'pi') {
-    out.push(...keelContenders('keel', sides.keel, toolCount, dir));
-    if (sides.baseline) out.push(...keelContenders('keel-baseline', sides.baseline, toolCount, dir));
+    out.push(...(await keelContenders('keel', sides.keel, toolCount, dir)));
+    if (sides.baseline) out.push(...(await keelContenders('keel-baseline', sides.baseline, toolCount, dir)));
   }
   out.push(...(await fauxContenders(sides.keel.code as KeelCode, toolCount)));
   return out;
@@ -630,6 +634,8 @@ persistence path on an in-memory database; sqlite-file is the durable store (WAL
       load_average_1m: Math.round(load * 100) / 100,
       // Issue 36: with KEEL_BENCH_UNTRUSTED=1 every tool of this checkout is declared output: untrusted (every step reads words from outside).
       untrusted_reads: process.env.KEEL_BENCH_UNTRUSTED === '1',
+      // Issue 37: with KEEL_BENCH_POLICY=N this checkout's runs decide every call with a Cedar policy of N policies (the baseline's with none).
+      policies: POLICY,
       method: {
         steps_per_run: STEPS,
         runs: RUNS,

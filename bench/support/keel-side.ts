@@ -6,7 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as PiAi from '@mariozechner/pi-ai';
@@ -112,6 +113,38 @@ export function benchRegistry(code: KeelCode, count: number, tools: Meter): Regi
     ...(untrusted ? specs.map((s) => ({ ...s, declaration: { ...s.declaration, output: 'untrusted' as const } })) : specs),
   ];
   return registryOf(pool);
+}
+
+/**
+ * KEEL_BENCH_POLICY=N (issue 37): an operator's Cedar policy file of N policies over the bench tools —
+ * a permit for every call, forbids and `@ask` permits with conditions on the arguments, the principal,
+ * the mode and what the run has read, none of which match the bench's calls (every call still runs) —
+ * opened with this checkout's src/policy/cedar: what a run pays per call for the operator's policy.
+ */
+export async function benchPolicy(code: KeelCode, registry: Registry, count: number): Promise<EngineDeps['policy']> {
+  const cedar = await import(pathToFileURL(join(code.from, 'policy', 'cedar.js')).href);
+  const names = [...registry.byName.keys()].filter((n) => n !== 'ask_user');
+  const rules = ['@id("all")\npermit (principal, action == Keel::Action::"call", resource);'];
+  for (let i = 1; i < count; i++) {
+    const tool = names[(i * 31) % names.length];
+    const when = [
+      'context.args has limit && context.args.limit > 100000',
+      'principal.groups.contains("interns")',
+      'context.mode == "goal"',
+      'context.untrusted',
+      'context.args.path like "*/secret/*"',
+    ][i % 5];
+    rules.push(
+      i % 2
+        ? `@id("p${i}")\nforbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"${tool}") when { ${when} };`
+        : `@id("p${i}")\n@ask\npermit (principal, action == Keel::Action::"call", resource == Keel::Tool::"${tool}") when { ${when} };`,
+    );
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'keel-bench-policy-'));
+  const file = join(dir, 'policy.cedar');
+  writeFileSync(file, `${rules.join('\n\n')}\n`);
+  const opened = await cedar.PolicyFile.open(file, [...registry.byName.values()]);
+  return () => opened.current();
 }
 
 /**

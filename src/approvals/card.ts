@@ -29,8 +29,13 @@ export function buildCard(
 ): ApprovalCard {
   // R16: a plan or goal card (its submit tool exists only in a contract mode) offers to let its writes run unasked.
   const contract = items.some((i) => tools.get(i.tool)?.onlyInModes);
+  const policy = [...new Set(items.flatMap((i) => i.policy ?? []))];
+  const approvers = routedTo(items);
   return {
     ...(contract ? { offers_write_consent: true as const } : {}),
+    // O8/O5: which policies asked, and who may answer.
+    ...(policy.length ? { policy } : {}),
+    ...(approvers ? { approvers } : {}),
     // U6: the card says what outside content the run has read, from the run's own record of it.
     ...(untrusted.length ? { untrusted: untrusted.map((u) => ({ ...u })) } : {}),
     title: items.length === 1 ? items[0].card.title : `${items.length} actions need your approval`,
@@ -46,6 +51,20 @@ export function buildCard(
     }),
     request,
   };
+}
+
+/**
+ * O5: the groups that may answer a card: each routed call's `@approvers` must be met, so a card of
+ * calls routed to different groups goes to the groups they share (none shared: no token may answer
+ * it — the local operator still can, O5). Undefined when no call is routed.
+ */
+export function routedTo(items: readonly Pick<ApprovalItem, 'approvers'>[]): string[] | undefined {
+  let groups: string[] | undefined;
+  for (const i of items) {
+    if (!i.approvers?.length) continue;
+    groups = groups ? groups.filter((g) => i.approvers?.includes(g)) : [...new Set(i.approvers)];
+  }
+  return groups;
 }
 
 /** U6: what a run read from outside the user, grouped by tool in order of first read: how many results, and their labels. */
@@ -115,6 +134,10 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
       out.push([2, `was: ${item.original.call}`]);
     }
   }
+  // O8/O5: which of the operator's policies asked, and who may answer.
+  if (card.policy?.length) out.push([0, `Asked by the operator's policy: ${card.policy.join(', ')}`]);
+  if (card.approvers)
+    out.push([0, `Only ${card.approvers.length ? `the group ${card.approvers.join(' or ')}` : 'no group'} may answer this card.`]);
   if (card.offers_write_consent) {
     out.push([0, 'Approving may also let the confirm-once writes made while carrying it out run without asking']);
     out.push([0, '(keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.']);

@@ -1,4 +1,4 @@
-import { deriveGateState } from '../policy/gate.js';
+import { deriveGateState, type PolicyVerdict } from '../policy/gate.js';
 import type { ApprovalItem, ApprovalRecord, CallRecord, Store, ToolSpec } from '../types/index.js';
 import { MAX_ARGS_CHARS, MAX_ARGS_DEPTH, overBounds } from '../util/bounds.js';
 import { KeelError } from '../util/errors.js';
@@ -43,6 +43,8 @@ export interface ApprovalEdit {
   validate: (tool: ToolSpec, args: Record<string, unknown>) => Promise<string | undefined>;
   /** The run's calls so far (its steps, then the paused reply's): what the repeat guard knows as run (R13). */
   calls: readonly CallRecord[];
+  /** O6: the operator's policy, asked about an edited call as if the model had made it (the run's principal, mode and reads bound in). */
+  policy?: (tool: ToolSpec, args: Record<string, unknown>) => PolicyVerdict;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -110,9 +112,12 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
     if (schema) throw new KeelError('bad_input', `${where}: do not fit ${item.tool}'s parameters: ${schema}`);
     const problem = await edit.validate(tool, copy);
     if (problem) throw new KeelError('bad_input', `${where}: ${item.tool} refuses them: ${problem}`);
+    const verdict = edit.policy?.(tool, copy);
+    if (verdict) policyCheck(where, item, verdict);
     changed = true;
     items.push({
       ...item,
+      ...(verdict?.decision === 'ask' ? { policy: [...(verdict.asked_by ?? verdict.policies)] } : {}),
       args: copy,
       // Issue 40: the card words the call that runs (its own copy: describe cannot change what runs).
       card: describeCall(tool, structuredClone(copy)),
@@ -124,6 +129,28 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
   if (!changed) return undefined;
   repeatCheck(items, edit.calls);
   return items;
+}
+
+/**
+ * O6: an edit is a new request: the operator's policy decides the edited call as if the model had
+ * made it. One it forbids, or whose card it would send to other groups than the card's, is refused
+ * naming the policy — an edit never widens what the policy allowed, nor moves who may answer.
+ */
+function policyCheck(where: string, item: ApprovalItem, verdict: PolicyVerdict): void {
+  const named = verdict.policies.length ? `policy ${verdict.policies.join(', ')}` : 'no policy permits it';
+  if (verdict.decision === 'forbid')
+    throw new KeelError(
+      'bad_input',
+      `${where}: the operator's policy forbids the edited ${item.tool} call (${named}); approve or reject the call as it is`,
+    );
+  const groups = (g: readonly string[] | undefined) => [...new Set(g ?? [])].sort().join(', ');
+  const was = groups(item.approvers);
+  const now = groups(verdict.approvers);
+  if (was !== now)
+    throw new KeelError(
+      'bad_input',
+      `${where}: the edited ${item.tool} call would be answered by ${now ? `the group ${now}` : 'any approver'} (${named}), not ${was ? `the group ${was}` : 'any approver'} as this card is; approve or reject the call as it is`,
+    );
 }
 
 /**

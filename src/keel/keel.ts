@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import {
   type ApprovalDecision,
   type ApprovalEdit,
@@ -9,18 +9,22 @@ import {
   recordApprovalAnswer,
   recordCardsClosed,
 } from '../approvals/respond.js';
-import { type KeelConfig, loadConfig } from '../config/config.js';
+import { type KeelConfig, loadConfig, policyFileOf } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
+import { untrustedRead } from '../loop/result.js';
 import { builtInSpec, createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import { checkAppTools } from '../plugin-host/app-tools.js';
 import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Row, ToolRow } from '../plugin-host/types.js';
+import { PolicyFile } from '../policy/cedar.js';
+import { UNRECORDED_PRINCIPAL } from '../policy/gate.js';
 import { OperatorPolicy } from '../policy/operator.js';
+import { checkedPrincipal } from '../policy/principal.js';
 import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
 import { countsTokens } from '../prompt/tokens.js';
@@ -35,6 +39,7 @@ import type {
   Confirmation,
   LoopEvent,
   Mode,
+  Principal,
   RunQuery,
   RunResult,
   RunState,
@@ -86,6 +91,11 @@ export interface KeelOptions {
    * user gets exactly the plugins they ask for. The CLI passes the bundled reference plugins.
    */
   defaultPluginDirs?: string[];
+  /**
+   * O7: told when the operator's policy file changed on disk: read again, or (a bad edit) kept as it
+   * was, saying why. Default: a line on stderr.
+   */
+  onPolicyReload?: (message: string) => void;
 }
 
 /**
@@ -134,10 +144,15 @@ export interface RunOptions<T = unknown> {
   output?: OutputSchema<T>;
   /** Every event of the leg as it happens (the streaming API gives them as a generator). */
   onEvent?: (e: LoopEvent) => void;
+  /**
+   * O4: who starts the run, as the operator's Cedar policy sees it (`principal`): default the local
+   * user (the OS user's name, no groups). `keel serve` gives the token's; an app gives its own user's. Start only.
+   */
+  principal?: Principal;
 }
 
 /** What carries a run on: the options of `run`, less those that only a start can take. */
-export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session'>;
+export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session' | 'principal'>;
 
 /** Answering a card: who answers (audited; default the OS user), why, and the options of the leg that goes on. */
 export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
@@ -249,6 +264,8 @@ export class Keel {
   private readonly registries: Registries;
   private loaded: { file: string | null; config: KeelConfig } | undefined;
   private operator: OperatorPolicy | undefined;
+  /** O1: the operator's Cedar policy file, opened on first use (re-read when it changes on disk). */
+  private cedar: Promise<PolicyFile | undefined> | undefined;
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = listenable(new AbortController());
   private running = 0;
@@ -304,6 +321,28 @@ export class Keel {
     this.getConfig();
     this.operator ??= OperatorPolicy.load(this.loaded?.file ?? null, this.env);
     return this.operator;
+  }
+
+  /** O1: where the config's `policy_file` is (relative to the config file); undefined when none is named. */
+  policyFilePath(): string | undefined {
+    this.getConfig();
+    return (this.loaded && policyFileOf(this.loaded)) ?? undefined;
+  }
+
+  /**
+   * O1/O3: the operator's Cedar policy, opened once per Keel from the config's `policy_file` and
+   * checked against the schema of `pool` (a mistake is a KeelError with file:line:col); undefined
+   * without one. A file that changes on disk is read again; a bad edit keeps the last good policy.
+   */
+  operatorPolicy(pool: Iterable<ToolSpec>): Promise<PolicyFile | undefined> {
+    const file = this.policyFilePath();
+    if (!file) return Promise.resolve(undefined);
+    const told = this.opts.onPolicyReload ?? ((msg: string) => process.stderr.write(`keel: ${msg}\n`));
+    this.cedar ??= PolicyFile.open(file, [...pool], told).catch((err: unknown) => {
+      this.cedar = undefined; // not kept: a fixed file is read again next time
+      throw err;
+    });
+    return this.cedar;
   }
 
   /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift), with the Keel's own app tools. */
@@ -363,7 +402,9 @@ export class Keel {
     if (o.maxSteps !== undefined) limits.maxSteps = positive('maxSteps', o.maxSteps);
     if (o.timeoutMs !== undefined) limits.timeoutMs = positive('timeoutMs', o.timeoutMs);
     this.indexCache ??= fileCache(this.cacheDir('index'));
+    const cedar = await this.operatorPolicy(registry.byName.values());
     return {
+      ...(cedar ? { policy: () => cedar.current() } : {}),
       registry,
       notes,
       model: client,
@@ -435,7 +476,7 @@ export class Keel {
 
   /** Remembers a run's options for its continuations in this Keel (see RunOptions). */
   private remember(runId: string, o: RunOptions): void {
-    const { signal: _s, onEvent: _e, mode: _m, session: _session, ...kept } = definedOnly(o);
+    const { signal: _s, onEvent: _e, mode: _m, session: _session, principal: _p, ...kept } = definedOnly(o);
     if (Object.keys(kept).length) this.remembered.set(runId, kept);
   }
 
@@ -446,7 +487,14 @@ export class Keel {
   async startRun(message: string, o: RunOptions = {}): Promise<Leg> {
     const deps = await this.deps(o);
     const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
-    const input = { message, mode: o.mode ?? session?.mode, pluginDirs: this.pluginDirs(o.pluginDirs), session, notes: deps.notes };
+    const input = {
+      message,
+      mode: o.mode ?? session?.mode,
+      pluginDirs: this.pluginDirs(o.pluginDirs),
+      session,
+      notes: deps.notes,
+      principal: o.principal ? checkedPrincipal(o.principal) : { kind: 'user' as const, name: osUser(this.env), groups: [] },
+    };
     const leg = this.tracked(await startLeg(deps, input));
     this.remember(leg.run_id, o);
     return leg;
@@ -712,11 +760,28 @@ export class Keel {
     const { registry } = await this.registries.forRun(dirs, this.appTools(this.kept(run.id, o).tools));
     // R13 (issue 40): the run's calls so far — its steps, then the paused reply's — for the repeat guard.
     const calls = [...run.steps, ...(run.pause?.kind === 'approval' ? run.pause.calls : [])];
+    // O6: an edit is asked about as the model's call was: the run's principal, the session's mode now, what it has read.
+    const cedar = await this.operatorPolicy(registry.byName.values());
+    const policy = cedar?.current();
     return {
       arguments: o.arguments as Record<string, unknown>,
       tool: (name) => registry.byName.get(name),
       validate: validateProblem,
       calls,
+      ...(policy
+        ? {
+            policy: (tool: ToolSpec, args: Record<string, unknown>) =>
+              policy.evaluate({
+                tool,
+                args,
+                mode: this.sessions.currentMode(run),
+                session: run.session_id,
+                principal: run.principal ?? UNRECORDED_PRINCIPAL,
+                untrusted: untrustedRead(run),
+                at: new Date(),
+              }),
+          }
+        : {}),
     };
   }
 

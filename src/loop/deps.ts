@@ -1,5 +1,6 @@
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
+import type { PolicyEvaluator } from '../policy/gate.js';
 import type { Shortlist } from '../prompt/menu.js';
 import type { ApprovalStore, Mode, RunStore } from '../types/index.js';
 import type { OutputCheck } from './output.js';
@@ -53,4 +54,6 @@ export interface EngineDeps {
   /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */
   signal?: AbortSignal;
   now?: () => Date;
+  /** O3: the operator's Cedar policy as it is now (a file re-read when it changes), when one is configured. */
+  policy?: () => PolicyEvaluator | undefined;
 }

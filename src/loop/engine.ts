@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { buildCard } from '../approvals/card.js';
 import { type AssistantReply, ModelError } from '../models/types.js';
-import { deriveGateState, type GateState, readView, recordCall } from '../policy/gate.js';
+import { deriveGateState, type GateState, readView, recordCall, UNRECORDED_PRINCIPAL } from '../policy/gate.js';
 import type { Menu } from '../prompt/menu.js';
 import { countRequestTokens, encodingFor, waitForCount } from '../prompt/tokens.js';
 import type {
@@ -43,6 +43,7 @@ import { type MenuEntry, MenuSource } from './menu-cache.js';
 import {
   type ABORTED,
   admitReply,
+  type CallPolicy,
   coreResult,
   type ExecuteContext,
   type Executed,
@@ -596,6 +597,26 @@ export class RunLeg {
     };
   }
 
+  /**
+   * O3: the operator's policy for this run's calls: who started the run, its mode and session, what it
+   * has read (U2) and the time of the call bound in. Undefined when no policy file is configured.
+   */
+  private callPolicy(): CallPolicy | undefined {
+    const policy = this.deps.policy?.();
+    if (!policy) return undefined;
+    const s = this.run.state;
+    return (tool, args) =>
+      policy.evaluate({
+        tool,
+        args,
+        mode: s.mode,
+        session: s.session_id,
+        principal: s.principal ?? UNRECORDED_PRINCIPAL,
+        untrusted: this.gate.untrusted,
+        at: this.deps.now?.() ?? new Date(),
+      });
+  }
+
   /** Each call of one reply through the pipeline, in order (R22); returns a result when the run stops here. */
   private async *runCalls(
     step: number,
@@ -633,8 +654,9 @@ export class RunLeg {
                 mode: s.mode,
                 gate: this.gate,
                 pending: { question: question !== undefined, approvals: approvals.length > 0 },
+                policy: this.callPolicy(),
               });
-        const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args) : first;
+        const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args, first.verdict) : first;
         const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
           step,
           call_id: call.id,
@@ -645,6 +667,8 @@ export class RunLeg {
           is_error,
           effect: tool?.declaration.effect,
           by_core,
+          // O8: the trace names the policies that decided the call.
+          ...(first.verdict ? { policy: [...first.verdict.policies] } : {}),
         });
         switch (prepared.kind) {
           case 'answered':

@@ -21,6 +21,8 @@ export interface StartInput {
   session?: NewRun['session'];
   /** Notes for the run's trace from before it started (skills skipped, R25). */
   notes?: readonly string[];
+  /** O4: who starts the run, as the operator's policy sees it. */
+  principal?: NewRun['principal'];
 }
 
 /**
@@ -71,6 +73,7 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
       plugin_dirs: input.pluginDirs ?? [],
       session: input.session,
       notes: request.replaced ? [...(input.notes ?? []), unstorableNote('request', request.replaced)] : input.notes,
+      ...(input.principal ? { principal: input.principal } : {}),
     },
     deps.store,
     deps.now,

@@ -12,7 +12,7 @@
  */
 import { describeCall } from '../approvals/card.js';
 import type { Registry } from '../plugin-host/host.js';
-import { decide, denialOf, type GateState, type LedgerEntry, SUBMIT_TOOL } from '../policy/gate.js';
+import { type Decision, decide, denialOf, type GateState, type LedgerEntry, type PolicyVerdict, SUBMIT_TOOL } from '../policy/gate.js';
 import { ModeDenied } from '../policy/modes.js';
 import type { Menu } from '../prompt/menu.js';
 import type {
@@ -58,8 +58,13 @@ export function admitReply(calls: ToolCall[]): { problem: string } | { calls: To
   };
 }
 
-/** What prepare decided for one call. */
-export type Prepared =
+/**
+ * What prepare decided for one call; `verdict`: what the operator's policy said of it, when it was
+ * asked (O8: the trace names the policies that decided every call).
+ */
+export type Prepared = Decided & { verdict?: PolicyVerdict };
+
+type Decided =
   /** The core answers the call itself (unknown, denied, invalid, held, refused): nothing runs. */
   | { kind: 'answered'; outcome: Outcome; result: string }
   /** R13: the earlier result, marked; `nth` counts the repeats of that call. */
@@ -87,7 +92,12 @@ export interface PrepareInput {
   gate: GateState;
   /** What this reply has already left pending: one question or card set at a time. */
   pending: { question: boolean; approvals: boolean };
+  /** O3: the operator's Cedar policy, when a policy file is configured (the run's principal, mode and reads bound in). */
+  policy?: CallPolicy;
 }
+
+/** O3: asks the operator's policy about one well-formed call of a pool tool. */
+export type CallPolicy = (tool: ToolSpec, args: Record<string, unknown>) => PolicyVerdict;
 
 function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | undefined {
   if (call.args === undefined) return SAY.argumentsNotJson(truncate(String(call.raw_args ?? ''), 120));
@@ -107,6 +117,9 @@ export function prepareCall(x: PrepareInput): Prepared {
   const argsProblem = argumentsProblem(call, tool);
   // The repeat key is only looked at for valid arguments.
   const key = argsProblem ? '' : callKey(call.name, args);
+  // O3: the policy is asked at most once per call, and only if the gate gets that far.
+  let verdict: PolicyVerdict | undefined;
+  const policy = x.policy;
   const decision = decide({
     name: call.name,
     tool,
@@ -115,13 +128,22 @@ export function prepareCall(x: PrepareInput): Prepared {
     key,
     mode: x.mode,
     state: x.gate,
+    ...(policy && tool ? { verdict: () => (verdict ??= policy(tool, args)) } : {}),
   });
+  const prepared = decided(x, decision, tool, args, key);
+  if (verdict) prepared.verdict = verdict;
+  return prepared;
+}
+
+function decided(x: PrepareInput, decision: Decision, tool: ToolSpec | undefined, args: Record<string, unknown>, key: string): Prepared {
+  const { call, pool } = x;
   switch (decision.kind) {
     case 'unknown_tool': {
       const names = [...pool.keys()].filter((n) => x.menu.admissible(n));
       return answered('unknown_tool', SAY.unknownTool(call.name, closestNames(call.name, names)));
     }
     case 'deny':
+      if (decision.policies) return answered('denied_by_policy', SAY.forbiddenByPolicy(call.name, decision.policies));
       return decision.by === 'policy'
         ? answered('denied_by_policy', SAY.deniedByPolicy(call.name, decision.mode, tool?.policy?.modes))
         : answered('denied_by_mode', SAY.deniedByMode(call.name, decision.mode, SUBMIT_TOOL[decision.mode]));
@@ -163,10 +185,19 @@ export function prepareCall(x: PrepareInput): Prepared {
  * A1: the second half of preparing a call that needs a card: the plugin's own `validate` (a problem
  * goes back to the model as an error result and nothing is queued), then its `describe`.
  */
-export async function prepareApproval(callId: string, tool: ToolSpec, args: Record<string, unknown>): Promise<Ready> {
+export async function prepareApproval(
+  callId: string,
+  tool: ToolSpec,
+  args: Record<string, unknown>,
+  verdict?: PolicyVerdict,
+): Promise<Ready> {
   const problem = await validateProblem(tool, args);
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
-  return { kind: 'approval', item: { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) } };
+  const item: ApprovalItem = { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) };
+  // O5/O8: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
+  if (verdict?.decision === 'ask') item.policy = [...(verdict.asked_by ?? verdict.policies)];
+  if (verdict?.approvers?.length) item.approvers = [...verdict.approvers];
+  return { kind: 'approval', item };
 }
 
 /** The plugin's own `validate`: its problem with the call, if any (a validate that throws is one); an owner's edit is checked with it too (A7). */

@@ -107,6 +107,8 @@ export function toResult(s: RunView): RunResult {
       }
       if (r.untrusted !== undefined) c.untrusted = r.untrusted;
       if (r.allowed_after_untrusted !== undefined) c.allowed_after_untrusted = r.allowed_after_untrusted;
+      // O8: the operator policies that decided the call.
+      if (r.policy !== undefined) c.policy = [...r.policy];
       return c;
     }),
     untrusted: untrustedRead(s),

@@ -20,6 +20,7 @@ import type {
   Mode,
   Pause,
   PendingResult,
+  Principal,
   RequestTrace,
   RunEvent,
   RunState,
@@ -153,6 +154,8 @@ export interface NewRun {
   /** U2: a delegate's: what its parent had read from outside the user when it started it. */
   inherited_untrusted?: readonly UntrustedSource[];
   notes?: readonly string[];
+  /** O4: who started the run, as the operator's policy sees it. */
+  principal?: Principal;
 }
 
 /** Holds one run's state and is the only thing that changes it; `save` is the only way it is stored. */
@@ -211,6 +214,7 @@ export class RunWriter {
     // U2: the run's context starts with what it inherits (the session's transcript, a delegate's prompt): so does what it has read.
     const inherited = input.inherited_untrusted ?? input.session?.untrusted;
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
+    if (input.principal) s.principal = { ...input.principal, groups: [...input.principal.groups] };
     await store?.createRun(s);
     return new RunWriter(s, store, clock);
   }

@@ -55,6 +55,8 @@ export interface PolicyVerdict {
   policies: string[];
   /** From @approvers("G") (one or more groups) on a determining permit; undefined when none. */
   approvers?: string[];
+  /** For `ask`: the `@ask` permits among `policies` (what the card says asked for it). */
+  asked_by?: string[];
   /** Evaluation errors Cedar reported (policy id: message), for the trace. */
   errors?: string[];
 }
@@ -215,9 +217,11 @@ export class CedarPolicy {
     if (erred.length) return { decision: 'forbid', policies: erred, ...extra };
     const by = policies.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
     const approvers = [...new Set(by.flatMap((e) => e.approvers ?? []))];
+    const asked = by.filter((e) => e.ask).map((e) => e.id);
     return {
-      decision: by.some((e) => e.ask) ? 'ask' : 'permit',
+      decision: asked.length ? 'ask' : 'permit',
       policies,
+      ...(asked.length ? { asked_by: asked } : {}),
       ...(approvers.length ? { approvers } : {}),
       ...extra,
     };

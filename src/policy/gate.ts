@@ -1,9 +1,9 @@
-import type { CallRecord, Mode, ToolSpec, UntrustedSource } from '../types/index.js';
+import type { CallRecord, Mode, Principal, ToolSpec, UntrustedSource } from '../types/index.js';
 import { callKey } from '../util/json.js';
 
 /**
  * The gate: one pure function deciding what happens to a tool call, in the order
- * unknown → mode → arguments → ask_user → repeat → effect gate.
+ * unknown → mode → arguments → operator policy (Cedar) → ask_user → repeat → effect gate.
  * Most of Keel's rules (docs/rules.md) live here; the engine only carries out the decision.
  */
 export type Decision =
@@ -17,8 +17,8 @@ export type Decision =
   /** U5: the person already refused this exact call in this run: refused at once, never asked again. */
   | { kind: 'declined_call' }
   | { kind: 'refuse_approval' }
-  /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome. */
-  | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy' }
+  /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome; `policies`: the Cedar policies that forbade it (O3). */
+  | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy'; policies?: string[] }
   | { kind: 'unknown_tool' }
   | { kind: 'invalid_arguments'; problem: string }
   | { kind: 'repeat'; earlier: LedgerEntry; nth: number }
@@ -65,6 +65,44 @@ export interface GateState {
   view?: readonly UntrustedSource[];
 }
 
+/**
+ * O3: what the operator's Cedar policy file says of one call (src/policy/cedar.ts evaluates it):
+ * `forbid` (a forbid matched, or no permit did), `ask` (allowed, and a permit that allowed it is
+ * `@ask`: a card pinned to the arguments), `permit` (the tool's declared gate). `policies` names the
+ * policies that decided (`@id`s); `approvers` the groups an `@approvers` permit routes a card to (O5).
+ */
+export interface PolicyVerdict {
+  decision: 'forbid' | 'ask' | 'permit';
+  policies: string[];
+  approvers?: string[];
+  /** For `ask`: the `@ask` permits among `policies` (what the card says asked for it). */
+  asked_by?: string[];
+  /** Evaluation errors Cedar reported (a policy skipped), for the trace. */
+  errors?: string[];
+}
+
+/** O3: one call as the operator's policy is asked about it (Cedar's principal, resource and context). */
+export interface PolicyRequest {
+  tool: ToolSpec;
+  /** Already checked against the tool's schema. */
+  args: Record<string, unknown>;
+  mode: Mode;
+  session?: string | null;
+  principal: Principal;
+  /** What the run has read from outside the user (U2); [] when nothing. */
+  untrusted: readonly UntrustedSource[];
+  /** The time of the call. */
+  at: Date;
+}
+
+/** O4: the principal of a run stored before runs recorded who started them: a local user with no name and no groups. */
+export const UNRECORDED_PRINCIPAL: Principal = Object.freeze({ kind: 'user' as const, name: '', groups: Object.freeze([]) });
+
+/** O3: an operator policy, parsed once (src/policy/cedar.ts): synchronous, so the gate stays one pure step. */
+export interface PolicyEvaluator {
+  evaluate(req: PolicyRequest): PolicyVerdict;
+}
+
 export interface GateInput {
   name: string;
   /** The pool's tool, or undefined when the name is in no pool. */
@@ -77,6 +115,8 @@ export interface GateInput {
   key: string;
   mode: Mode;
   state: GateState;
+  /** O3: the operator's policy for this call, when a policy file is configured: asked only once the call is known and well-formed. */
+  verdict?: () => PolicyVerdict | undefined;
 }
 
 /** U2: how the trace names the core's own exception (a tool that marks what it writes untrusted). */
@@ -109,6 +149,10 @@ export function decide(input: GateInput): Decision {
   const denied = denialOf(tool, input.mode);
   if (denied) return { kind: 'deny', mode: input.mode, by: denied };
   if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };
+  // O3: the operator's policy sees every well-formed call: a forbid (or no permit: Cedar's default
+  // deny) is final, before hooks, handlers or any consent a person gave.
+  const verdict = input.verdict?.();
+  if (verdict?.decision === 'forbid') return { kind: 'deny', mode: input.mode, by: 'policy', policies: verdict.policies };
   if (tool.name === 'ask_user') return { kind: 'ask_user' };
   const earlier = state.executed.get(input.key);
   if (earlier) return { kind: 'repeat', earlier, nth: earlier.repeats + 1 };
@@ -117,7 +161,10 @@ export function decide(input: GateInput): Decision {
   if (carded !== undefined) return { kind: 'repeat_of_card', call_id: carded };
   // U5: a no is remembered: the very call the person refused is not put to them again.
   if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
-  if (tool.gate === 'approval') return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
+  // O3: an `@ask` permit puts the call on a card pinned to its arguments, whatever its declared gate
+  // and whatever the person consented to before: a policy tightens, never loosens.
+  if (tool.gate === 'approval' || verdict?.decision === 'ask')
+    return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
   // A read changes nothing: what it has read is recorded once it ran (a read an operator rule tightened is gated as a write).
   if (tool.gate === 'none' && tool.declaration.effect === 'read') return { kind: 'run' };
   // U3: once words from outside the user are in the run, a yes covers only the exact calls the

@@ -31,7 +31,7 @@ import {
 } from './push.js';
 import type { Hub, LegRunner } from './runner.js';
 import * as S from './schemas.js';
-import { allows, type Role, type Tokens, type WebSessions } from './tokens.js';
+import { allows, type Role, type Tokens, tokenPrincipal, type WebSessions } from './tokens.js';
 
 export interface ServerDeps {
   keel: Keel;
@@ -400,7 +400,7 @@ export function createApp(d: ServerDeps): Hono {
         dirs = body.plugins.map((p) => resolve(p));
       }
       const leg = await keel
-        .startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session })
+        .startRun(body.request, { model, pluginDirs: dirs, mode: body.mode, session: body.session, principal: tokenPrincipal(who) })
         .catch((err: unknown) => {
           // A chosen script changed between the check and the run's start: still the one refusal.
           throw chosen && body.model?.trim().startsWith('script:') && err instanceof ModelError ? refused() : err;

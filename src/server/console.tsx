@@ -20,7 +20,7 @@ import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-asse
 import { BatchCheck, BatchForm, BatchResults, batchSelection, EditForm, editedArguments } from './console-edit.js';
 import { AppHead, mountPushConsole } from './console-push.js';
 import type { Push } from './push.js';
-import { allows, type Role, type WebSessions } from './tokens.js';
+import { allows, type Role, tokenPrincipal, type WebSessions } from './tokens.js';
 
 interface Who {
   name: string;
@@ -668,6 +668,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       pluginDirs: d.pluginDirs,
       mode,
       session: data.session?.trim() || undefined,
+      principal: tokenPrincipal(who),
     });
     await d.audit(who, 'start_run', leg.run_id, JSON.stringify({ mode: mode ?? null, via: 'console' }));
     await d.accepted(leg);

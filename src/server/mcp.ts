@@ -46,6 +46,7 @@ import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../kee
 import { DEFAULT_LIMITS } from '../loop/deps.js';
 import {
   admitReply,
+  type CallPolicy,
   type ExecuteContext,
   executeCall,
   type Prepared,
@@ -56,8 +57,9 @@ import {
 import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
-import { deriveGateState, type GateState, noteUntrusted, readView } from '../policy/gate.js';
-import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Store, ToolCall, ToolSpec } from '../types/index.js';
+import type { PolicyFile } from '../policy/cedar.js';
+import { deriveGateState, type GateState, noteUntrusted, type PolicyEvaluator, type PolicyVerdict, readView } from '../policy/gate.js';
+import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Principal, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { callKey, canonicalJson } from '../util/json.js';
 import type { Alerts } from './alerts.js';
@@ -247,6 +249,8 @@ export interface McpIdentity {
   /** Over HTTP the bearer token's name; over stdio `mcp:CLIENT`. */
   actor: string;
   client: string;
+  /** O4: who the session's calls are made for, as the operator's policy sees it: the token's name, role and groups (stdio: `mcp:CLIENT`). */
+  principal: Principal;
 }
 
 /** The reason a card is closed with when its session's client is gone (one word for every surface: respond.ts). */
@@ -275,6 +279,8 @@ class McpSession {
     private readonly run: RunWriter,
     private readonly server: Server,
     private readonly who: McpIdentity,
+    /** O3: the operator's Cedar policy, when one is configured. */
+    private readonly cedar: PolicyFile | undefined,
   ) {
     this.gate = deriveGateState([], true);
   }
@@ -283,14 +289,21 @@ class McpSession {
     const store = o.keel.store;
     if (!store) throw new KeelError('config', 'keel mcp serve needs a store: cards and sessions are kept there');
     const label = who.actor === `${MCP_MODEL_PREFIX}${who.client}` ? who.client : `${who.client}, token ${who.actor}`;
+    const cedar = await o.keel.operatorPolicy(pool.registry.byName.values());
     const run = await RunWriter.start(
-      { request: `MCP session (${label})`, mode: o.mode, model: `${MCP_MODEL_PREFIX}${who.client}`, plugin_dirs: o.pluginDirs },
+      {
+        request: `MCP session (${label})`,
+        mode: o.mode,
+        model: `${MCP_MODEL_PREFIX}${who.client}`,
+        plugin_dirs: o.pluginDirs,
+        principal: who.principal,
+      },
       store,
     );
     const s = run.state;
     await store.saveSession({ id: s.session_id, mode: o.mode, last_run_id: s.id, contract: null, updated_at: s.created_at });
     await run.record({ type: 'run_started', run_id: s.id, session_id: s.session_id, mode: s.mode, request: s.request, resumed: false });
-    return new McpSession(o, store, pool, run, server, who);
+    return new McpSession(o, store, pool, run, server, who, cedar);
   }
 
   get runId(): string {
@@ -329,7 +342,23 @@ class McpSession {
       mode,
       gate: this.gate,
       pending: { question: false, approvals: false },
+      ...(this.cedar ? { policy: this.policy(this.cedar.current(), mode) } : {}),
     });
+  }
+
+  /** O3: the operator's policy for this session's calls: the token's principal, the mode, what the session has read. */
+  private policy(cedar: PolicyEvaluator, mode: Mode): CallPolicy {
+    const s = this.run.state;
+    return (tool, args) =>
+      cedar.evaluate({
+        tool,
+        args,
+        mode,
+        session: s.session_id,
+        principal: this.who.principal,
+        untrusted: this.gate.untrusted,
+        at: new Date(),
+      });
   }
 
   async call(name: string, args: unknown, signal: AbortSignal, progress: Progress, watch?: TaskWatch): Promise<CallToolResult> {
@@ -472,7 +501,7 @@ class McpSession {
       case 'needs_card': {
         const kept = key && this.o.keepCards ? await this.keptCard(key) : undefined;
         if (kept) return this.keptFlight(kept, prepared.tool, call, key);
-        return this.flight(call, key, prepared.tool, 'approval');
+        return this.flight(call, key, prepared.tool, 'approval', prepared.verdict);
       }
       case 'execute':
         return { kind: 'execute', tool: prepared.tool, args: prepared.args, mode };
@@ -520,11 +549,11 @@ class McpSession {
   }
 
   /** The call waits on a card: its own (approval), or its tool's consent card, made now if the tool has none pending. */
-  private async flight(call: ToolCall, key: string, tool: ToolSpec, kind: Flight['kind']): Promise<Step> {
+  private async flight(call: ToolCall, key: string, tool: ToolSpec, kind: Flight['kind'], verdict?: PolicyVerdict): Promise<Step> {
     const pending = kind === 'consent' ? this.consentCards.get(tool.name) : undefined;
     let card = pending;
     if (!card) {
-      const made = await this.makeCard(call, tool, kind);
+      const made = await this.makeCard(call, tool, kind, verdict);
       if (typeof made !== 'string') return { kind: 'result', result: made };
       card = made;
       if (kind === 'consent') this.consentCards.set(tool.name, card);
@@ -596,8 +625,8 @@ class McpSession {
    * (consent) — stored with the manifest's undo and KEEL_APPROVAL_TTL_MINUTES' expiry. An invalid
    * call gets its result instead.
    */
-  private async makeCard(call: ToolCall, tool: ToolSpec, kind: Flight['kind']): Promise<string | CallToolResult> {
-    const ready = await prepareApproval(call.id, tool, call.args ?? {});
+  private async makeCard(call: ToolCall, tool: ToolSpec, kind: Flight['kind'], verdict?: PolicyVerdict): Promise<string | CallToolResult> {
+    const ready = await prepareApproval(call.id, tool, call.args ?? {}, verdict);
     if (ready.kind !== 'approval')
       return this.finish(call, tool, 'invalid_arguments', ready.kind === 'answered' ? ready.result : '', true, true);
     const now = new Date();
@@ -936,7 +965,8 @@ export async function connectMcp(
   o: McpServeOptions,
   pool: PoolWatch,
   transport: Transport,
-  actor?: string,
+  /** Over HTTP, the bearer token: the actor of every answer and audit row, and the principal of every call (O4). */
+  token?: { name: string; role: string; groups?: readonly string[] },
 ): Promise<{ server: Server; close(): Promise<void> }> {
   // S3: MCP tasks — a write or destructive call may be made a task, polled, and cancelled (its card rejected).
   const tasks = new ConnectionTasks();
@@ -951,7 +981,11 @@ export async function connectMcp(
   // One session per connection, however many requests arrive before it is open.
   const open = () => {
     const client = server.getClientVersion()?.name ?? 'client';
-    session ??= McpSession.open(o, pool, server, { actor: actor ?? `${MCP_MODEL_PREFIX}${client}`, client });
+    const name = token?.name ?? `${MCP_MODEL_PREFIX}${client}`;
+    const principal: Principal = token
+      ? { kind: 'mcp', name: token.name, role: token.role, groups: [...(token.groups ?? [])] }
+      : { kind: 'mcp', name, groups: [] };
+    session ??= McpSession.open(o, pool, server, { actor: name, client, principal });
     return session;
   };
   tasks.onCancel = async (id) => (await open()).cancelTask(id);
@@ -1120,7 +1154,7 @@ export async function serveMcpHttp(
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
     // The token's name is the actor of every answer and audit row; the client's own name is a label.
-    const c = await connectMcp(o, pool, transport, who.name);
+    const c = await connectMcp(o, pool, transport, who);
     await transport.handleRequest(req, res, body);
     // Not an initialize request: no session was made, and its connection is let go.
     if (!transport.sessionId) await Promise.all([c.close(), transport.close()]);

@@ -207,6 +207,8 @@ export const RunSchema = z.object({
       untrusted: z.string().optional(),
       /** U4: the operator rule that let this write run unasked after untrusted content. */
       allowed_after_untrusted: z.string().optional(),
+      /** O8: the operator's Cedar policies that decided the call ([]: no policy permitted it). */
+      policy: z.array(z.string()).optional(),
     }),
   ),
   /** U2: what the run has read from outside the user, in order. */

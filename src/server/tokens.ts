@@ -5,6 +5,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Principal } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 
 export type Role = 'viewer' | 'approver' | 'admin';
@@ -26,6 +27,11 @@ export interface TokenRecord {
 interface Stored extends TokenRecord {
   /** sha256 of the token, hex. */
   hash: string;
+}
+
+/** O4: a token that starts a run is the run's principal for the operator's policy: its name, role and groups. */
+export function tokenPrincipal(who: { name: string; role: Role; groups?: readonly string[] }): Principal {
+  return { kind: 'token', name: who.name, role: who.role, groups: [...(who.groups ?? [])] };
 }
 
 const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');

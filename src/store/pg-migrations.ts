@@ -132,4 +132,13 @@ ALTER TABLE memories ADD COLUMN untrusted JSONB;
 ALTER TABLE runs ADD COLUMN inherited_untrusted JSONB;
 `,
   },
+  {
+    version: 5,
+    name: 'principal',
+    sql: `
+-- O4: who started a run (a token's name, role and groups; the local user; an MCP client; the app), as
+-- the operator's policy sees it: set when the run is made, never changed.
+ALTER TABLE runs ADD COLUMN principal JSONB;
+`,
+  },
 ];

@@ -20,6 +20,7 @@ import type {
   Memory,
   Message,
   Mode,
+  Principal,
   PushSubscriptionRecord,
   RequestTrace,
   RunEvent,
@@ -164,8 +165,8 @@ const SAVE_SESSION = named(
 );
 const INSERT_RUN = named(
   'insert_run',
-  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted)
-   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)`,
+  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,principal)
+   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)`,
 );
 const CLAIM_PAUSE = named(
   'claim_pause',
@@ -488,6 +489,7 @@ export class PostgresStore implements Store {
       run.created_at,
       run.updated_at,
       run.inherited_untrusted?.length ? jsonb(run.inherited_untrusted) : null,
+      run.principal ? jsonb(run.principal) : null,
     ];
   }
 
@@ -697,6 +699,7 @@ export class PostgresStore implements Store {
       ...(r.inherited_untrusted !== null && r.inherited_untrusted !== undefined
         ? { inherited_untrusted: unjsonb<UntrustedSource[]>(r.inherited_untrusted) }
         : {}),
+      ...(r.principal !== null && r.principal !== undefined ? { principal: unjsonb<Principal>(r.principal) } : {}),
       messages,
       steps: stepsFrom(
         (r.t_steps as unknown[]).map((s) => unjsonb<StepRow>(s)),

@@ -197,8 +197,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,principal)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@principal)`),
       // C5: the session's mode as stored, read in the save's own transaction.
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
@@ -281,6 +281,7 @@ export class SqliteStore implements Store {
       created_at: run.created_at,
       updated_at: run.updated_at,
       inherited_untrusted: run.inherited_untrusted?.length ? JSON.stringify(run.inherited_untrusted) : null,
+      principal: run.principal ? JSON.stringify(run.principal) : null,
     };
   }
 
@@ -334,6 +335,8 @@ export class SqliteStore implements Store {
       ['memories', 'untrusted', 'TEXT'],
       // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
       ['runs', 'inherited_untrusted', 'TEXT'],
+      // O4: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
+      ['runs', 'principal', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
@@ -657,6 +660,7 @@ export class SqliteStore implements Store {
       seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
       ...(typeof r.inherited_untrusted === 'string' ? { inherited_untrusted: JSON.parse(r.inherited_untrusted) } : {}),
+      ...(typeof r.principal === 'string' ? { principal: JSON.parse(r.principal) } : {}),
       messages,
       steps: [],
       requests,

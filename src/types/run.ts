@@ -57,6 +57,18 @@ export type EndReason =
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
+/**
+ * P7: who started a run, as an operator policy sees it (`principal` in Cedar): a `keel serve` token's
+ * name, role and groups; the local user at the CLI; an MCP client's token; an application's own actor.
+ */
+export interface Principal {
+  kind: 'token' | 'user' | 'mcp' | 'app';
+  name: string;
+  /** A token's role (viewer, approver, admin); absent for the local user and an app. */
+  role?: string;
+  groups: readonly string[];
+}
+
 /** One call's record in the trace (`steps[]`). */
 export interface CallRecord {
   step: number;
@@ -82,6 +94,8 @@ export interface CallRecord {
   untrusted?: string;
   /** The operator rule that let this write run unasked although the run had read untrusted content. */
   allowed_after_untrusted?: string;
+  /** O8: the operator policies (Cedar `@id`s) that decided this call, when a policy file is configured; [] for Cedar's default deny. */
+  policy?: string[];
 }
 
 /** A non-read call that started, recorded before it ran. */
@@ -137,6 +151,10 @@ export interface ApprovalItem {
   edited_by?: string;
   /** The card's words for the model's call, once `card` words the edited one (issue 40). */
   original_card?: CardText;
+  /** O8: the operator policies that asked for this call's card (`@ask` permits). */
+  policy?: string[];
+  /** O5: the groups a policy's `@approvers` routes this call's card to (any one suffices). */
+  approvers?: string[];
 }
 
 export interface ApprovalCard {
@@ -160,6 +178,10 @@ export interface ApprovalCard {
   offers_write_consent?: true;
   /** What the run had read from outside the user when the card was made (labels are others' words: escape them). */
   untrusted?: UntrustedSource[];
+  /** O5: only tokens in one of these groups may answer the card (a policy's `@approvers`). */
+  approvers?: string[];
+  /** O8: the operator policies that asked for the card (`@id`s). */
+  policy?: string[];
 }
 
 /**
@@ -251,6 +273,8 @@ export interface RunState {
   contract: Contract | null;
   /** A delegate's: what its parent run had read from outside the user when it started the delegate (its prompt may carry it). */
   inherited_untrusted?: UntrustedSource[];
+  /** O4: who started the run (a token, the local user, an MCP client, the app): what an operator policy's `principal` is. */
+  principal?: Principal;
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
   created_at: string;
