@@ -42,6 +42,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { buildCard, describeCall, renderCardText, sourcesLine, undoSentence } from '../approvals/card.js';
 import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
+import { type Answerer, mayAnswer } from '../approvals/who.js';
 import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
 import {
@@ -247,6 +248,15 @@ export interface McpIdentity {
   /** Over HTTP the bearer token's name; over stdio `mcp:CLIENT`. */
   actor: string;
   client: string;
+  /** A9: over HTTP the token's groups (a card routed elsewhere is not its client's to answer); over stdio none: the machine's user. */
+  groups?: readonly string[];
+}
+
+/** A9: who answers a card on an MCP connection: over HTTP its token (its groups apply), over stdio the machine's user. */
+function answererOf(who: McpIdentity): Answerer {
+  return who.groups === undefined
+    ? { name: who.actor, groups: [], kind: 'user' }
+    : { name: who.actor, groups: who.groups, kind: 'mcp' };
 }
 
 /** The reason a card is closed with when its session's client is gone (one word for every surface: respond.ts). */
@@ -418,6 +428,7 @@ class McpSession {
       // Not waiting on a card: asking by elicitation (nothing ran), or already running (told to stop).
       if (!card) return 'Cancelled by the client while it was not waiting on a card: a call already running was told to stop.';
       try {
+        // A9: a client withdrawing its own call's card rejects it — nothing runs — whatever the card's groups.
         const a = await recordApprovalAnswer(this.store, card, 'reject', this.who.actor, TASK_CANCELLED);
         return a.status === 'expired'
           ? `Cancelled by the client; approval ${a.id} had expired. Nothing changed.`
@@ -630,13 +641,17 @@ class McpSession {
 
   /** With elicitation the card itself is shown to the client's user; the answer is recorded as the session's actor's. */
   private async elicitCard(id: string, card: ApprovalCard): Promise<void> {
+    // A9: a card routed to groups this client's token is not in is not asked of it: the group answers it elsewhere.
+    if (!mayAnswer(card, answererOf(this.who))) return;
     try {
       const answer = await this.server.elicitInput({
         message: `${renderCardText(card, id)}\n\nApprove this call?`,
         requestedSchema: { type: 'object', properties: { reason: { type: 'string', title: 'Reason (optional)' } } },
       });
       const reason = typeof answer.content?.reason === 'string' ? answer.content.reason : null;
-      await recordApprovalAnswer(this.store, id, answer.action === 'accept' ? 'approve' : 'reject', this.who.actor, reason);
+      await recordApprovalAnswer(this.store, id, answer.action === 'accept' ? 'approve' : 'reject', this.who.actor, reason, new Date(), {
+        who: answererOf(this.who),
+      });
     } catch {
       // Answered elsewhere first (that answer stands), or the client could not be asked: the card waits.
     }
@@ -937,6 +952,7 @@ export async function connectMcp(
   pool: PoolWatch,
   transport: Transport,
   actor?: string,
+  groups?: readonly string[],
 ): Promise<{ server: Server; close(): Promise<void> }> {
   // S3: MCP tasks — a write or destructive call may be made a task, polled, and cancelled (its card rejected).
   const tasks = new ConnectionTasks();
@@ -951,7 +967,7 @@ export async function connectMcp(
   // One session per connection, however many requests arrive before it is open.
   const open = () => {
     const client = server.getClientVersion()?.name ?? 'client';
-    session ??= McpSession.open(o, pool, server, { actor: actor ?? `${MCP_MODEL_PREFIX}${client}`, client });
+    session ??= McpSession.open(o, pool, server, { actor: actor ?? `${MCP_MODEL_PREFIX}${client}`, client, groups });
     return session;
   };
   tasks.onCancel = async (id) => (await open()).cancelTask(id);
@@ -1120,7 +1136,7 @@ export async function serveMcpHttp(
       if (transport.sessionId) sessions.delete(transport.sessionId);
     };
     // The token's name is the actor of every answer and audit row; the client's own name is a label.
-    const c = await connectMcp(o, pool, transport, who.name);
+    const c = await connectMcp(o, pool, transport, who.name, who.groups);
     await transport.handleRequest(req, res, body);
     // Not an initialize request: no session was made, and its connection is let go.
     if (!transport.sessionId) await Promise.all([c.close(), transport.close()]);
