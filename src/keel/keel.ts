@@ -711,7 +711,11 @@ export class Keel {
       } catch (err) {
         if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
         const outcome =
-          err.code === 'conflict' || err.code === 'not_found' ? err.code : err.code === 'bad_input' || err.code === 'forbidden' ? 'refused' : 'error';
+          err.code === 'conflict' || err.code === 'not_found'
+            ? err.code
+            : err.code === 'bad_input' || err.code === 'forbidden'
+              ? 'refused'
+              : 'error';
         out.push({ id, outcome, error: err.message });
       }
     }

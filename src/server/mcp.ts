@@ -254,9 +254,7 @@ export interface McpIdentity {
 
 /** A9: who answers a card on an MCP connection: over HTTP its token (its groups apply), over stdio the machine's user. */
 function answererOf(who: McpIdentity): Answerer {
-  return who.groups === undefined
-    ? { name: who.actor, groups: [], kind: 'user' }
-    : { name: who.actor, groups: who.groups, kind: 'mcp' };
+  return who.groups === undefined ? { name: who.actor, groups: [], kind: 'user' } : { name: who.actor, groups: who.groups, kind: 'mcp' };
 }
 
 /** The reason a card is closed with when its session's client is gone (one word for every surface: respond.ts). */
