@@ -28,7 +28,11 @@ test('A9: mayAnswer — a card without approvers is anyone’s (roles decide els
     [['finance'], token(['finance2']), false],
   ];
   for (const [approvers, who, may] of rows) {
-    assert.equal(mayAnswer({ approvers }, who), may, `${JSON.stringify(approvers)} answered by ${who.kind} in ${JSON.stringify(who.groups)}`);
+    assert.equal(
+      mayAnswer({ approvers }, who),
+      may,
+      `${JSON.stringify(approvers)} answered by ${who.kind} in ${JSON.stringify(who.groups)}`,
+    );
   }
 });
 
@@ -42,5 +46,6 @@ test('A9: the words — "Only FINANCE may answer this card", and a refusal namin
 
 test('A9: group names are 1 to 40 of a-z, 0-9, _ and -', () => {
   for (const ok of ['finance', 'ops-eu', 'team_2', 'a', 'x'.repeat(40)]) assert.equal(groupProblem(ok), undefined, ok);
-  for (const bad of ['', 'Finance', 'fin ance', 'x'.repeat(41), 'fin,ops', 'é']) assert.match(groupProblem(bad) ?? '', /is not a group name/, bad);
+  for (const bad of ['', 'Finance', 'fin ance', 'x'.repeat(41), 'fin,ops', 'é'])
+    assert.match(groupProblem(bad) ?? '', /is not a group name/, bad);
 });

@@ -15,7 +15,10 @@ import { type TestServer, testServer } from '../support/server.js';
 
 test('A9: keel tokens create --group, tokens groups --set/--add/--remove, groups in tokens list; bad names are exit 2', async () => {
   const env = { KEEL_HOME: tempHome('keel-tokens-') };
-  const made = await keel(['tokens', 'create', '--name', 'fay', '--role', 'approver', '--group', 'finance', '--group', 'ops', '--json'], env);
+  const made = await keel(
+    ['tokens', 'create', '--name', 'fay', '--role', 'approver', '--group', 'finance', '--group', 'ops', '--json'],
+    env,
+  );
   assert.equal(made.code, 0, made.stderr);
   assert.deepEqual(json<{ groups: string[] }>(made).groups, ['finance', 'ops']);
   const plain = await keel(['tokens', 'create', '--name', 'ana'], env);

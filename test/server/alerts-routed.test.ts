@@ -111,12 +111,7 @@ test('A10: a card routed to finance is pushed only to finance tokens’ browsers
       .filter((g) => g.data.approval_id === id)
       .map((g) => `${g.type} ${g.path}`)
       .sort();
-  assert.deepEqual(where('apr_fin'), [
-    'approval_created /all',
-    'approval_created /finance',
-    'run_paused /all',
-    'run_paused /finance',
-  ]);
+  assert.deepEqual(where('apr_fin'), ['approval_created /all', 'approval_created /finance', 'run_paused /all', 'run_paused /finance']);
   assert.deepEqual(where('apr_all'), [
     'approval_created /all',
     'approval_created /finance',
