@@ -154,7 +154,7 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
    */
   arguments?: Record<string, unknown>;
   /**
-   * A9: who answers, when not the application itself: a server's token, an MCP client's, the
+   * Who answers, when not the application itself: a server's token, an MCP client's, the
    * machine's user. A card routed to groups it is not in is refused (forbidden), the card left
    * pending. Left out, the application is the authority and `actor` its name.
    */

@@ -160,9 +160,9 @@ export interface ApprovalCard {
   offers_write_consent?: true;
   /** What the run had read from outside the user when the card was made (labels are others' words: escape them). */
   untrusted?: UntrustedSource[];
-  /** A9: the groups whose tokens alone may answer the card (any one suffices); absent, roles decide as before. */
+  /** The groups whose tokens alone may answer the card (any one suffices), set by an operator policy; absent, roles decide as before. */
   approvers?: string[];
-  /** A9: the ids of the operator policies that asked for the card ("Asked by policy big-payment"). */
+  /** The ids of the operator policies that asked for the card ("Asked by policy big-payment"). */
   policy?: string[];
 }
 
