@@ -7,6 +7,7 @@
 // Running requests, answering their questions and approval cards, reading runs back.
 export { renderCard } from './approvals/card.js';
 export type { ApprovalDecision } from './approvals/respond.js';
+export type { Answerer } from './approvals/who.js';
 export { type DelegateConfig, type KeelConfig, loadConfig } from './config/config.js';
 export {
   type ApprovalAnswer,

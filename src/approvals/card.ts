@@ -1,6 +1,7 @@
 import type { ApprovalCard, ApprovalItem, CardText, Confirmation, ToolSpec, UntrustedSource } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
+import { onlyGroups } from './who.js';
 
 /** The plugin's own words, or the raw call when it has none (or its describe fails). */
 export function describeCall(tool: ToolSpec, args: Record<string, unknown>): CardText {
@@ -134,14 +135,13 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
       out.push([2, `was: ${item.original.call}`]);
     }
   }
-  // O8/O5: which of the operator's policies asked, and who may answer.
-  if (card.policy?.length) out.push([0, `Asked by the operator's policy: ${card.policy.join(', ')}`]);
-  if (card.approvers)
-    out.push([0, `Only ${card.approvers.length ? `the group ${card.approvers.join(' or ')}` : 'no group'} may answer this card.`]);
   if (card.offers_write_consent) {
     out.push([0, 'Approving may also let the confirm-once writes made while carrying it out run without asking']);
     out.push([0, '(keel approvals approve ID --allow-writes); destructive calls and pinned writes still get cards.']);
   }
+  // A9: which operator policy asked for the card, and who may answer it.
+  if (card.policy?.length) out.push([0, `Asked by policy ${card.policy.join(', ')}`]);
+  if (card.approvers?.length) out.push([0, onlyGroups(card)]);
   return out;
 }
 

@@ -5,6 +5,7 @@ import { KeelError } from '../util/errors.js';
 import { callKey, canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
 import { describeCall, editedCard } from './card.js';
+import { type Answerer, mayAnswer, notYours } from './who.js';
 
 export type ApprovalDecision = 'approve' | 'reject';
 
@@ -187,6 +188,9 @@ function repeatCheck(items: readonly ApprovalItem[], calls: readonly CallRecord[
  * A3: the one function every surface (CLI, HTTP, web console) answers an approval through.
  * Unknown id → not_found; answered → conflict; past its expiry → marked expired, nothing runs.
  * Every decision is audited. It only records the answer: Keel.respondToApproval records it and continues the run.
+ * A9: `who` is who answers (default: an application, the library's authority, named `actor`); a
+ * card routed to groups `who` may not answer for is refused here, before anything else is looked
+ * at — forbidden (HTTP 403), audited, the card left pending — so no surface can skip the check.
  */
 export async function recordApprovalAnswer(
   store: Store,
@@ -195,13 +199,24 @@ export async function recordApprovalAnswer(
   actor: string,
   reason: string | null = null,
   now: Date = new Date(),
-  options: { consentWrites?: boolean; edit?: ApprovalEdit } = {},
+  options: { consentWrites?: boolean; edit?: ApprovalEdit; who?: Answerer } = {},
 ): Promise<ApprovalRecord> {
   // Issue 27: who answered and why are made storable here, the same way in every store.
   actor = storableText(actor).text;
   if (reason !== null) reason = storableText(reason).text;
   const a = await store.getApproval(id);
   if (!a) throw new KeelError('not_found', `no approval ${id}`, 'keel approvals list shows them');
+  const who = options.who ?? { name: actor, groups: [], kind: 'app' };
+  if (!mayAnswer(a.card, who)) {
+    await store.audit({
+      at: now.toISOString(),
+      actor,
+      action: `${decision}_refused_forbidden`,
+      subject: id,
+      detail: JSON.stringify({ approvers: a.card.approvers, groups: who.groups, kind: who.kind }),
+    });
+    throw notYours(id, a.card, who);
+  }
   const consentWrites = Boolean(options.consentWrites);
   if (consentWrites && (decision !== 'approve' || !a.card.offers_write_consent)) {
     throw new KeelError(

@@ -226,6 +226,8 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       onEvent,
       consentWrites: allowWrites,
       arguments: edit,
+      // A9: the machine's own user, holding the store file, answers any card (routed ones too).
+      who: { name: osUser(), groups: [], kind: 'user' },
     });
     spin.stop();
     if (appModel) {

@@ -137,10 +137,16 @@ const EXAMPLES: Record<string, [command: string, comment: string][]> = {
   'keel tokens': [
     ['keel tokens create --name phone --role approver', ''],
     ['keel tokens list', ''],
+    ['keel tokens groups ana --add finance', ''],
   ],
   'keel tokens create': [['keel tokens create --name phone --role approver', 'a token that can answer cards']],
   'keel tokens list': [['keel tokens list --json', '']],
   'keel tokens revoke': [['keel tokens revoke phone', '']],
+  'keel tokens groups': [
+    ['keel tokens groups ana --add finance', 'ana may answer the cards routed to finance'],
+    ['keel tokens groups ana --set finance,ops', 'exactly these'],
+    ['keel tokens groups ana --set ""', 'in no group'],
+  ],
   'keel data': [['keel data reset --yes', '']],
   'keel data reset': [
     ['keel data reset', 'asks first, on a terminal'],
@@ -507,6 +513,8 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
                 onEvent: printer(o),
                 consentWrites: o.allowWrites,
                 arguments: edit,
+                // A9: the machine's own user, holding the store file, answers any card; with --server the token's groups apply.
+                who: { name: o.as ?? osUser(io.env), groups: [], kind: 'user' },
               }),
             );
       if (all.length > 1) {
@@ -749,18 +757,20 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         .choices(['viewer', 'approver', 'admin'])
         .default('approver'),
     )
+    .option('--group <group>', 'an approver group the token is in (repeatable): it may answer the cards routed to it', collectList, [])
     .option('--json', 'print JSON')
-    .action(async (o: { name: string; role: Role; json?: boolean }) => {
-      const t = (await tokenFile()).create(o.name, o.role);
+    .action(async (o: { name: string; role: Role; group: string[]; json?: boolean }) => {
+      const t = (await tokenFile()).create(o.name, o.role, new Date(), o.group);
       if (o.json) io.out(`${JSON.stringify(t)}\n`);
       else {
-        io.err(`Token ${t.name} (${t.role}, ${t.id}). It is shown this once; keep it somewhere safe:\n`);
+        const groups = t.groups.length ? `, groups ${t.groups.join(', ')}` : '';
+        io.err(`Token ${t.name} (${t.role}${groups}, ${t.id}). It is shown this once; keep it somewhere safe:\n`);
         io.out(`${t.token}\n`);
       }
     });
   tokens
     .command('list')
-    .description('the tokens: name, role, when made, when revoked')
+    .description('the tokens: name, role, groups, when made, when revoked')
     .option('--json', 'print JSON')
     .action(async (o: { json?: boolean }) => {
       const rows = (await tokenFile()).list();
@@ -769,7 +779,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       else
         for (const t of rows)
           io.out(
-            `${t.id}  ${t.name.padEnd(20)} ${t.role.padEnd(9)} created ${t.created_at}${t.revoked_at ? `  revoked ${t.revoked_at}` : ''}\n`,
+            `${t.id}  ${t.name.padEnd(20)} ${t.role.padEnd(9)} ${(t.groups.length ? t.groups.join(',') : '-').padEnd(16)} created ${t.created_at}${t.revoked_at ? `  revoked ${t.revoked_at}` : ''}\n`,
           );
     });
   tokens
@@ -779,6 +789,30 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     .action(async (idOrName: string) => {
       const t = (await tokenFile()).revoke(idOrName);
       io.out(`Token ${t.name} (${t.id}) revoked.\n`);
+    });
+  tokens
+    .command('groups')
+    .description("a token's approver groups (A9): shown, or changed with --set, --add or --remove; a running server sees it at once")
+    .argument('<id_or_name>')
+    .option('--set <groups>', 'exactly these groups, comma-separated ("" for none)')
+    .option('--add <group>', 'add a group (repeatable)', collectList, [])
+    .option('--remove <group>', 'remove a group (repeatable)', collectList, [])
+    .option('--json', 'print JSON')
+    .action(async (idOrName: string, o: { set?: string; add: string[]; remove: string[]; json?: boolean }) => {
+      const file = await tokenFile();
+      if (o.set !== undefined && (o.add.length || o.remove.length))
+        throw new KeelError('bad_input', 'give --set, or --add and --remove: not both');
+      const changes = o.set !== undefined || o.add.length > 0 || o.remove.length > 0;
+      const set = o.set
+        ?.split(',')
+        .map((g) => g.trim())
+        .filter(Boolean);
+      const t = changes
+        ? file.setGroups(idOrName, { set, add: o.add, remove: o.remove })
+        : file.list().find((r) => !r.revoked_at && (r.id === idOrName || r.name === idOrName));
+      if (!t) throw new KeelError('not_found', `no active token ${idOrName}`, 'keel tokens list shows them');
+      if (o.json) io.out(`${JSON.stringify({ id: t.id, name: t.name, groups: t.groups })}\n`);
+      else io.out(`Token ${t.name} (${t.id}): ${t.groups.length ? `groups ${t.groups.join(', ')}` : 'in no group'}.\n`);
     });
   const tokenFile = async () => {
     const { Tokens } = await import('../server/tokens.js');

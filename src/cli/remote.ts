@@ -15,7 +15,13 @@ interface Accepted {
 
 type ApiRun = RunResult & { status: RunResult['status'] | 'running'; session_id: string };
 
-const CODE_OF: Record<number, KeelError['code']> = { 400: 'bad_input', 404: 'not_found', 409: 'conflict', 410: 'expired' };
+const CODE_OF: Record<number, KeelError['code']> = {
+  400: 'bad_input',
+  403: 'forbidden',
+  404: 'not_found',
+  409: 'conflict',
+  410: 'expired',
+};
 
 export class Remote {
   readonly base: string;

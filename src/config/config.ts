@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { z as Zod } from 'zod';
 import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
+import { GROUP_NAME } from '../util/groups.js';
 import { yamlParse } from '../util/yaml.js';
 
 // The schemas are built on first use: most runs have no config file, and loading zod and yaml
@@ -63,6 +64,14 @@ function notifyTargetSchema(z: typeof Zod) {
       backoff_ms: z.number().int().min(0).max(NOTIFY_MAX_BACKOFF_MS).default(500),
       /** Per attempt, until the response's headers arrive. */
       timeout_ms: z.number().int().positive().max(120_000).default(5000),
+      /**
+       * A10: the approver groups this receiver serves: it gets the cards routed to one of them and
+       * every card routed to none. Left out, it gets every card (its receiver is the operator's own).
+       */
+      groups: z
+        .array(z.string().regex(GROUP_NAME, 'a group name: 1 to 40 of a-z, 0-9, _ and -'))
+        .min(1, 'list at least one group, or leave groups out for every card')
+        .optional(),
     })
     .superRefine((t, ctx) => {
       if (t.secret === undefined && t.secret_env === undefined)

@@ -9,6 +9,7 @@ import {
   recordApprovalAnswer,
   recordCardsClosed,
 } from '../approvals/respond.js';
+import { type Answerer, mayAnswer, notYours } from '../approvals/who.js';
 import { type KeelConfig, loadConfig, policyFileOf } from '../config/config.js';
 import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
@@ -167,6 +168,12 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
    * call runs, once.
    */
   arguments?: Record<string, unknown>;
+  /**
+   * Who answers, when not the application itself: a server's token, an MCP client's, the
+   * machine's user. A card routed to groups it is not in is refused (forbidden), the card left
+   * pending. Left out, the application is the authority and `actor` its name.
+   */
+  who?: Answerer;
 }
 
 /** One card of a batch answer: answered (or found expired), or why not — the others went on. */
@@ -691,9 +698,13 @@ export class Keel {
   /** Records the answer to a card (audited), its run left where it is. */
   private async recordAnswer(id: string, decision: ApprovalDecision, o: ApprovalOptions): Promise<ApprovalRecord> {
     const actor = o.actor ?? osUser(this.env);
+    // A9: an edit is not looked at for a card the answerer may not answer: recordApprovalAnswer refuses it first.
+    const routed = o.who ? await this.requireStore().getApproval(id) : undefined;
+    const refused = routed !== undefined && o.who !== undefined && !mayAnswer(routed.card, o.who);
     return recordApprovalAnswer(this.requireStore(), id, decision, actor, o.reason ?? null, new Date(), {
       consentWrites: o.consentWrites,
-      edit: o.arguments === undefined ? undefined : await this.editOf(id, o),
+      edit: o.arguments === undefined || refused ? undefined : await this.editOf(id, o),
+      who: o.who,
     });
   }
 
@@ -730,6 +741,16 @@ export class Keel {
       if (!(await this.requireStore().loadRun(r))) throw new KeelError('not_found', `no run ${r}; nothing was answered`);
     const all = [...ids];
     for (const r of chosen) for (const a of await this.listApprovals({ status: 'pending', run_id: r })) all.push(a.id);
+    // A9: a card of the batch routed to groups the answerer is not in refuses the whole batch, as its cap does.
+    if (opts.who) {
+      for (const id of new Set(all)) {
+        const a = await this.requireStore().getApproval(id);
+        if (a && !mayAnswer(a.card, opts.who)) {
+          const refused = notYours(id, a.card, opts.who);
+          throw new KeelError('forbidden', `${refused.message}; nothing was answered`, refused.cliHint);
+        }
+      }
+    }
     const out: BatchAnswer[] = [];
     for (const id of new Set(all)) {
       try {
@@ -737,7 +758,12 @@ export class Keel {
         out.push({ id, outcome: approval.status === 'expired' ? 'expired' : 'answered', approval, ...(leg ? { leg } : {}) });
       } catch (err) {
         if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
-        const outcome = err.code === 'conflict' || err.code === 'not_found' ? err.code : err.code === 'bad_input' ? 'refused' : 'error';
+        const outcome =
+          err.code === 'conflict' || err.code === 'not_found'
+            ? err.code
+            : err.code === 'bad_input' || err.code === 'forbidden'
+              ? 'refused'
+              : 'error';
         out.push({ id, outcome, error: err.message });
       }
     }

@@ -58,7 +58,11 @@ function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
           request: p.card.request,
           items: p.card.items,
           ...(p.card.untrusted ? { untrusted: p.card.untrusted } : {}),
+          // A10: who may answer it, and which operator policies asked for it.
+          ...(p.card.approvers?.length ? { approvers: p.card.approvers } : {}),
+          ...(p.card.policy?.length ? { policy: p.card.policy } : {}),
         },
+        ...(p.card.approvers?.length ? { approvers: p.card.approvers } : {}),
       });
     }
     notifier.publish({
@@ -71,6 +75,8 @@ function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
           : p.kind === 'ask_user'
             ? { kind: p.kind, question: p.question }
             : { kind: p.kind, why: p.why },
+      // A10: a routed card's pause goes where its card goes.
+      ...(p.kind === 'approval' && p.card.approvers?.length ? { approvers: p.card.approvers } : {}),
     });
   }
   if (e.type === 'run_finished' && e.result.status === 'failed') {

@@ -12,6 +12,7 @@ import { getCookie } from 'hono/cookie';
 import { cors } from 'hono/cors';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
+import type { Answerer } from '../approvals/who.js';
 import type { Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { toResult } from '../loop/result.js';
@@ -61,7 +62,11 @@ export interface ServerDeps {
 interface Who {
   name: string;
   role: Role;
+  groups: readonly string[];
 }
+
+/** A9: a token as the one who answers a card (its groups decide a routed card). */
+const answerer = (who: Who): Answerer => ({ name: who.name, role: who.role, groups: who.groups, kind: 'token' });
 
 type Method = 'get' | 'post' | 'put' | 'delete';
 type Schema = z.ZodType;
@@ -136,6 +141,8 @@ const STATUS_OF: Record<KeelError['code'], number> = {
   config: 422,
   // Issue 27: the store cannot be reached: not the client's mistake; it may try again later.
   unavailable: 503,
+  // A9: a card routed to groups the token is not in.
+  forbidden: 403,
 };
 
 /** How long a client is asked to wait before trying again when the store cannot be reached (Retry-After, seconds). */
@@ -232,7 +239,7 @@ export function createApp(d: ServerDeps): Hono {
   ): void {
     routes.push(spec as AnyRoute);
     const handle = async (c: Context): Promise<Response> => {
-      let who: Who = { name: 'anonymous', role: 'viewer' };
+      let who: Who = { name: 'anonymous', role: 'viewer', groups: [] };
       if (spec.role) {
         const token = bearer(c);
         // The console's session cookie reads (the live streams an EventSource opens); it never writes here.
@@ -606,7 +613,12 @@ export function createApp(d: ServerDeps): Hono {
         throw new HttpProblem(400, 'give ids, or a run whose pending cards to answer', [
           { field: 'body.ids', message: 'give ids, or a run whose pending cards to answer' },
         ]);
-      const answers = await keel.answerApprovals(body.ids, body.decision, { actor: who.name, reason: body.reason ?? null, run: body.run });
+      const answers = await keel.answerApprovals(body.ids, body.decision, {
+        actor: who.name,
+        reason: body.reason ?? null,
+        run: body.run,
+        who: answerer(who),
+      });
       const results = [];
       for (const { leg, ...a } of answers) {
         if (a.approval) hub.wake(a.approval.run_id);
@@ -634,6 +646,7 @@ export function createApp(d: ServerDeps): Hono {
           reason: body.reason ?? null,
           consentWrites: body.consent_writes,
           arguments: body.arguments,
+          who: answerer(who),
         })
         .catch((err: unknown) => {
           // A7: a refused edit names the field (`arguments`, or `arguments.<call_id>` on a card of several calls).
@@ -727,7 +740,7 @@ export function createApp(d: ServerDeps): Hono {
       errors: [400, 401, 403, 409, 415],
     },
     async (c, { body, who }) => {
-      const t = tokens.create(body.name, body.role);
+      const t = tokens.create(body.name, body.role, new Date(), body.groups ?? []);
       await audit(who, 'create_token', t.id, JSON.stringify(body));
       return json(c, 201, t);
     },

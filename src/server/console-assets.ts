@@ -26,6 +26,7 @@ h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:1.4
 .card { border:1px solid var(--line); border-radius:8px; padding:.9rem; margin:.7rem 0; }
 .card .item { border-top:1px dashed var(--line); padding-top:.5rem; margin-top:.5rem; }
 .card .item h4 { margin:0 0 .3rem; font-size:1rem; }
+.card .routed { font-weight:600; margin:.3rem 0; } .card .policy { color:var(--muted); font-size:.92rem; margin:.3rem 0; }
 .card ul { margin:.2rem 0 .4rem 1.2rem; padding:0; }
 .undo, .meta, .request, .hint, .dir { color:var(--muted); font-size:.92rem; margin:.3rem 0; }
 .status-expired { color:var(--warn); } .status-rejected { color:var(--bad); } .status-approved { color:var(--ok); }

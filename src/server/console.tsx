@@ -10,6 +10,7 @@ import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
 import { groupSources } from '../approvals/card.js';
+import { type Answerer, mayAnswer, onlyGroups } from '../approvals/who.js';
 import { isMcpSession, type Keel } from '../keel/keel.js';
 import type { Leg } from '../loop/legs.js';
 import { untrustedRead } from '../loop/result.js';
@@ -25,7 +26,15 @@ import { allows, type Role, tokenPrincipal, type WebSessions } from './tokens.js
 interface Who {
   name: string;
   role: Role;
+  groups: readonly string[];
 }
+
+/** A9: the logged-in token as the one who answers a card. */
+const answerer = (who: Who): Answerer => ({ name: who.name, role: who.role, groups: who.groups, kind: 'token' });
+
+/** A9: may the logged-in token answer this card (its role, and its groups for a routed card)? */
+const mayAnswerCard = (who: Who, a: ApprovalRecord): boolean =>
+  allows(who.role, 'approver') && mayAnswer(a.card, answerer(who));
 
 export interface ConsoleDeps {
   keel: Keel;
@@ -172,6 +181,8 @@ const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; tools?: Re
         Asked: <q>{a.card.request}</q> · <a href={`/runs/${a.run_id}`}>run {a.run_id}</a>
       </p>
       <ReadFromOutside untrusted={a.card.untrusted} />
+      {a.card.policy?.length ? <p class="policy">{`Asked by policy ${a.card.policy.join(', ')}`}</p> : null}
+      {a.status === 'pending' && a.card.approvers?.length ? <p class="routed">{onlyGroups(a.card)}</p> : null}
       {a.card.items.map((i) => (
         <section class="item">
           {!single && (
@@ -409,7 +420,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       return await f();
     } catch (err) {
       if (!(err instanceof KeelError)) throw err;
-      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409, unavailable: 503 }[
+      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409, unavailable: 503, forbidden: 403 }[
         err.code
       ];
       return page(c, status, 'Not done', <p class="error">{err.message}</p>, who, csrf);
@@ -524,7 +535,9 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     // A8: several cards may be answered in one action; a run with several pending cards (an MCP session's) offers them all.
     const perRun = new Map<string, number>();
     for (const a of pending) perRun.set(a.run_id, (perRun.get(a.run_id) ?? 0) + 1);
-    const batch = can && pending.length > 1;
+    // A9: a card routed to groups this token is not in shows without buttons, and joins no batch.
+    const mine = pending.filter((a) => mayAnswerCard(who, a));
+    const batch = can && mine.length > 1;
     return (
       <div>
         <h1>Inbox</h1>
@@ -532,7 +545,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
           <h2 id="h-cards">Waiting for approval ({pending.length})</h2>
           {batch && <BatchForm csrf={csrf} runs={[...perRun].filter(([, n]) => n > 1).map(([id, count]) => ({ id, count }))} />}
           {pending.length ? (
-            pending.map((a) => <Card a={a} canAnswer={can} csrf={csrf} tools={tools.get(a.id)} batch={batch} />)
+            pending.map((a) => <Card a={a} canAnswer={mayAnswerCard(who, a)} csrf={csrf} tools={tools.get(a.id)} batch={batch} />)
           ) : (
             <p>Nothing waits for approval.</p>
           )}
@@ -726,7 +739,12 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
           </section>
         )}
         {pendingCard?.status === 'pending' && (
-          <Card a={pendingCard} canAnswer={can} csrf={csrf} tools={can && !isMcpSession(run) ? registry?.byName : undefined} />
+          <Card
+            a={pendingCard}
+            canAnswer={mayAnswerCard(who, pendingCard)}
+            csrf={csrf}
+            tools={can && !isMcpSession(run) ? registry?.byName : undefined}
+          />
         )}
         {run.pause?.kind === 'ask_user' && <Question run={run} canAnswer={can} csrf={csrf} />}
         <section aria-labelledby="h-calls">
@@ -849,7 +867,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     if (!decision) throw new KeelError('bad_input', 'choose Approve or Reject');
     const { ids, runs } = batchSelection(data);
     if (!ids.length && !runs.length) throw new KeelError('bad_input', 'select the cards to answer first');
-    const o = { actor: who.name, reason: data.reason?.trim() || null };
+    const o = { actor: who.name, reason: data.reason?.trim() || null, who: answerer(who) };
     // Issue 40: one batch, checked whole (its cap, every run known) before any card is answered, as the API's.
     const answers = await keel.answerApprovals(ids, decision, { ...o, runs });
     const results = [];
@@ -873,7 +891,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       const tools = (await cardTools([a])).get(a.id) ?? new Map<string, ToolSpec>();
       try {
         edit = editedArguments(a, tools, data);
-        const { approval, leg } = await keel.answerApproval(id, decision, { actor: who.name, arguments: edit });
+        const { approval, leg } = await keel.answerApproval(id, decision, { actor: who.name, arguments: edit, who: answerer(who) });
         d.wake(approval.run_id);
         if (leg) await d.accepted(leg);
         return nextCard(c, approval.id);
@@ -888,7 +906,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
           <div>
             <h1>Edit refused</h1>
             <p class="error" role="alert">{`Not approved: ${err.message}. Nothing ran; the card still waits.`}</p>
-            <Card a={fresh} canAnswer={fresh.status === 'pending'} csrf={data.csrf} tools={tools} />
+            <Card a={fresh} canAnswer={fresh.status === 'pending' && mayAnswerCard(who, fresh)} csrf={data.csrf} tools={tools} />
           </div>,
           who,
           data.csrf,
@@ -899,6 +917,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       actor: who.name,
       reason: data.reason?.trim() || null,
       consentWrites: data.consent_writes === '1',
+      who: answerer(who),
     });
     d.wake(approval.run_id);
     if (leg) await d.accepted(leg);

@@ -42,6 +42,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { buildCard, describeCall, renderCardText, sourcesLine, undoSentence } from '../approvals/card.js';
 import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
+import { type Answerer, mayAnswer } from '../approvals/who.js';
 import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
 import { DEFAULT_LIMITS } from '../loop/deps.js';
 import {
@@ -251,6 +252,13 @@ export interface McpIdentity {
   client: string;
   /** O4: who the session's calls are made for, as the operator's policy sees it: the token's name, role and groups (stdio: `mcp:CLIENT`). */
   principal: Principal;
+  /** A9: over HTTP the token's groups (a card routed elsewhere is not its client's to answer); over stdio none: the machine's user. */
+  groups?: readonly string[];
+}
+
+/** A9: who answers a card on an MCP connection: over HTTP its token (its groups apply), over stdio the machine's user. */
+function answererOf(who: McpIdentity): Answerer {
+  return who.groups === undefined ? { name: who.actor, groups: [], kind: 'user' } : { name: who.actor, groups: who.groups, kind: 'mcp' };
 }
 
 /** The reason a card is closed with when its session's client is gone (one word for every surface: respond.ts). */
@@ -447,6 +455,7 @@ class McpSession {
       // Not waiting on a card: asking by elicitation (nothing ran), or already running (told to stop).
       if (!card) return 'Cancelled by the client while it was not waiting on a card: a call already running was told to stop.';
       try {
+        // A9: a client withdrawing its own call's card rejects it — nothing runs — whatever the card's groups.
         const a = await recordApprovalAnswer(this.store, card, 'reject', this.who.actor, TASK_CANCELLED);
         return a.status === 'expired'
           ? `Cancelled by the client; approval ${a.id} had expired. Nothing changed.`
@@ -659,13 +668,17 @@ class McpSession {
 
   /** With elicitation the card itself is shown to the client's user; the answer is recorded as the session's actor's. */
   private async elicitCard(id: string, card: ApprovalCard): Promise<void> {
+    // A9: a card routed to groups this client's token is not in is not asked of it: the group answers it elsewhere.
+    if (!mayAnswer(card, answererOf(this.who))) return;
     try {
       const answer = await this.server.elicitInput({
         message: `${renderCardText(card, id)}\n\nApprove this call?`,
         requestedSchema: { type: 'object', properties: { reason: { type: 'string', title: 'Reason (optional)' } } },
       });
       const reason = typeof answer.content?.reason === 'string' ? answer.content.reason : null;
-      await recordApprovalAnswer(this.store, id, answer.action === 'accept' ? 'approve' : 'reject', this.who.actor, reason);
+      await recordApprovalAnswer(this.store, id, answer.action === 'accept' ? 'approve' : 'reject', this.who.actor, reason, new Date(), {
+        who: answererOf(this.who),
+      });
     } catch {
       // Answered elsewhere first (that answer stands), or the client could not be asked: the card waits.
     }
@@ -985,7 +998,12 @@ export async function connectMcp(
     const principal: Principal = token
       ? { kind: 'mcp', name: token.name, role: token.role, groups: [...(token.groups ?? [])] }
       : { kind: 'mcp', name, groups: [] };
-    session ??= McpSession.open(o, pool, server, { actor: name, client, principal });
+    session ??= McpSession.open(o, pool, server, {
+      actor: name,
+      client,
+      principal,
+      ...(token ? { groups: [...(token.groups ?? [])] } : {}),
+    });
     return session;
   };
   tasks.onCancel = async (id) => (await open()).cancelTask(id);

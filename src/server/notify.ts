@@ -36,6 +36,11 @@
  * Deliveries to one target run one at a time, in order, from a queue of at most MAX_QUEUE; a
  * notification that finds the queue full is dropped and audited as `webhook_failed`. So a slow or
  * dead receiver holds a bounded amount of memory and delays only its own notifications.
+ *
+ * A10: a target may name the approver groups it serves (`groups: [finance]`): it then gets the
+ * cards routed to one of them (and the run_paused of such a card) and everything routed to no
+ * group; a target without `groups` gets everything, as before. The card's `approvers` and `policy`
+ * are in its data.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { NOTIFY_EVENTS, NOTIFY_MAX_BACKOFF_MS, type NotifyTarget } from '../config/config.js';
@@ -51,6 +56,14 @@ export interface Notification {
   at: string;
   /** Event details; may hold model or tool output, so it is bounded before it is sent. */
   data: Record<string, unknown>;
+  /** A10: a card routed to these groups goes only to targets serving one of them, or serving every card (no `groups`). */
+  approvers?: readonly string[];
+}
+
+/** A10: does a target get a notification? A target without `groups` gets all; one with groups, the unrouted and its own. */
+export function serves(target: Pick<NotifyTarget, 'groups'>, approvers: readonly string[] | undefined): boolean {
+  if (!target.groups || !approvers?.length) return true;
+  return approvers.some((g) => target.groups?.includes(g));
 }
 
 export interface NotifierDeps {
@@ -128,7 +141,7 @@ export class Notifier {
         this.warn(`keel: webhook: unknown event type ${JSON.stringify(String(n.type)).slice(0, 80)}, not sent`);
         return;
       }
-      const lanes = this.lanes.filter((l) => l.target.events.includes(n.type));
+      const lanes = this.lanes.filter((l) => l.target.events.includes(n.type) && serves(l.target, n.approvers));
       if (lanes.length === 0) return;
       if (this.closed) {
         if (!this.warnedClosed) this.warn(`keel: webhook: ${n.type} after shutdown, not sent`);

@@ -6,7 +6,8 @@
  * approver or an admin may subscribe — they are who answer cards and questions; a viewer, who cannot
  * answer, is refused. A push goes to every subscription whose token is still active and still an
  * approver or admin when the card comes (a revoked token's subscriptions are dropped then). At most
- * MAX_SUBSCRIPTIONS_PER_OWNER per token.
+ * MAX_SUBSCRIPTIONS_PER_OWNER per token. A card routed to groups (A10) goes only to the subscriptions
+ * of tokens that may answer it (`mayAnswer`: a token in one of its groups).
  *
  * What is sent, encrypted for the browser (RFC 8291, aes128gcm) and signed with the server's VAPID
  * key (RFC 8292), as JSON `{title, body, url, tag}`:
@@ -50,6 +51,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import { hostname as machineName } from 'node:os';
 import type * as WebPush from 'web-push';
 import { z } from 'zod';
+import { mayAnswer } from '../approvals/who.js';
 import type { LoopEvent, Pause, PushSubscriptionRecord, Store, VapidKeys } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { optionalImport } from '../util/optional.js';
@@ -142,6 +144,8 @@ interface Job {
   message: PushMessage;
   /** A card's id: its push lives until the card expires (read from the store by the sender, off the run's path). */
   approvalId?: string;
+  /** A10: the card's groups: only their tokens' subscriptions get it. */
+  approvers?: readonly string[];
 }
 
 type Lib = typeof WebPush;
@@ -624,7 +628,13 @@ export class Push {
         void this.audit('push_failed', subject, { status: `dropped: ${MAX_QUEUE} cards already wait to be pushed` });
         return;
       }
-      this.queue.push({ subject, message, approvalId: e.pause.kind === 'approval' ? e.pause.approval_id : undefined });
+      const card = e.pause.kind === 'approval' ? e.pause.card : undefined;
+      this.queue.push({
+        subject,
+        message,
+        approvalId: e.pause.kind === 'approval' ? e.pause.approval_id : undefined,
+        ...(card?.approvers?.length ? { approvers: [...card.approvers] } : {}),
+      });
       this.kick();
     } catch (err) {
       this.warn(`keel: push: not sent: ${errorText(err)}`);
@@ -669,13 +679,16 @@ export class Push {
     }
   }
 
-  /** The subscriptions a push goes to: of active approver or admin tokens, one per endpoint. Others' are dropped. */
-  private async recipients(): Promise<PushSubscriptionRecord[]> {
-    const active = new Map(
-      this.deps.tokens
-        .list()
-        .filter((t) => !t.revoked_at)
-        .map((t) => [t.id, t.role] as const),
+  /**
+   * The subscriptions a push goes to: of active approver or admin tokens, one per endpoint — for a
+   * card routed to groups, of the tokens that may answer it (A10). Revoked tokens' are dropped.
+   */
+  private async recipients(approvers: readonly string[] = []): Promise<PushSubscriptionRecord[]> {
+    const tokens = this.deps.tokens.list().filter((t) => !t.revoked_at);
+    const active = new Map(tokens.map((t) => [t.id, t.role] as const));
+    const routed = { approvers: [...approvers] };
+    const answers = new Set(
+      tokens.filter((t) => mayAnswer(routed, { name: t.name, role: t.role, groups: t.groups, kind: 'token' })).map((t) => t.id),
     );
     const out: PushSubscriptionRecord[] = [];
     const seen = new Set<string>();
@@ -687,7 +700,7 @@ export class Push {
           await this.audit('push_subscription_removed', s.id, { service: serviceOf(s.endpoint), why: 'its token was revoked' });
         continue;
       }
-      if (!allows(role, 'approver') || seen.has(s.endpoint)) continue;
+      if (!allows(role, 'approver') || !answers.has(s.owner_id) || seen.has(s.endpoint)) continue;
       seen.add(s.endpoint);
       out.push(s);
     }
@@ -696,7 +709,7 @@ export class Push {
 
   private async deliver(job: Job): Promise<void> {
     if (this.stop.signal.aborted) return;
-    const subs = await this.recipients();
+    const subs = await this.recipients(job.approvers);
     if (subs.length === 0) return;
     const keys = await this.vapidKeys();
     const ttl = await this.ttlOf(job);

@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { MAX_BATCH } from '../approvals/respond.js';
+import { GROUP_NAME } from '../util/groups.js';
 
 const MAX_REQUEST = 100_000;
 
@@ -73,6 +74,8 @@ export const TokenBody = z.strictObject({
     .max(64)
     .regex(/^[A-Za-z0-9._@-]+$/, 'letters, digits, . _ @ and -'),
   role: RoleSchema,
+  /** A9: the approver groups the token is in. */
+  groups: z.array(z.string().regex(GROUP_NAME, '1 to 40 of a-z, 0-9, _ and -')).max(100).optional(),
 });
 
 export const RunsQuery = z.strictObject({
@@ -119,6 +122,10 @@ const Card = z.object({
   offers_write_consent: z.literal(true).optional(),
   /** U6: what the run had read from outside the user when the card was made. */
   untrusted: z.array(UntrustedSource).optional(),
+  /** A9: only tokens in one of these groups may answer the card. */
+  approvers: z.array(z.string()).optional(),
+  /** A9: the operator policies that asked for the card. */
+  policy: z.array(z.string()).optional(),
 });
 /** A run's card (issue 40): each item also has its call's id and structured arguments, as the stored pause has them. */
 const ResultCard = Card.extend({
@@ -343,7 +350,9 @@ export const TokenSchema = z.object({
   role: RoleSchema,
   created_at: z.string(),
   revoked_at: z.string().nullable(),
+  /** A9: the approver groups the token is in. */
+  groups: z.array(z.string()),
 });
 export const TokenListSchema = z.object({ tokens: z.array(TokenSchema) });
 export const TokenCreatedSchema = TokenSchema.extend({ token: z.string() });
-export const WhoAmISchema = z.object({ name: z.string(), role: RoleSchema });
+export const WhoAmISchema = z.object({ name: z.string(), role: RoleSchema, groups: z.array(z.string()) });

@@ -7,6 +7,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, w
 import { dirname, join } from 'node:path';
 import type { Principal } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { groupProblem } from '../util/groups.js';
 
 export type Role = 'viewer' | 'approver' | 'admin';
 export const ROLES: readonly Role[] = ['viewer', 'approver', 'admin'];
@@ -22,6 +23,8 @@ export interface TokenRecord {
   role: Role;
   created_at: string;
   revoked_at: string | null;
+  /** A9: the approver groups the token is in (a card routed to a group only its tokens may answer); a file without them reads as []. */
+  groups: string[];
 }
 
 interface Stored extends TokenRecord {
@@ -54,6 +57,8 @@ export class Tokens {
     try {
       const parsed = JSON.parse(readFileSync(this.file, 'utf8')) as { tokens?: Stored[] };
       rows = Array.isArray(parsed.tokens) ? parsed.tokens : [];
+      // A9: a file written before groups existed: every token in none.
+      rows = rows.map((r) => (Array.isArray(r.groups) ? r : { ...r, groups: [] }));
     } catch (err) {
       throw new KeelError('config', `${this.file}: not a token file Keel can read (${(err as Error).message})`);
     }
@@ -75,14 +80,22 @@ export class Tokens {
   }
 
   /** A new token: returned once, stored as a hash. An active token's name is not reused. */
-  create(name: string, role: Role, now = new Date()): TokenRecord & { token: string } {
+  create(name: string, role: Role, now = new Date(), groups: readonly string[] = []): TokenRecord & { token: string } {
     if (!ROLES.includes(role)) throw new KeelError('bad_input', `unknown role ${role}: use viewer, approver or admin`);
+    const inGroups = checkedGroups(groups);
     const rows = [...this.read()];
     if (rows.some((r) => r.name === name && !r.revoked_at)) {
       throw new KeelError('conflict', `a token named ${name} exists already: revoke it first, or choose another name`);
     }
     const token = `${PREFIX}${randomBytes(32).toString('base64url')}`;
-    const rec: TokenRecord = { id: `tok_${randomUUID().slice(0, 8)}`, name, role, created_at: now.toISOString(), revoked_at: null };
+    const rec: TokenRecord = {
+      id: `tok_${randomUUID().slice(0, 8)}`,
+      name,
+      role,
+      created_at: now.toISOString(),
+      revoked_at: null,
+      groups: inGroups,
+    };
     rows.push({ ...rec, hash: hashOf(token) });
     this.write(rows);
     return { ...rec, token };
@@ -99,12 +112,31 @@ export class Tokens {
     return rec;
   }
 
+  /**
+   * A9: sets an active token's groups (by id or name): `set` replaces them, `add` and `remove` change
+   * them. A running server sees the change at the token's next request.
+   */
+  setGroups(idOrName: string, change: { set?: readonly string[]; add?: readonly string[]; remove?: readonly string[] }): TokenRecord {
+    const rows = this.read().map((r) => ({ ...r }));
+    const row = rows.find((r) => !r.revoked_at && (r.id === idOrName || r.name === idOrName));
+    if (!row) throw new KeelError('not_found', `no active token ${idOrName}`, 'keel tokens list shows them');
+    const set = change.set === undefined ? undefined : checkedGroups(change.set);
+    const add = checkedGroups(change.add ?? []);
+    const remove = checkedGroups(change.remove ?? []);
+    const next = (set ?? row.groups).filter((g) => !remove.includes(g));
+    for (const g of add) if (!next.includes(g)) next.push(g);
+    row.groups = next;
+    this.write(rows);
+    const { hash: _h, ...rec } = row;
+    return rec;
+  }
+
   /** Who a presented token is, or undefined (unknown, revoked, malformed). */
-  verify(token: string | undefined): { name: string; role: Role } | undefined {
+  verify(token: string | undefined): { name: string; role: Role; groups: string[] } | undefined {
     if (!token?.startsWith(PREFIX) || token.length > 200) return undefined;
     const h = hashOf(token);
     const row = this.read().find((r) => r.hash === h && !r.revoked_at);
-    return row ? { name: row.name, role: row.role } : undefined;
+    return row ? { name: row.name, role: row.role, groups: row.groups } : undefined;
   }
 
   /** On a server's first start: an admin token, shown once. Undefined when tokens exist already. */
@@ -112,6 +144,17 @@ export class Tokens {
     if (this.read().length > 0) return undefined;
     return this.create('admin', 'admin');
   }
+}
+
+/** A9: group names checked (a-z, 0-9, _ and -, 1 to 40), each once, in the order given. */
+function checkedGroups(groups: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const g of groups) {
+    const problem = groupProblem(g);
+    if (problem) throw new KeelError('bad_input', problem);
+    if (!out.includes(g)) out.push(g);
+  }
+  return out;
 }
 
 /**
@@ -128,7 +171,7 @@ export class WebSessions {
   ) {}
 
   /** A session for a valid token, or undefined. */
-  create(token: string): { id: string; csrf: string; who: { name: string; role: Role } } | undefined {
+  create(token: string): { id: string; csrf: string; who: { name: string; role: Role; groups: string[] } } | undefined {
     const who = this.tokens.verify(token);
     if (!who) return undefined;
     if (this.byId.size > 10_000) this.sweep();
@@ -139,7 +182,7 @@ export class WebSessions {
   }
 
   /** Who a session is (its token still valid), with its CSRF token. */
-  get(id: string | undefined): { who: { name: string; role: Role }; csrf: string } | undefined {
+  get(id: string | undefined): { who: { name: string; role: Role; groups: string[] }; csrf: string } | undefined {
     const s = id ? this.byId.get(id) : undefined;
     if (!s || !id) return undefined;
     const who = s.expires > Date.now() ? this.tokens.verify(s.token) : undefined;

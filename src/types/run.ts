@@ -178,9 +178,9 @@ export interface ApprovalCard {
   offers_write_consent?: true;
   /** What the run had read from outside the user when the card was made (labels are others' words: escape them). */
   untrusted?: UntrustedSource[];
-  /** O5: only tokens in one of these groups may answer the card (a policy's `@approvers`). */
+  /** The groups whose tokens alone may answer the card (any one suffices), set by an operator policy; absent, roles decide as before. */
   approvers?: string[];
-  /** O8: the operator policies that asked for the card (`@id`s). */
+  /** The ids of the operator policies that asked for the card ("Asked by policy big-payment"). */
   policy?: string[];
 }
 
