@@ -25,6 +25,7 @@ import type {
   RunState,
   RunStatus,
   RunStore,
+  TaskParent,
   ToolCall,
   UntrustedSource,
 } from '../types/index.js';
@@ -153,6 +154,10 @@ export interface NewRun {
   /** U2: a delegate's: what its parent had read from outside the user when it started it. */
   inherited_untrusted?: readonly UntrustedSource[];
   notes?: readonly string[];
+  /** D1: a delegate's run: the run that started it. */
+  parent?: TaskParent;
+  /** The run's id, when its starter makes it (a delegate's, from its parent and task call); else a random one. */
+  id?: string;
 }
 
 /** Holds one run's state and is the only thing that changes it; `save` is the only way it is stored. */
@@ -180,7 +185,7 @@ export class RunWriter {
   static async start(input: NewRun, store: RunStore | null, clock: () => Date = () => new Date()): Promise<RunWriter> {
     const request = input.request.trim();
     if (!request) throw new KeelError('bad_input', 'the message is empty: say what you want done');
-    const id = `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const id = input.id ?? `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const now = clock().toISOString();
     const s: RunState = {
       id,
@@ -211,6 +216,7 @@ export class RunWriter {
     // U2: the run's context starts with what it inherits (the session's transcript, a delegate's prompt): so does what it has read.
     const inherited = input.inherited_untrusted ?? input.session?.untrusted;
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
+    if (input.parent) s.parent = { ...input.parent };
     await store?.createRun(s);
     return new RunWriter(s, store, clock);
   }
@@ -235,6 +241,13 @@ export class RunWriter {
         'not_paused',
         `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: answer the approval`,
         `keel approvals approve|reject ${pause.approval_id}`,
+      );
+    }
+    if (pause.kind === 'task') {
+      throw new KeelError(
+        'not_paused',
+        `run ${runId} waits for its delegate's task ${pause.task_id} (run ${pause.child_run}), not for an answer: it goes on when that run ends`,
+        `keel runs show ${pause.child_run}`,
       );
     }
     if (pause.kind !== 'ask_user') {
@@ -577,7 +590,7 @@ export class RunWriter {
    */
   async pause(
     pause: Pause,
-    reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>,
+    reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted' | 'awaiting_task'>,
     announce?: (s: RunView) => LoopEvent[],
     card?: ApprovalRecord,
   ): Promise<LoopEvent[]> {
@@ -611,6 +624,7 @@ export class RunWriter {
 
 export type QuestionPause = Extract<Pause, { kind: 'ask_user' }>;
 export type ApprovalPause = Extract<Pause, { kind: 'approval' }>;
+export type TaskPauseOf = Extract<Pause, { kind: 'task' }>;
 
 async function loadOrThrow(store: RunStore, runId: string): Promise<RunState> {
   const s = await store.loadRun(runId);

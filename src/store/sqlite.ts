@@ -197,8 +197,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@parent_run,@depth,@delegate,@task_id,@parent_request)`),
       // C5: the session's mode as stored, read in the save's own transaction.
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
@@ -281,6 +281,11 @@ export class SqliteStore implements Store {
       created_at: run.created_at,
       updated_at: run.updated_at,
       inherited_untrusted: run.inherited_untrusted?.length ? JSON.stringify(run.inherited_untrusted) : null,
+      parent_run: run.parent?.run_id ?? null,
+      depth: run.parent?.depth ?? 0,
+      delegate: run.parent?.delegate ?? null,
+      task_id: run.parent?.task_id ?? null,
+      parent_request: run.parent?.request ?? null,
     };
   }
 
@@ -334,11 +339,19 @@ export class SqliteStore implements Store {
       ['memories', 'untrusted', 'TEXT'],
       // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
       ['runs', 'inherited_untrusted', 'TEXT'],
+      // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
+      ['runs', 'parent_run', 'TEXT'],
+      ['runs', 'depth', 'INTEGER NOT NULL DEFAULT 0'],
+      ['runs', 'delegate', 'TEXT'],
+      ['runs', 'task_id', 'TEXT'],
+      ['runs', 'parent_request', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
       if (!columns.includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
     }
+    // D1: a run's delegates are listed by their parent.
+    this.db.exec('CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL');
     // R23: how often each tool ran, kept as calls are written; a file made before it is counted once,
     // under a write lock so that two processes opening it together do not both count.
     const hasUsage = () => this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_usage'").get() !== undefined;
@@ -657,6 +670,17 @@ export class SqliteStore implements Store {
       seq_base: r.seq_base as number,
       contract: r.contract ? JSON.parse(r.contract as string) : null,
       ...(typeof r.inherited_untrusted === 'string' ? { inherited_untrusted: JSON.parse(r.inherited_untrusted) } : {}),
+      ...(typeof r.parent_run === 'string'
+        ? {
+            parent: {
+              run_id: r.parent_run,
+              delegate: r.delegate as string,
+              depth: r.depth as number,
+              task_id: r.task_id as string,
+              request: r.parent_request as string,
+            },
+          }
+        : {}),
       messages,
       steps: [],
       requests,
@@ -710,7 +734,11 @@ export class SqliteStore implements Store {
       where.push('(created_at < ? OR (created_at = ? AND id < ?))');
       args.push(q.before.created_at, q.before.created_at, q.before.id);
     }
-    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
+    if (q.parent_run) {
+      where.push('parent_run = ?');
+      args.push(q.parent_run);
+    }
+    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at,parent_run FROM runs
       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
     return this.shaped(sql).all(...args, q.limit ?? 50) as RunSummary[];
   }
