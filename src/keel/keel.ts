@@ -732,6 +732,18 @@ export class Keel {
     return this.requireStore().listRuns(query);
   }
 
+  /** D6: the delegates' runs a run started, oldest first: each with its task id, delegate and status. */
+  async children(runId: string): Promise<{ run_id: string; task_id: string; delegate: string; status: string; reason: string | null }[]> {
+    const store = this.requireStore();
+    const out = [];
+    for (const c of (await store.listRuns({ parent_run: runId, limit: 500 })).reverse()) {
+      const run = await store.loadRun(c.id);
+      if (run?.parent)
+        out.push({ run_id: run.id, task_id: run.parent.task_id, delegate: run.parent.delegate, status: run.status, reason: run.reason });
+    }
+    return out;
+  }
+
   /** Approval cards (filtered by status or run); pending ones past their expiry are expired first, and their runs ended. */
   async listApprovals(filter: { status?: ApprovalStatus; run_id?: string } = {}): Promise<ApprovalRecord[]> {
     const store = this.requireStore();
@@ -1157,19 +1169,21 @@ export class Keel {
     let result = first;
     let pauses = 0;
     while (result.status === 'paused') {
-      if (result.reason === 'awaiting_user_input') {
-        const answer = await responder.answer(result.question, result.confirm);
+      // D3: a run waiting for its delegate is answered through what the delegate waits for (its question or card).
+      const p = waitedFor(result);
+      if (p.reason === 'awaiting_user_input') {
+        const answer = await responder.answer(p.question, p.confirm);
         if (answer === undefined) break;
         pauses++;
-        result = await this.answer(result.run_id, answer, opts);
-      } else if (result.reason === 'awaiting_approval') {
+        result = await this.answer(p.run_id, answer, opts);
+      } else if (p.reason === 'awaiting_approval') {
         let refused: string | undefined;
         let next: RunResult<T> | undefined;
         while (!next) {
-          const d = await responder.decide(refused === undefined ? result.approval : { ...result.approval, refused });
+          const d = await responder.decide(refused === undefined ? p.approval : { ...p.approval, refused });
           if (!d) break;
           try {
-            next = await this.decide(result.approval.id, d.decision, {
+            next = await this.decide(p.approval.id, d.decision, {
               ...opts,
               actor: d.actor,
               reason: d.reason ?? null,
@@ -1207,4 +1221,9 @@ export class Keel {
 /** D1: a delegate's run id, made from its parent's and the task call's: the same task call never starts two runs. */
 function childRunId(parentRun: string, callId: string): string {
   return `run_${createHash('sha256').update(`${parentRun}\u0000${callId}`).digest('hex').slice(0, 12)}`;
+}
+
+/** D3: what a paused run waits for a person to answer: its own pause, or its delegate's (and theirs, down the chain). */
+function waitedFor(r: PausedResult): PausedResult {
+  return r.reason === 'awaiting_task' && r.task.waiting ? waitedFor(r.task.waiting) : r;
 }

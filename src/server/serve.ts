@@ -120,6 +120,14 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
         }
       : undefined,
   });
+  // D1/D2: a delegate's run, and a parent its delegate's end woke, go through the runner (to the queue on PostgreSQL).
+  keel.legSink = (leg) => {
+    try {
+      runner.submit(leg);
+    } catch (err) {
+      log(`keel serve: run ${leg.run_id} was not taken: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
 
   const adminToken = tokens.firstAdmin()?.token;
   // Mount the plugins before listening: a broken plugin shows in the log and /v1/plugins, not mid-request.
