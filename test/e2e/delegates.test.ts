@@ -155,7 +155,7 @@ test('D2 kill -9 of keel serve while the delegate waits on its card: a new serve
 
 test('D2 kill -9 of keel run while the delegate works (after its write ran): keel resume of the parent carries the delegate on; the write ran once and the parent finishes', async () => {
   const h = home([{ tool_calls: [{ id: 'd1', name: 'restore_email', args: { ids: ['m1'] } }] }, { delay_ms: 4000, text: 'Restored m1.' }]);
-  const env = { ...process.env, KEEL_HOME: h };
+  const env: NodeJS.ProcessEnv = { ...process.env, KEEL_HOME: h };
   delete env.KEEL_PLUGINS;
   const model = script(h, [...PARENT.slice(0, 2), { text: 'The cleaner restored m1.' }]);
   const child = spawn(process.execPath, [KEEL_BIN, 'run', '--model', model, '--plugins', FIXTURES, 'Restore m1'], {
