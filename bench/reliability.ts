@@ -37,7 +37,12 @@ if (process.argv.includes('--only') && process.argv[process.argv.indexOf('--only
   console.log(`crash matrix: ${crashes.trials} trials, ${crashes.kills} kills; ${crashes.violations.length} violations (${crashes.ms} ms)`);
   const file = join(here, 'results', 'reliability.json');
   const last = JSON.parse(readFileSync(file, 'utf8'));
-  last.crashes = { date: new Date().toISOString(), ...crashes, violations: crashes.violations.length, examples: crashes.violations.slice(0, 3) };
+  last.crashes = {
+    date: new Date().toISOString(),
+    ...crashes,
+    violations: crashes.violations.length,
+    examples: crashes.violations.slice(0, 3),
+  };
   writeFileSync(file, `${JSON.stringify(last, null, 2)}\n`);
   console.log('wrote the crashes entry of bench/results/reliability.json');
   process.exit(crashes.violations.length ? 1 : 0);

@@ -54,6 +54,23 @@ async function until<T>(what: string, f: () => T | undefined | Promise<T | undef
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** A console session for `token`, as a browser gets one (the login form's nonce, then its post): the cookie header. */
+async function consoleLogin(url: string, token: string): Promise<string> {
+  const form = await fetch(`${url}/login`);
+  const nonceCookie = form.headers.getSetCookie().map((c) => c.split(';')[0]);
+  const csrf = /name="csrf" value="([^"]+)"/.exec(await form.text())?.[1] ?? '';
+  const r = await fetch(`${url}/login`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: nonceCookie.join('; '), 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ token, csrf }).toString(),
+  });
+  return r.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
+}
+
 test("D1-D3 CLI: keel run shows the delegate's card on its waiting parent; keel approvals approve runs the call once and prints the parent's answer; keel runs show links them", async () => {
   const h = home(CHILD_TRASH);
   const env = { KEEL_HOME: h };
@@ -118,6 +135,12 @@ test('D1-D3 API (keel serve, SQLite): the delegate card is approved through the 
     const child = (await s.api('GET', `/v1/runs/${childId}`, { token: s.viewer })).body;
     assert.equal(child.parent_run, runId);
     assert.equal(trashed(h).length, 1, 'exactly once');
+    // D6: the console's run pages link parent and delegate.
+    const cookie = await consoleLogin(s.url, s.viewer);
+    const parentPage = await (await fetch(`${s.url}/runs/${runId}`, { headers: { cookie } })).text();
+    assert.match(parentPage, new RegExp(`tk_1 cleaner: <a href="/runs/${childId}">`));
+    const childPage = await (await fetch(`${s.url}/runs/${childId}`, { headers: { cookie } })).text();
+    assert.match(childPage, new RegExp(`started by run <a href="/runs/${runId}">`));
   } finally {
     await s.close();
   }

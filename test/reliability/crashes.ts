@@ -132,7 +132,14 @@ const SCENARIOS: Scenario[] = [
         [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1', 'm2'] } }] }, { text: 'Trashed both.' }] as never,
         'delegate.yaml',
       );
-      const config = ['subagents:', '  delegates:', '    - name: cleaner', '      instructions: You tidy the inbox.', '      tools: [search_inbox, trash_email]', `      model: ${JSON.stringify(child)}`];
+      const config = [
+        'subagents:',
+        '  delegates:',
+        '    - name: cleaner',
+        '      instructions: You tidy the inbox.',
+        '      tools: [search_inbox, trash_email]',
+        `      model: ${JSON.stringify(child)}`,
+      ];
       writeFileSync(join(home, 'config.yaml'), `${config.join('\n')}\n`);
     },
   },
@@ -171,7 +178,9 @@ async function show(runId: string, env: Record<string, string>): Promise<RunJson
 /** The newest run the user started (a delegate's run is its parent's, D1). */
 async function latestRun(env: Record<string, string>): Promise<string | undefined> {
   const r = await cli(['runs', 'list', '--json'], env);
-  return r.code === 0 ? (JSON.parse(r.stdout) as { run_id: string; parent_run?: string | null }[]).find((x) => !x.parent_run)?.run_id : undefined;
+  return r.code === 0
+    ? (JSON.parse(r.stdout) as { run_id: string; parent_run?: string | null }[]).find((x) => !x.parent_run)?.run_id
+    : undefined;
 }
 
 /** Finishes a run as a user would after a crash; returns a problem, or undefined when it ended. */
