@@ -254,7 +254,9 @@ test('D1: a delegate left running by a stopped leg is carried on by resuming its
   setTimeout(() => keel.interrupt('test stop'), 100);
   const r = await started;
   assert.equal(r.status, 'paused');
+  assert.equal(r.reason, 'awaiting_task', 'the parent waits for its delegate, stored');
   const child = await until(keel, (await childOf(keel, r.run_id)).id, (c) => c.status === 'paused');
+  assert.equal(child.parent?.run_id, r.run_id);
   assert.equal(child.reason, 'interrupted');
   const end = await keel.resume(r.reason === 'awaiting_task' ? r.run_id : r.run_id, { model: parentModel });
   assert.equal(end.run_id, r.run_id);
