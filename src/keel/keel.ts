@@ -266,18 +266,22 @@ export class Keel {
   /** Each run's options while it is paused in this Keel: its continuations reuse them (RunOptions). */
   private readonly remembered = new Map<string, Kept>();
   /**
-   * D1: where a leg this Keel does not drive for its caller goes — a delegate's run it started, a
+   * where a leg this Keel does not drive for its caller goes — a delegate's run it started, a
    * parent woken by its delegate's end. Unset: driven here, in the background (SQLite, the library,
    * the CLI). `keel serve` sets its runner, `keel worker` the job queue: any worker may drive it.
    */
   legSink: ((leg: Leg) => void) | undefined;
-  /** D1: legs driven here in the background, by run: a caller waiting for a delegate waits for these. */
+  /** Legs driven here in the background, by run: a caller waiting for a delegate waits for these. */
   private readonly inflight = new Map<string, Promise<RunResult | undefined>>();
-  /** D2: a delegate's run that ended here woke its parent: the parent's next leg, driven here, by the delegate's run id. */
+  /** A delegate's run that ended here woke its parent: the parent's next leg, driven here, by the delegate's run id. */
   private readonly woken = new Map<string, Promise<RunResult | undefined>>();
-  /** D2: task_stop interrupts a delegate's leg driven here through these (by run). */
+  /** Runs whose leg this Keel is driving now (of those followed, `followed`): never taken over from itself. */
+  private readonly driving = new Set<string>();
+  /** The onEvent a run's caller gave: a continuation of it driven here in the background (woken by its delegate) tells it too. */
+  private readonly listeners = new Map<string, (e: LoopEvent) => void>();
+  /** Task_stop interrupts a delegate's leg driven here through these (by run). */
   private readonly childStops = new Map<string, AbortController>();
-  /** D1: each delegate's pool, by the parent's registry (so a delegate's menus are shared as a run's are). */
+  /** Each delegate's pool, by the parent's registry (so a delegate's menus are shared as a run's are). */
   private readonly delegatePools = new WeakMap<Registry, Map<string, Registry>>();
 
   constructor(opts: KeelOptions = {}) {
@@ -366,9 +370,9 @@ export class Keel {
   }
 
   /**
-   * D1: a delegate's run: stored at once (its id made from the parent and the task call, so a task
-   * call met again starts no second run), in its parent's session (C5: it reads the mode fresh),
-   * with what its parent had read (U2); then driven — here in the background, or by the legSink.
+   * a delegate's run: stored at once (its id made from the parent and the task call, so a task
+   * call met again starts no second run), in its parent's session (it reads the mode fresh),
+   * with what its parent had read; then driven — here in the background, or by the legSink.
    */
   private async startChild(c: ChildStart): Promise<RunState> {
     const store = this.requireStore();
@@ -416,7 +420,7 @@ export class Keel {
       return Promise.resolve(undefined);
     }
     // A leg that fails here leaves its run as any failed process does: recovered by the next resume (R18).
-    const p: Promise<RunResult | undefined> = collect(leg.drive()).catch(() => undefined);
+    const p: Promise<RunResult | undefined> = collect(leg.drive(), this.listeners.get(leg.run_id)).catch(() => undefined);
     this.inflight.set(leg.run_id, p);
     void p.then(() => {
       if (this.inflight.get(leg.run_id) === p) this.inflight.delete(leg.run_id);
@@ -425,9 +429,9 @@ export class Keel {
   }
 
   /**
-   * D2: a leg has ended or paused. A delegate's run that ended wakes its parent if the parent waits
+   * a leg has ended or paused. A delegate's run that ended wakes its parent if the parent waits
    * for it; a run that paused for a delegate that has already ended (it ended while this run
-   * paused) wakes itself. The pause is claimed once (R18): one waker carries the parent on.
+   * paused) wakes itself. The pause is claimed once: one waker carries the parent on.
    */
   private async afterLeg(leg: Leg, r: RunResult): Promise<void> {
     if (leg.parent_run && (r.status === 'done' || r.status === 'failed')) await this.wakeParent(leg.parent_run, leg.run_id);
@@ -453,7 +457,7 @@ export class Keel {
   }
 
   /**
-   * D2: a result as the caller should see it once the delegates it waits for have moved: a run
+   * a result as the caller should see it once the delegates it waits for have moved: a run
    * that ended and woke its parent here gives the parent's result; a parent waiting for a delegate
    * driven here waits for it; a delegate waiting for a person is shown on the parent's result.
    */
@@ -484,7 +488,7 @@ export class Keel {
     }
   }
 
-  /** D3: a run waiting for its delegate, with what the delegate itself waits for (a question, a card; or its own delegate's). */
+  /** A run waiting for its delegate, with what the delegate itself waits for (a question, a card; or its own delegate's). */
   private async withWaiting(r: Extract<RunResult, { reason: 'awaiting_task' }>): Promise<RunResult> {
     const child = this.store ? await this.store.loadRun(r.task.run_id) : undefined;
     if (child?.status !== 'paused') return r;
@@ -493,7 +497,7 @@ export class Keel {
     return { ...r, task: { ...r.task, waiting } };
   }
 
-  /** D2 task_stop: a delegate's run ends for good (cancelled, audited); one driven here is interrupted first. */
+  /** Task_stop: a delegate's run ends for good (cancelled, audited); one driven here is interrupted first. */
   private async stopChild(parentRun: string, child: RunState): Promise<string> {
     const taskId = child.parent?.task_id ?? child.id;
     const running = this.inflight.get(child.id);
@@ -511,8 +515,8 @@ export class Keel {
   }
 
   /**
-   * D1: what a delegate's leg is given over its parent's: its delegate's tools out of the parent's
-   * pool (ask_user always: it asks the same person, A5; the task tools while it may nest, D5), its
+   * what a delegate's leg is given over its parent's: its delegate's tools out of the parent's
+   * pool (ask_user always: it asks the same person; the task tools while it may nest), its
    * instructions, its step budget, and a stop of its own (task_stop).
    */
   private delegateDeps<D extends EngineDeps>(base: D, run: Pick<RunState, 'id' | 'parent'>): D {
@@ -638,6 +642,8 @@ export class Keel {
 
   /** Drives a leg to its end or pause, collecting its result (with `output` parsed); the run's options are forgotten once it ends. */
   private async finish<T>(leg: Leg, o: ContinueOptions<T>): Promise<RunResult<T>> {
+    // D2: a continuation of this run that its delegate's end starts here tells the same listener.
+    if (o.onEvent && this.getConfig().subagents?.delegates.length) this.listeners.set(leg.run_id, o.onEvent);
     const r = await collect(leg.drive(), o.onEvent);
     // D2: a run that waits for its delegate (or woke its parent) gives the result the wait came to.
     const settled = this.delegating(r) ? await this.settle(r) : r;
@@ -650,7 +656,10 @@ export class Keel {
   }
 
   private async outcome(r: RunResult, o: Kept): Promise<RunResult> {
-    if (r.status !== 'paused') this.remembered.delete(r.run_id);
+    if (r.status !== 'paused') {
+      this.remembered.delete(r.run_id);
+      this.listeners.delete(r.run_id);
+    }
     if (r.status !== 'done' || !o.output) return r;
     const verdict = (await outputCheck(o.output)).parse(r.answer);
     if (verdict.ok) return { ...r, output: verdict.value };
@@ -696,9 +705,15 @@ export class Keel {
     return { ...leg, drive: () => this.sessions.track(this.active(leg.drive())) };
   }
 
-  /** D2: a leg's events as they come, then its delegates or parent told (afterLeg) before its result is given. */
+  /** A leg's events as they come, then its delegates or parent told (afterLeg) before its result is given. */
   private async *followed(leg: Leg, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-    const r = yield* gen;
+    this.driving.add(leg.run_id);
+    let r: RunResult;
+    try {
+      r = yield* gen;
+    } finally {
+      this.driving.delete(leg.run_id);
+    }
     await this.afterLeg(leg, r);
     return r;
   }
@@ -732,7 +747,7 @@ export class Keel {
     return this.requireStore().listRuns(query);
   }
 
-  /** D6: the delegates' runs a run started, oldest first: each with its task id, delegate and status. */
+  /** The delegates' runs a run started, oldest first: each with its task id, delegate and status. */
   async children(runId: string): Promise<{ run_id: string; task_id: string; delegate: string; status: string; reason: string | null }[]> {
     const store = this.requireStore();
     const out = [];
@@ -1084,7 +1099,16 @@ export class Keel {
       // process, or interrupted); the run itself goes on when the delegate ends.
       const child = await this.requireStore().loadRun(pause.child_run);
       const person = child?.status === 'paused' && (child.pause?.kind === 'ask_user' || child.pause?.kind === 'approval');
-      if (child && !ended(child) && !person) return this.continueLeg(child.id, {});
+      if (child && !ended(child) && !person) {
+        // A run's owner is this process while it drives it: a leg of its own is never taken over here (R18).
+        if (this.driving.has(child.id) || this.inflight.has(child.id)) {
+          throw new KeelError(
+            'conflict',
+            `run ${runId} waits for its delegate's run ${child.id}, which this process is driving: it goes on when that run ends`,
+          );
+        }
+        return this.continueLeg(child.id, {});
+      }
     }
     if (run.status === 'paused' && pause?.kind === 'ask_user') {
       throw pause.confirm
@@ -1218,12 +1242,12 @@ export class Keel {
   }
 }
 
-/** D1: a delegate's run id, made from its parent's and the task call's: the same task call never starts two runs. */
+/** A delegate's run id, made from its parent's and the task call's: the same task call never starts two runs. */
 function childRunId(parentRun: string, callId: string): string {
   return `run_${createHash('sha256').update(`${parentRun}\u0000${callId}`).digest('hex').slice(0, 12)}`;
 }
 
-/** D3: what a paused run waits for a person to answer: its own pause, or its delegate's (and theirs, down the chain). */
+/** What a paused run waits for a person to answer: its own pause, or its delegate's (and theirs, down the chain). */
 function waitedFor(r: PausedResult): PausedResult {
   return r.reason === 'awaiting_task' && r.task.waiting ? waitedFor(r.task.waiting) : r;
 }

@@ -22,9 +22,9 @@ export interface StartInput {
   session?: NewRun['session'];
   /** Notes for the run's trace from before it started (skills skipped, R25). */
   notes?: readonly string[];
-  /** D1: a delegate's run: its parent, the parent's session (C5: it works in it), and what the parent had read (U2). */
+  /** A delegate's run: its parent, the parent's session (C5: it works in it), and what the parent had read (U2). */
   delegate?: { parent: TaskParent; session_id: string; untrusted: readonly UntrustedSource[] };
-  /** D1: the run's id, when it is made from what started it (a delegate's). */
+  /** The run's id, when it is made from what started it (a delegate's). */
   id?: string;
 }
 
@@ -44,7 +44,7 @@ export interface Leg {
   readonly session_id: string;
   /** What this leg is, should it be handed to a queue instead of driven here. */
   readonly job: LegJob;
-  /** D1: a delegate's run: the run that started it (told when this run ends, so it goes on). */
+  /** A delegate's run: the run that started it (told when this run ends, so it goes on). */
   readonly parent_run?: string;
   drive(): AsyncGenerator<LoopEvent, RunResult>;
 }

@@ -163,6 +163,8 @@ export const RunSummarySchema = z.object({
   updated_at: z.string(),
   /** Waiting for a free slot on this server (KEEL_MAX_CONCURRENT_RUNS). */
   queued: z.boolean(),
+  /** A delegate's run: the run that started it (null for a run the user started). */
+  parent_run: z.string().nullable(),
 });
 export const RunListSchema = z.object({ runs: z.array(RunSummarySchema), next_cursor: z.string().nullable() });
 

@@ -54,7 +54,7 @@ export type EndReason =
   | 'truncated'
   /** An MCP session's run, ended because its client left (S3): no model answered anything. */
   | 'session_closed'
-  /** Paused: task_wait on a delegate that has not ended; the run goes on when it ends (D2). */
+  /** Paused: task_wait on a delegate that has not ended; the run goes on when it ends. */
   | 'awaiting_task';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
@@ -162,7 +162,7 @@ export interface ApprovalCard {
   offers_write_consent?: true;
   /** What the run had read from outside the user when the card was made (labels are others' words: escape them). */
   untrusted?: UntrustedSource[];
-  /** D3: a delegate's card: which delegate, the run that started it, and that run's request (the user's words). */
+  /** A delegate's card: which delegate, the run that started it, and that run's request (the user's words). */
   chain?: { delegate: string; parent_run: string; request: string };
 }
 
@@ -223,7 +223,7 @@ export type Pause =
     }
   /** The leg was interrupted between steps (Ctrl-C, SIGTERM): nothing is half done; resuming goes on. */
   | { kind: 'interrupted'; seq: number; step: number; why: string }
-  /** D2: task_wait on a delegate's run that has not ended: the run goes on when it ends (its result is task_wait's). */
+  /** Task_wait on a delegate's run that has not ended: the run goes on when it ends (its result is task_wait's). */
   | {
       kind: 'task';
       seq: number;
@@ -237,7 +237,7 @@ export type Pause =
       calls: CallRecord[];
     };
 
-/** D1: a delegate's run: the run that started it (with `task`), as which delegate, how deep, and that run's request. */
+/** A delegate's run: the run that started it (with `task`), as which delegate, how deep, and that run's request. */
 export interface TaskParent {
   run_id: string;
   delegate: string;
@@ -284,7 +284,7 @@ export interface RunState {
   owner: string | null;
   created_at: string;
   updated_at: string;
-  /** D1: set on a delegate's run: the run that started it. */
+  /** Set on a delegate's run: the run that started it. */
   parent?: TaskParent;
 }
 
@@ -371,7 +371,7 @@ export interface InterruptedPause extends PausedBase, NoPause {
 }
 
 /**
- * D2: the run waits for a delegate it started (task_wait); it goes on when the delegate's run ends.
+ * the run waits for a delegate it started (task_wait); it goes on when the delegate's run ends.
  * `waiting`: what the delegate itself waits for, when it waits for a person (its question or card).
  */
 export interface TaskPause extends PausedBase, NoPause {

@@ -20,7 +20,7 @@ export interface RunSummary {
   model_calls: number;
   created_at: string;
   updated_at: string;
-  /** D1: a delegate's run: the run that started it (null for a top-level run). */
+  /** A delegate's run: the run that started it (null for a top-level run). */
   parent_run?: string | null;
 }
 
@@ -166,7 +166,7 @@ export interface RunQuery {
   session_id?: string;
   /** Rows strictly older than this one (the last row of the previous page). */
   before?: { created_at: string; id: string };
-  /** D1: only the delegates' runs this run started. */
+  /** Only the delegates' runs this run started. */
   parent_run?: string;
 }
 
