@@ -229,7 +229,10 @@ async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: 
           run.status === 'paused' &&
           run.pause?.kind === 'approval' &&
           (await store.getApproval(run.pause.approval_id))?.status !== 'pending';
-        if (!stale && !stopped && !answered) continue;
+        // D2 (issue 38): a parent whose delegate ended while no process carried the parent on.
+        const child = run.status === 'paused' && run.pause?.kind === 'task' ? await store.loadRun(run.pause.child_run) : undefined;
+        const woken = child?.status === 'done' || child?.status === 'failed';
+        if (!stale && !stopped && !answered && !woken) continue;
         let leg: Leg;
         try {
           leg = await keel.continueLeg(run.id);
