@@ -1155,6 +1155,13 @@ export class Keel {
     const result = await collect(leg.parent_run ? leg.drive() : this.sessions.track(leg.drive()), o.onEvent);
     this.remembered.delete(runId);
     this.childStops.delete(runId);
+    if (leg.parent_run) {
+      // D2: a delegate cancelled while its parent waits for it: the parent goes on (here, before the cancel returns).
+      await this.afterLeg(leg, result);
+      const next = this.woken.get(runId);
+      this.woken.delete(runId);
+      await next;
+    }
     await store.audit({ at, actor, action: 'cancel_run', subject: runId, detail: JSON.stringify({ reason }) });
     return result;
   }

@@ -263,3 +263,24 @@ test('D1: a delegate left running by a stopped leg is carried on by resuming its
   assert.equal(end.status, 'done');
   assert.equal(end.answer, 'You have three emails.');
 });
+
+test('D2: the owner cancels a delegate its parent waits for (keel runs cancel): the parent goes on with the delegate reported stopped', async (t) => {
+  const { home, keel } = setup(t, [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'never' }]);
+  const r = await keel.run('Clean up', {
+    model: script(home, [
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Trash m1.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'The cleaner was stopped; nothing was trashed.' },
+    ]),
+  });
+  assert.ok(r.status === 'paused' && r.reason === 'awaiting_task' && r.task.waiting?.reason === 'awaiting_approval');
+  const cancelled = await keel.cancel(r.task.run_id, { actor: 'owner', reason: 'not now' });
+  assert.equal(cancelled.reason, 'cancelled');
+  const parent = await until(keel, r.run_id, (p) => p.status === 'done');
+  assert.equal(parent.answer, 'The cleaner was stopped; nothing was trashed.');
+  assert.match(
+    parent.steps.find((s) => s.call_id === 'w')?.result ?? '',
+    /^Task tk_1 \(cleaner\): stopped; 1 model calls, tools run: none\./,
+  );
+  assert.deepEqual(trashed(home), []);
+});
