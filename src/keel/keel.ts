@@ -482,9 +482,25 @@ export class Keel {
         r = p;
         continue;
       }
-      const running = this.inflight.get(child);
+      const running = this.inflight.get(child) ?? (await this.carryOnLeft(child));
       if (!running) return this.withWaiting(r);
       await running;
+    }
+  }
+
+  /**
+   * A delegate its parent waits for, left running by a process that died: taken over and driven
+   * here in the background (its calls in flight reported, never run again), as any run is.
+   */
+  private async carryOnLeft(runId: string): Promise<Promise<RunResult | undefined> | undefined> {
+    const run = this.legSink || this.driving.has(runId) ? undefined : await this.store?.loadRun(runId);
+    if (run?.status !== 'running') return undefined;
+    try {
+      return this.spawn(await this.continueLeg(runId));
+    } catch (err) {
+      // Its owner is alive (it goes on there), or another process took it first.
+      if (err instanceof KeelError) return undefined;
+      throw err;
     }
   }
 
@@ -1237,9 +1253,12 @@ export class Keel {
 
   /**
    * Stops what this Keel started — MCP servers and other plugin resources, the store — so the
-   * process can exit. Call it when done, or hold the Keel with `await using`.
+   * process can exit. Call it when done, or hold the Keel with `await using`. Delegates it drives in
+   * the background are waited for until each ends or pauses (interrupt() first pauses them sooner).
    */
   async close(): Promise<void> {
+    // A delegate working while its parent waits for a person keeps working until it ends or pauses.
+    while (this.inflight.size) await Promise.all([...this.inflight.values()]);
     await this.registries.close();
     await this.store?.close();
   }

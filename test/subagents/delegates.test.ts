@@ -284,3 +284,32 @@ test('D2: the owner cancels a delegate its parent waits for (keel runs cancel): 
   );
   assert.deepEqual(trashed(home), []);
 });
+
+test('D2: a parent paused on its own card keeps its delegate working; approving the card carries the parent on to the delegate’s answer', async (t) => {
+  const { home, keel } = setup(t, [
+    { delay_ms: 300, tool_calls: [{ id: 'd1', name: 'search_inbox', args: {} }] },
+    { text: 'Three emails.' },
+  ]);
+  const r = await keel.run('Count and trash', {
+    model: script(home, [
+      {
+        tool_calls: [
+          { id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Count the emails.' } },
+          { id: 'x', name: 'trash_email', args: { ids: ['m3'] } },
+        ],
+      },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'Trashed m3; you have three emails.' },
+    ]),
+  });
+  assert.equal(r.reason, 'awaiting_approval', 'the parent waits on its own card');
+  const child = await until(keel, (await childOf(keel, r.run_id)).id, (c) => c.status === 'done');
+  assert.equal(child.answer, 'Three emails.', 'the delegate worked on while its parent waited');
+  const end = await keel.approve(r.approval!.id);
+  assert.equal(end.status, 'done');
+  assert.match(
+    end.steps.find((s) => s.call_id === 'w')?.result ?? '',
+    /^Task tk_1 \(cleaner\): done; 2 model calls, tools run: search_inbox\.\nThree emails\./,
+  );
+  assert.equal(trashed(home).length, 1);
+});
