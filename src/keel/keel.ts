@@ -266,7 +266,7 @@ export class Keel {
   /** Each run's options while it is paused in this Keel: its continuations reuse them (RunOptions). */
   private readonly remembered = new Map<string, Kept>();
   /**
-   * where a leg this Keel does not drive for its caller goes — a delegate's run it started, a
+   * Where a leg this Keel does not drive for its caller goes — a delegate's run it started, a
    * parent woken by its delegate's end. Unset: driven here, in the background (SQLite, the library,
    * the CLI). `keel serve` sets its runner, `keel worker` the job queue: any worker may drive it.
    */
@@ -279,7 +279,7 @@ export class Keel {
   private readonly driving = new Set<string>();
   /** The onEvent a run's caller gave: a continuation of it driven here in the background (woken by its delegate) tells it too. */
   private readonly listeners = new Map<string, (e: LoopEvent) => void>();
-  /** Task_stop interrupts a delegate's leg driven here through these (by run). */
+  /** task_stop interrupts a delegate's leg driven here through these (by run). */
   private readonly childStops = new Map<string, AbortController>();
   /** Each delegate's pool, by the parent's registry (so a delegate's menus are shared as a run's are). */
   private readonly delegatePools = new WeakMap<Registry, Map<string, Registry>>();
@@ -370,7 +370,7 @@ export class Keel {
   }
 
   /**
-   * a delegate's run: stored at once (its id made from the parent and the task call, so a task
+   * A delegate's run: stored at once (its id made from the parent and the task call, so a task
    * call met again starts no second run), in its parent's session (it reads the mode fresh),
    * with what its parent had read; then driven — here in the background, or by the legSink.
    */
@@ -429,13 +429,15 @@ export class Keel {
   }
 
   /**
-   * a leg has ended or paused. A delegate's run that ended wakes its parent if the parent waits
+   * A leg has ended or paused. A delegate's run that ended wakes its parent if the parent waits
    * for it; a run that paused for a delegate that has already ended (it ended while this run
    * paused) wakes itself. The pause is claimed once: one waker carries the parent on.
    */
   private async afterLeg(leg: Leg, r: RunResult): Promise<void> {
-    if (leg.parent_run && (r.status === 'done' || r.status === 'failed')) await this.wakeParent(leg.parent_run, leg.run_id);
-    else if (r.status === 'paused' && r.reason === 'awaiting_task') {
+    if (leg.parent_run && (r.status === 'done' || r.status === 'failed')) {
+      this.childStops.delete(leg.run_id);
+      await this.wakeParent(leg.parent_run, leg.run_id);
+    } else if (r.status === 'paused' && r.reason === 'awaiting_task') {
       const child = await this.requireStore().loadRun(r.task.run_id);
       if (child && ended(child)) await this.wakeParent(leg.run_id, child.id);
     }
@@ -457,7 +459,7 @@ export class Keel {
   }
 
   /**
-   * a result as the caller should see it once the delegates it waits for have moved: a run
+   * A result as the caller should see it once the delegates it waits for have moved: a run
    * that ended and woke its parent here gives the parent's result; a parent waiting for a delegate
    * driven here waits for it; a delegate waiting for a person is shown on the parent's result.
    */
@@ -513,7 +515,7 @@ export class Keel {
     return { ...r, task: { ...r.task, waiting } };
   }
 
-  /** Task_stop: a delegate's run ends for good (cancelled, audited); one driven here is interrupted first. */
+  /** For task_stop: a delegate's run ends for good (cancelled, audited); one driven here is interrupted first. */
   private async stopChild(parentRun: string, child: RunState): Promise<string> {
     const taskId = child.parent?.task_id ?? child.id;
     const running = this.inflight.get(child.id);
@@ -531,7 +533,7 @@ export class Keel {
   }
 
   /**
-   * what a delegate's leg is given over its parent's: its delegate's tools out of the parent's
+   * What a delegate's leg is given over its parent's: its delegate's tools out of the parent's
    * pool (ask_user always: it asks the same person; the task tools while it may nest), its
    * instructions, its step budget, and a stop of its own (task_stop).
    */
@@ -666,7 +668,7 @@ export class Keel {
     return this.outcome(settled, this.kept(settled.run_id, o)) as Promise<RunResult<T>>;
   }
 
-  /** Whether a result may have delegates to wait for: any, once delegates are configured. */
+  /** Whether a result may have delegates to wait for, or be followed by its parent's (a delegate's end woke it here). */
   private delegating(r: RunResult): boolean {
     return (r.status === 'paused' && r.reason === 'awaiting_task') || this.woken.size > 0;
   }

@@ -704,8 +704,8 @@ export class RunLeg {
             this.admitted.add(prepared.tool.name);
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
             const ex = await executeCall(ctx, runs, call.id, prepared.args);
-            const wait = ex.outcome === 'ran' ? takeTaskWait(s.id, call.id) : undefined;
-            if (wait && this.deps.store && !task) {
+            const wait = takeTaskWait(s.id, call.id);
+            if (wait && ex.outcome === 'ran' && this.deps.store && !task) {
               // D2: the run waits for the delegate (stored), not this process: its result comes when the delegate ends.
               task = { ...wait, call_id: call.id };
               record = rec('ran', '', false, false);
