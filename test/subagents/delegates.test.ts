@@ -313,3 +313,47 @@ test('D2: a parent paused on its own card keeps its delegate working; approving 
   );
   assert.equal(trashed(home).length, 1);
 });
+
+test('U2/D3: a delegate inherits what its parent had read from outside the user — its write waits on a card naming it — and its report carries it back to the parent', async (t) => {
+  const OUTSIDE = join(FIXTURES, '..', 'untrusted', 'outside');
+  const home = tempHome();
+  const config = {
+    subagents: {
+      delegates: [
+        {
+          name: 'noter',
+          instructions: 'You save notes.',
+          tools: ['save_note'],
+          model: script(
+            home,
+            [{ tool_calls: [{ id: 'n1', name: 'save_note', args: { text: 'pay the invoice' } }] }, { text: 'Noted.' }],
+            'child.yaml',
+          ),
+        },
+      ],
+    },
+  };
+  writeFileSync(join(home, 'config.yaml'), stringify(config));
+  const keel = new Keel({ home, defaultPluginDirs: [OUTSIDE] });
+  t.after(() => keel.close());
+  const r = await keel.run('Read m1 and have it noted', {
+    model: script(home, [
+      { tool_calls: [{ id: 'rd', name: 'read_message', args: { id: 'm1' } }] },
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'noter', prompt: 'Save a note: pay the invoice.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'Noted.' },
+    ]),
+  });
+  assert.ok(r.status === 'paused' && r.reason === 'awaiting_task');
+  const waiting = r.task.waiting;
+  // U3 in the delegate: after untrusted content a confirm-never write waits on a card pinned to it, naming the source.
+  assert.ok(waiting?.reason === 'awaiting_approval', JSON.stringify(waiting));
+  assert.equal(waiting.approval.card.untrusted?.[0]?.tool, 'read_message');
+  const child = await keel.getRun(waiting.run_id);
+  assert.equal(child.inherited_untrusted?.[0]?.call_id, 'rd', 'the delegate inherited the parent’s read');
+  const end = await keel.approve(waiting.approval.id);
+  assert.equal(end.run_id, r.run_id);
+  assert.equal(end.status, 'done');
+  const wait = end.steps.find((s) => s.call_id === 'w');
+  assert.match(wait?.untrusted ?? '', /^delegate noter \(tk_1\) read read_message: /, 'the report carries what the delegate had read');
+});
