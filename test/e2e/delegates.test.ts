@@ -101,6 +101,17 @@ test("D1-D3 CLI: keel run shows the delegate's card on its waiting parent; keel 
   );
 });
 
+test("D3 keel chat: a delegate's card is shown inline on its waiting parent and answered there; the parent finishes in the chat", async () => {
+  const h = home(CHILD_TRASH);
+  const model = script(h, PARENT);
+  const r = await keel(['chat', '--model', model, '--plugins', FIXTURES], { KEEL_HOME: h }, 'Clean up my inbox\ny\n/quit\n');
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /Delegate cleaner, started by run run_\w+ for: Clean up my inbox/);
+  assert.match(r.stdout, /approve\? \[y\/N, e = edit the arguments\]/);
+  assert.match(r.stdout, /The cleaner trashed m1\./);
+  assert.equal(trashed(h).length, 1, 'exactly once');
+});
+
 test('D1-D3 API (keel serve, SQLite): the delegate card is approved through the API; the call runs once; GET /v1/runs lists children and the parent', async () => {
   const h = home(CHILD_TRASH);
   const s = await testServer({}, h);
