@@ -185,8 +185,15 @@ type Kept = Omit<ContinueOptions, 'signal' | 'onEvent'>;
 
 /** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
 export interface PauseResponder {
-  /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no. */
-  answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
+  /**
+   * A question; with `confirm`, a confirmation of held writes whose answer must say yes or no.
+   * `from`: a delegate asks it, for the run that started it (whose result waits for the answer).
+   */
+  answer(
+    question: string,
+    confirm?: Confirmation,
+    from?: { delegate: string; run_id: string; parent_run: string },
+  ): Promise<Answer | undefined>;
   /**
    * A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run.
    * Asked again with `refused` when the approver's edit of the arguments was refused: the card is still pending.
@@ -666,6 +673,12 @@ export class Keel {
     // D2: a run that waits for its delegate (or woke its parent) gives the result the wait came to.
     const settled = this.delegating(r) ? await this.settle(r) : r;
     return this.outcome(settled, this.kept(settled.run_id, o)) as Promise<RunResult<T>>;
+  }
+
+  /** Which delegate asks a question its parent's result shows (for the responder to say so). */
+  private async askedBy(runId: string): Promise<{ delegate: string; run_id: string; parent_run: string } | undefined> {
+    const p = (await this.store?.loadRun(runId))?.parent;
+    return p && { delegate: p.delegate, run_id: runId, parent_run: p.run_id };
   }
 
   /** Whether a result may have delegates to wait for, or be followed by its parent's (a delegate's end woke it here). */
@@ -1173,6 +1186,18 @@ export class Keel {
     const result = await collect(leg.parent_run ? leg.drive() : this.sessions.track(leg.drive()), o.onEvent);
     this.remembered.delete(runId);
     this.childStops.delete(runId);
+    // D2: the delegates a cancelled run started are cancelled with it (each audited); one a live process drives is left to it.
+    for (const c of await store.listRuns({ parent_run: runId, limit: 500 })) {
+      if (c.status !== 'running' && c.status !== 'paused') continue;
+      const running = this.inflight.get(c.id);
+      if (running) {
+        this.childStops.get(c.id)?.abort(new Error(`its parent run ${runId} was cancelled`));
+        await running;
+      }
+      await this.cancel(c.id, { actor, reason: `its parent run ${runId} was cancelled` }).catch((err) => {
+        if (!(err instanceof KeelError)) throw err;
+      });
+    }
     if (leg.parent_run) {
       // D2: a delegate cancelled while its parent waits for it: the parent goes on (here, before the cancel returns).
       await this.afterLeg(leg, result);
@@ -1221,7 +1246,8 @@ export class Keel {
       // D3: a run waiting for its delegate is answered through what the delegate waits for (its question or card).
       const p = waitedFor(result);
       if (p.reason === 'awaiting_user_input') {
-        const answer = await responder.answer(p.question, p.confirm);
+        const from = p !== result && result.reason === 'awaiting_task' ? await this.askedBy(p.run_id) : undefined;
+        const answer = await responder.answer(p.question, p.confirm, from);
         if (answer === undefined) break;
         pauses++;
         result = await this.answer(p.run_id, answer, opts);

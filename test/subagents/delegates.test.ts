@@ -357,3 +357,54 @@ test('U2/D3: a delegate inherits what its parent had read from outside the user 
   const wait = end.steps.find((s) => s.call_id === 'w');
   assert.match(wait?.untrusted ?? '', /^delegate noter \(tk_1\) read read_message: /, 'the report carries what the delegate had read');
 });
+
+test('D2: cancelling a parent cancels the delegates it started (audited, their cards closed); a delegate’s question names who asks', async (t) => {
+  const { home, keel } = setup(t, [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'never' }]);
+  const r = await keel.run('Clean up', {
+    model: script(home, [
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Trash m1.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'never' },
+    ]),
+  });
+  assert.ok(r.status === 'paused' && r.reason === 'awaiting_task' && r.task.waiting?.reason === 'awaiting_approval');
+  const cancelled = await keel.cancel(r.run_id, { actor: 'owner', reason: 'changed my mind' });
+  assert.equal(cancelled.reason, 'cancelled');
+  const child = await keel.getRun(r.task.run_id);
+  assert.equal(child.status, 'failed');
+  assert.equal(child.reason, 'cancelled');
+  assert.deepEqual(
+    (await keel.listApprovals({ run_id: child.id })).map((a) => a.status),
+    ['rejected'],
+  );
+  const audit = await keel.store!.listAudit(child.id);
+  assert.ok(
+    audit.some((a) => a.action === 'cancel_run' && a.actor === 'owner' && a.detail.includes(`its parent run ${r.run_id} was cancelled`)),
+  );
+  assert.deepEqual(trashed(home), []);
+});
+
+test('D3: answerPauses tells the responder which delegate asks a question its parent waits for', async (t) => {
+  const { home, keel } = setup(t, [
+    { tool_calls: [{ id: 'dq', name: 'ask_user', args: { question: 'Which folder?' } }] },
+    { text: 'Done with Inbox.' },
+  ]);
+  const first = await keel.run('Tidy', {
+    model: script(home, [
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Tidy a folder.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'Tidied.' },
+    ]),
+  });
+  const asked: unknown[] = [];
+  const { result } = await keel.answerPauses(first, {
+    answer: async (question, _confirm, from) => {
+      asked.push([question, from?.delegate, from?.parent_run]);
+      return { text: 'Inbox' };
+    },
+    decide: async () => undefined,
+  });
+  assert.deepEqual(asked, [['Which folder?', 'cleaner', first.run_id]]);
+  assert.equal(result.run_id, first.run_id);
+  assert.equal(result.answer, 'Tidied.');
+});
