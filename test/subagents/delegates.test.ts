@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { Keel } from '../../src/keel/keel.js';
 import type { ScriptEntry } from '../../src/models/script.js';
+import { defineTool } from '../../src/tools/define.js';
 import type { RunState } from '../../src/types/index.js';
 import type { KeelError } from '../../src/util/errors.js';
 import { calls, FIXTURES, script, tempHome } from '../support/helpers.js';
@@ -407,4 +408,63 @@ test('D3: answerPauses tells the responder which delegate asks a question its pa
   assert.deepEqual(asked, [['Which folder?', 'cleaner', first.run_id]]);
   assert.equal(result.run_id, first.run_id);
   assert.equal(result.answer, 'Tidied.');
+});
+
+test("C8/D1: a delegate can use the application's tools declared in code — the Keel's and its parent run's own — under their gates", async (t) => {
+  const home = tempHome();
+  const ran: string[] = [];
+  const lookup = defineTool({
+    name: 'lookup_order',
+    description: 'Look up an order',
+    parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } as const,
+    effect: 'read',
+    execute: ({ id }) => `Order ${id}: shipped.`,
+  });
+  const refund = defineTool({
+    name: 'refund_order',
+    description: 'Refund an order',
+    parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] } as const,
+    effect: 'destructive',
+    describe: ({ id }) => ({ title: `Refund order ${id}`, lines: [] }),
+    execute: ({ id }) => {
+      ran.push(`refund ${id}`);
+      return `Refunded ${id}.`;
+    },
+  });
+  const child = [
+    { tool_calls: [{ id: 'd1', name: 'lookup_order', args: { id: '7' } }] },
+    { tool_calls: [{ id: 'd2', name: 'refund_order', args: { id: '7' } }] },
+    { text: 'Refunded order 7.' },
+  ];
+  const config = {
+    subagents: {
+      delegates: [
+        {
+          name: 'clerk',
+          instructions: 'You handle orders.',
+          tools: ['lookup_order', 'refund_order'],
+          model: script(home, child, 'child.yaml'),
+        },
+      ],
+    },
+  };
+  writeFileSync(join(home, 'config.yaml'), stringify(config));
+  const keel = new Keel({ home, tools: [lookup] });
+  t.after(() => keel.close());
+  const r = await keel.run('Refund order 7', {
+    tools: [refund],
+    model: script(home, [
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'clerk', prompt: 'Refund order 7.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'Order 7 is refunded.' },
+    ]),
+  });
+  assert.ok(r.status === 'paused' && r.reason === 'awaiting_task' && r.task.waiting?.reason === 'awaiting_approval', JSON.stringify(r));
+  assert.deepEqual(ran, []);
+  const end = await keel.approve(r.task.waiting.approval.id);
+  assert.equal(end.run_id, r.run_id);
+  assert.equal(end.answer, 'Order 7 is refunded.');
+  assert.deepEqual(ran, ['refund 7'], "the delegate ran the application's destructive tool once, approved");
+  const run = await keel.getRun(r.task.run_id);
+  assert.equal(run.steps.find((s) => s.call_id === 'd1')?.result, 'Order 7: shipped.');
 });
