@@ -468,3 +468,24 @@ test("C8/D1: a delegate can use the application's tools declared in code — the
   const run = await keel.getRun(r.task.run_id);
   assert.equal(run.steps.find((s) => s.call_id === 'd1')?.result, 'Order 7: shipped.');
 });
+
+test('D5: the limit in total counts every delegate not over in the store', async (t) => {
+  const { home, keel } = setup(t, [{ delay_ms: 200, text: 'one' }, { text: 'two' }], { max_concurrent: 5, max_total: 1 });
+  const r = await keel.run('Two jobs', {
+    model: script(home, [
+      {
+        tool_calls: [
+          { id: 't1', name: 'task', args: { agent: 'cleaner', prompt: 'one' } },
+          { id: 't2', name: 'task', args: { agent: 'cleaner', prompt: 'two' } },
+        ],
+      },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'One job done.' },
+    ]),
+  });
+  assert.equal(r.status, 'done');
+  assert.match(
+    r.steps.find((s) => s.call_id === 't2')?.result ?? '',
+    /^No task started: 1 delegates are already running in total \(limit 1\)/,
+  );
+});
