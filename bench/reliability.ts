@@ -6,8 +6,9 @@
  * cluster (test/support/pg.ts).
  *
  *   node --import tsx bench/reliability.ts [--cases 10000] [--text-cases 120]
+ *   node --import tsx bench/reliability.ts --only crashes   (the crash matrix alone, incl. its delegate rows)
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,24 @@ const i = process.argv.indexOf('--cases');
 const cases = i >= 0 ? Number(process.argv[i + 1]) : 10_000;
 const ti = process.argv.indexOf('--text-cases');
 const textCases = ti >= 0 ? Number(process.argv[ti + 1]) : 120;
+
+// `--only crashes`: the crash matrix alone (4 of its rows take minutes, the whole campaign an hour), its
+// figures written over the `crashes` entry of the last full campaign's file (dated `crashes.date`).
+if (process.argv.includes('--only') && process.argv[process.argv.indexOf('--only') + 1] === 'crashes') {
+  const crashes = await crashMatrix();
+  console.log(`crash matrix: ${crashes.trials} trials, ${crashes.kills} kills; ${crashes.violations.length} violations (${crashes.ms} ms)`);
+  const file = join(here, 'results', 'reliability.json');
+  const last = JSON.parse(readFileSync(file, 'utf8'));
+  last.crashes = {
+    date: new Date().toISOString(),
+    ...crashes,
+    violations: crashes.violations.length,
+    examples: crashes.violations.slice(0, 3),
+  };
+  writeFileSync(file, `${JSON.stringify(last, null, 2)}\n`);
+  console.log('wrote the crashes entry of bench/results/reliability.json');
+  process.exit(crashes.violations.length ? 1 : 0);
+}
 
 const replies = await replyCampaign(cases);
 console.log(

@@ -120,7 +120,11 @@ export function renderConfirmation(confirm: Confirmation): string[] {
  */
 function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
   const out: [0 | 1 | 2 | 3, string][] = [];
-  if (!card.request.startsWith('MCP session')) out.push([0, `You asked: ${card.request}`]);
+  // D3 (issue 38): a delegate's card names the chain; its request is the task its parent gave it.
+  if (card.chain) {
+    out.push([0, `Delegate ${card.chain.delegate}, started by run ${card.chain.parent_run} for: ${card.chain.request}`]);
+    out.push([0, `Its task: ${card.request}`]);
+  } else if (!card.request.startsWith('MCP session')) out.push([0, `You asked: ${card.request}`]);
   const read = sourcesLine(card.untrusted ?? []);
   if (read) out.push([0, read]);
   for (const item of card.items) {

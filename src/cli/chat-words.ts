@@ -134,6 +134,8 @@ export type Waiting =
 
 /** What a paused run waits for. */
 export function waitingOf(r: RunResult): Waiting {
+  // D3: a run waiting for its delegate waits for what the delegate waits for (its question or card).
+  if (r.status === 'paused' && r.reason === 'awaiting_task' && r.task.waiting) return waitingOf(r.task.waiting);
   if (r.question !== undefined) return { kind: r.confirm ? 'confirm' : 'question', run_id: r.run_id };
   if (r.approval) return { kind: 'card', run_id: r.run_id, approval_id: r.approval.id };
   return { kind: 'interrupted', run_id: r.run_id };

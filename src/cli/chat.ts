@@ -137,8 +137,10 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
 
   /** Questions and cards are answered inline, from the same input (undefined at its end leaves the run paused). */
   const responder: PauseResponder = {
-    answer: async (question, confirm) => {
-      const run_id = current ?? '';
+    answer: async (question, confirm, from) => {
+      const run_id = from?.run_id ?? current ?? '';
+      // D3: a delegate's question says who asks, for which run.
+      if (from) o.out(`(delegate ${from.delegate}, started by run ${from.parent_run}, asks)\n`);
       if (!confirm) {
         o.out(`? ${question}\nanswer> `);
         const text = await ask({ kind: 'question', run_id });

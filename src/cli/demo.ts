@@ -170,7 +170,9 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     const ask = opts.interactive ? createInterface({ input: process.stdin, output: process.stdout }) : undefined;
     // A real model is answered by the person at the terminal; the scripted one by the scenario's replies.
     const responder: PauseResponder = {
-      answer: async (question, confirm) => {
+      answer: async (question, confirm, from) => {
+        // D3: a delegate's question says who asks.
+        if (from) out(`(delegate ${from.delegate}, started by run ${from.parent_run}, asks)\n`);
         // U3: a confirmation shows the held calls in the core's words, not only the model's question.
         out(`? ${question}\n${confirm ? `${renderConfirmation(confirm).join('\n')}\n` : ''}`);
         if (ask) {

@@ -395,12 +395,14 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         );
         return;
       }
-      const run = await (await getKeel()).getRun(runId);
+      const keel = await getKeel();
+      const run = await keel.getRun(runId);
+      const children = await keel.children(runId);
       if (o.json) {
         // One name for a run's id in every JSON the CLI prints: run_id.
         const { id, ...rest } = run;
-        io.out(`${JSON.stringify({ run_id: id, ...rest })}\n`);
-      } else io.out(renderRunShow(run));
+        io.out(`${JSON.stringify({ run_id: id, ...rest, parent_run: run.parent?.run_id ?? null, children })}\n`);
+      } else io.out(renderRunShow(run, children));
     });
 
   const plugins = program.command('plugins').description('plugin manifests, registrations and drift');

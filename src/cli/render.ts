@@ -103,6 +103,16 @@ export function renderEnd(r: RunResult): { out: string; err: string } {
     err.push(`Run ${r.run_id} is paused for your answer. Resume it with:`, `  keel resume ${r.run_id} --answer "…"`);
   } else if (r.status === 'paused' && r.reason === 'interrupted') {
     err.push(`Run ${r.run_id} was interrupted at a safe point; nothing is half done. Continue it with:`, `  keel resume ${r.run_id}`);
+  } else if (r.status === 'paused' && r.reason === 'awaiting_task') {
+    // D3: the run waits for its delegate; what the delegate waits for (a question, a card) is shown inline.
+    err.push(
+      `Run ${r.run_id} waits for its delegate ${r.task.delegate} (task ${r.task.id}, run ${r.task.run_id}); it goes on when that run ends.`,
+    );
+    if (r.task.waiting) {
+      const inner = renderEnd(r.task.waiting);
+      if (inner.out) out.push(inner.out.trimEnd());
+      if (inner.err) err.push(inner.err.trimEnd());
+    }
   } else if (r.status === 'paused' && r.approval) {
     out.push(renderCard(r.approval.card, r.approval.id));
     err.push(
@@ -133,10 +143,18 @@ export function renderRunList(rows: RunRow[]): string {
   return `${lines.join('\n')}\n`;
 }
 
-export function renderRunShow(run: RunState): string {
+export function renderRunShow(
+  run: RunState,
+  children: readonly { run_id: string; task_id: string; delegate: string; status: string }[] = [],
+): string {
   const out = [
     `run ${run.id}`,
     `  request: ${run.request}`,
+    // D6: a delegate's run names its parent; a run names the delegates it started.
+    ...(run.parent
+      ? [`  delegate ${run.parent.delegate} (task ${run.parent.task_id}, depth ${run.parent.depth}), started by run ${run.parent.run_id}`]
+      : []),
+    ...children.map((c) => `  task ${c.task_id}: delegate ${c.delegate}, run ${c.run_id} (${c.status})`),
     `  status: ${status(run.status)}${run.reason ? ` (${run.reason})` : ''}   mode: ${run.mode}   model: ${run.model}   model calls: ${run.model_calls}`,
     `  session: ${run.session_id}`,
     `  created: ${run.created_at}   updated: ${run.updated_at}`,
@@ -158,6 +176,7 @@ export function renderRunShow(run: RunState): string {
   if (run.notes.length) out.push(`notes:\n${run.notes.map((n) => `  - ${n}`).join('\n')}`);
   if (run.pause?.kind === 'ask_user') out.push(`paused: waiting for an answer to "${run.pause.question}"`);
   if (run.pause?.kind === 'approval') out.push(`paused: waiting for approval ${run.pause.approval_id}`);
+  if (run.pause?.kind === 'task') out.push(`paused: waiting for task ${run.pause.task_id} (run ${run.pause.child_run})`);
   if (run.answer) out.push(`answer: ${run.answer}`);
   return `${out.join('\n')}\n`;
 }

@@ -92,8 +92,15 @@ function configSchema(z: typeof Zod) {
     policy: z.unknown().optional(),
     subagents: z
       .strictObject({
+        /** D5: delegates' runs not over, per parent run. */
         max_concurrent: z.number().int().positive().default(2),
         delegates: z.array(delegateSchema(z)).default([]),
+        /** D5: delegates' runs not over, in the whole store. */
+        max_total: z.number().int().positive().default(8),
+        /** D5: how deep delegates nest: 1, a run's delegates start none of their own. */
+        max_depth: z.number().int().positive().default(1),
+        /** D5: each delegate's step budget (model calls) unless its own max_steps says otherwise. */
+        max_steps: z.number().int().positive().optional(),
       })
       .optional(),
     /** Webhooks `keel serve` calls when an approval waits, a run pauses or a run fails. */

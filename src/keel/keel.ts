@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { dirname, join, resolve } from 'node:path';
 import {
@@ -15,7 +16,9 @@ import type { EngineDeps, Limits } from '../loop/engine.js';
 import { answerLeg, approvalLeg, cancelLeg, collect, continueLeg, type Leg, type LegJob, queuedLeg, startLeg } from '../loop/legs.js';
 import { type OutputSchema, outputCheck } from '../loop/output.js';
 import { validateProblem } from '../loop/pipeline.js';
-import { untrustedRead } from '../loop/result.js';
+import { toResult, untrustedRead } from '../loop/result.js';
+import { SAY } from '../loop/sentences.js';
+import { ended } from '../loop/tasks.js';
 import { builtInSpec, createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import { checkAppTools } from '../plugin-host/app-tools.js';
@@ -30,7 +33,7 @@ import type { Shortlist } from '../prompt/menu.js';
 import { bm25Shortlist, toolCapFromEnv } from '../prompt/shortlist.js';
 import { countsTokens } from '../prompt/tokens.js';
 import { openStore } from '../store/open.js';
-import { Subagents } from '../subagents/delegates.js';
+import { type ChildStart, missingNote, Subagents, type SubagentsConfig, TASK_TOOLS } from '../subagents/delegates.js';
 import type {
   Answer,
   ApprovalCard,
@@ -40,6 +43,7 @@ import type {
   Confirmation,
   LoopEvent,
   Mode,
+  PausedResult,
   Principal,
   RunQuery,
   RunResult,
@@ -202,8 +206,15 @@ type Kept = Omit<ContinueOptions, 'signal' | 'onEvent'>;
 
 /** Who answers a run's pauses for `answerPauses`: undefined leaves the run paused. */
 export interface PauseResponder {
-  /** A question; with `confirm`, a confirmation of held writes whose answer must say yes or no. */
-  answer(question: string, confirm?: Confirmation): Promise<Answer | undefined>;
+  /**
+   * A question; with `confirm`, a confirmation of held writes whose answer must say yes or no.
+   * `from`: a delegate asks it, for the run that started it (whose result waits for the answer).
+   */
+  answer(
+    question: string,
+    confirm?: Confirmation,
+    from?: { delegate: string; run_id: string; parent_run: string },
+  ): Promise<Answer | undefined>;
   /**
    * A card; for a plan or goal (`card.offers_write_consent`) the approver may also let its writes run.
    * Asked again with `refused` when the approver's edit of the arguments was refused: the card is still pending.
@@ -284,6 +295,24 @@ export class Keel {
   private readonly combined = new WeakMap<readonly AppTool[], readonly AppTool[]>();
   /** Each run's options while it is paused in this Keel: its continuations reuse them (RunOptions). */
   private readonly remembered = new Map<string, Kept>();
+  /**
+   * Where a leg this Keel does not drive for its caller goes — a delegate's run it started, a
+   * parent woken by its delegate's end. Unset: driven here, in the background (SQLite, the library,
+   * the CLI). `keel serve` sets its runner, `keel worker` the job queue: any worker may drive it.
+   */
+  legSink: ((leg: Leg) => void) | undefined;
+  /** Legs driven here in the background, by run: a caller waiting for a delegate waits for these. */
+  private readonly inflight = new Map<string, Promise<RunResult | undefined>>();
+  /** A delegate's run that ended here woke its parent: the parent's next leg, driven here, by the delegate's run id. */
+  private readonly woken = new Map<string, Promise<RunResult | undefined>>();
+  /** Runs whose leg this Keel is driving now (of those followed, `followed`): never taken over from itself. */
+  private readonly driving = new Set<string>();
+  /** The onEvent a run's caller gave: a continuation of it driven here in the background (woken by its delegate) tells it too. */
+  private readonly listeners = new Map<string, (e: LoopEvent) => void>();
+  /** task_stop interrupts a delegate's leg driven here through these (by run). */
+  private readonly childStops = new Map<string, AbortController>();
+  /** Each delegate's pool, by the parent's registry (so a delegate's menus are shared as a run's are). */
+  private readonly delegatePools = new WeakMap<Registry, Map<string, Registry>>();
 
   constructor(opts: KeelOptions = {}) {
     this.opts = opts;
@@ -372,19 +401,232 @@ export class Keel {
     return this.registries.resetData(this.pluginDirs(dirs));
   }
 
-  private makeSubagents(registry: () => Registry): Subagents | undefined {
+  private makeSubagents(_registry: () => Registry): Subagents | undefined {
     const cfg = this.getConfig().subagents;
     if (!cfg?.delegates.length) return undefined;
     return new Subagents(cfg, {
-      registry,
-      createModel: (spec) => createModel(spec, this.env, this.cacheDir('scripts')),
-      parent: async (runId) => {
-        const run = await this.getRun(runId);
-        return { model: run.model, session_id: run.session_id };
+      hasStore: () => this.store !== null,
+      loadRun: (id) => this.requireStore().loadRun(id),
+      children: (id) => this.requireStore().listRuns({ parent_run: id, limit: 500 }),
+      activeChildren: async () => {
+        const store = this.requireStore();
+        let n = 0;
+        for (const status of ['running', 'paused'] as const) {
+          for (const r of await store.listRuns({ status, limit: 1000 })) if (r.parent_run) n++;
+        }
+        return n;
       },
-      currentMode: (run) => this.sessions.currentMode(run),
-      limits: this.limits(),
+      startChild: (start) => this.startChild(start),
+      stopChild: (parentRun, child) => this.stopChild(parentRun, child),
     });
+  }
+
+  /**
+   * A delegate's run: stored at once (its id made from the parent and the task call, so a task
+   * call met again starts no second run), in its parent's session (it reads the mode fresh),
+   * with what its parent had read; then driven — here in the background, or by the legSink.
+   */
+  private async startChild(c: ChildStart): Promise<RunState> {
+    const store = this.requireStore();
+    const id = childRunId(c.parent.id, c.call_id);
+    const known = await store.loadRun(id);
+    if (known) return known;
+    const parentKept = this.remembered.get(c.parent.id);
+    // The delegate's model, else its parent's (an application's own ModelClient too); none of the parent's output, steps or instructions.
+    const model = c.delegate.model ?? parentKept?.model ?? c.parent.model;
+    const kept: Kept = { model, ...(parentKept?.tools ? { tools: parentKept.tools } : {}) };
+    const parent = {
+      run_id: c.parent.id,
+      delegate: c.delegate.name,
+      depth: (c.parent.parent?.depth ?? 0) + 1,
+      task_id: c.task_id,
+      request: c.parent.request,
+    };
+    const deps = await this.deps(kept, {
+      id,
+      model: typeof model === 'string' ? model : model.spec,
+      plugin_dirs: c.parent.plugin_dirs,
+      parent,
+    });
+    const leg = this.tracked(
+      await startLeg(deps, {
+        message: c.prompt,
+        mode: this.sessions.currentMode(c.parent),
+        pluginDirs: c.parent.plugin_dirs,
+        notes: [...deps.notes, ...missingNote(c.delegate.name, c.delegate.tools, deps.registry.pool)],
+        delegate: { parent, session_id: c.parent.session_id, untrusted: c.untrusted },
+        id,
+        // O4: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
+        ...(c.parent.principal ? { principal: c.parent.principal } : {}),
+      }),
+    );
+    if (typeof model === 'object' || kept.tools) this.remembered.set(leg.run_id, kept);
+    this.spawn(leg);
+    const run = await store.loadRun(leg.run_id);
+    if (!run) throw new KeelError('not_found', `the delegate's run ${leg.run_id} is not in the store`);
+    return run;
+  }
+
+  /** A leg driven away from its caller: by the legSink, else here in the background (its result kept in `inflight` while it runs). */
+  private spawn(leg: Leg): Promise<RunResult | undefined> {
+    if (this.legSink) {
+      this.legSink(leg);
+      return Promise.resolve(undefined);
+    }
+    // A leg that fails here leaves its run as any failed process does: recovered by the next resume (R18).
+    const p: Promise<RunResult | undefined> = collect(leg.drive(), this.listeners.get(leg.run_id)).catch(() => undefined);
+    this.inflight.set(leg.run_id, p);
+    void p.then(() => {
+      if (this.inflight.get(leg.run_id) === p) this.inflight.delete(leg.run_id);
+    });
+    return p;
+  }
+
+  /**
+   * A leg has ended or paused. A delegate's run that ended wakes its parent if the parent waits
+   * for it; a run that paused for a delegate that has already ended (it ended while this run
+   * paused) wakes itself. The pause is claimed once: one waker carries the parent on.
+   */
+  private async afterLeg(leg: Leg, r: RunResult): Promise<void> {
+    if (leg.parent_run && (r.status === 'done' || r.status === 'failed')) {
+      this.childStops.delete(leg.run_id);
+      await this.wakeParent(leg.parent_run, leg.run_id);
+    } else if (r.status === 'paused' && r.reason === 'awaiting_task') {
+      const child = await this.requireStore().loadRun(r.task.run_id);
+      if (child && ended(child)) await this.wakeParent(leg.run_id, child.id);
+    }
+  }
+
+  private async wakeParent(parentRun: string, childRun: string): Promise<void> {
+    const p = await this.requireStore().loadRun(parentRun);
+    if (p?.status !== 'paused' || p.pause?.kind !== 'task' || p.pause.child_run !== childRun) return;
+    let leg: Leg;
+    try {
+      leg = await this.continueLeg(parentRun);
+    } catch (err) {
+      // Another process woke it first (or it is no longer waiting): it goes on there.
+      if (err instanceof KeelError && (err.code === 'conflict' || err.code === 'not_paused')) return;
+      throw err;
+    }
+    const next = this.spawn(leg);
+    if (!this.legSink) this.woken.set(childRun, next);
+  }
+
+  /**
+   * A result as the caller should see it once the delegates it waits for have moved: a run
+   * that ended and woke its parent here gives the parent's result; a parent waiting for a delegate
+   * driven here waits for it; a delegate waiting for a person is shown on the parent's result.
+   */
+  private async settle(r: RunResult): Promise<RunResult> {
+    for (;;) {
+      if (r.status !== 'paused') {
+        const next = this.woken.get(r.run_id);
+        if (!next) return r;
+        this.woken.delete(r.run_id);
+        const p = await next;
+        if (!p) return r;
+        r = p;
+        continue;
+      }
+      if (r.reason !== 'awaiting_task') return r;
+      const child = r.task.run_id;
+      const self = this.woken.get(child);
+      if (self) {
+        this.woken.delete(child);
+        const p = await self;
+        if (!p) return r;
+        r = p;
+        continue;
+      }
+      const running = this.inflight.get(child) ?? (await this.carryOnLeft(child));
+      if (!running) return this.withWaiting(r);
+      await running;
+    }
+  }
+
+  /**
+   * A delegate its parent waits for, left running by a process that died: taken over and driven
+   * here in the background (its calls in flight reported, never run again), as any run is.
+   */
+  private async carryOnLeft(runId: string): Promise<Promise<RunResult | undefined> | undefined> {
+    const run = this.legSink || this.driving.has(runId) ? undefined : await this.store?.loadRun(runId);
+    if (run?.status !== 'running') return undefined;
+    try {
+      return this.spawn(await this.continueLeg(runId));
+    } catch (err) {
+      // Its owner is alive (it goes on there), or another process took it first.
+      if (err instanceof KeelError) return undefined;
+      throw err;
+    }
+  }
+
+  /** A run waiting for its delegate, with what the delegate itself waits for (a question, a card; or its own delegate's). */
+  private async withWaiting(r: Extract<RunResult, { reason: 'awaiting_task' }>): Promise<RunResult> {
+    const child = this.store ? await this.store.loadRun(r.task.run_id) : undefined;
+    if (child?.status !== 'paused') return r;
+    let waiting = toResult(child) as PausedResult;
+    if (waiting.reason === 'awaiting_task') waiting = (await this.withWaiting(waiting)) as PausedResult;
+    return { ...r, task: { ...r.task, waiting } };
+  }
+
+  /** For task_stop: a delegate's run ends for good (cancelled, audited); one driven here is interrupted first. */
+  private async stopChild(parentRun: string, child: RunState): Promise<string> {
+    const taskId = child.parent?.task_id ?? child.id;
+    const running = this.inflight.get(child.id);
+    if (running) {
+      this.childStops.get(child.id)?.abort(new Error('stopped by task_stop'));
+      await running;
+    }
+    try {
+      await this.cancel(child.id, { actor: `run ${parentRun} (task_stop)`, reason: 'stopped by task_stop' });
+      return SAY.taskStopped(taskId);
+    } catch (err) {
+      if (err instanceof KeelError) return SAY.taskNotStopped(taskId, err.message);
+      throw err;
+    }
+  }
+
+  /**
+   * What a delegate's leg is given over its parent's: its delegate's tools out of the parent's
+   * pool (ask_user always: it asks the same person; the task tools while it may nest), its
+   * instructions, its step budget, and a stop of its own (task_stop).
+   */
+  private delegateDeps<D extends EngineDeps>(base: D, run: Pick<RunState, 'id' | 'parent'>): D {
+    const p = run.parent;
+    const cfg = this.getConfig().subagents;
+    const d = p && cfg?.delegates.find((x) => x.name === p.delegate);
+    if (!p || !cfg || !d) {
+      throw new KeelError(
+        'config',
+        `run ${run.id} is the delegate ${p?.delegate}'s, which the config no longer names: add it back under subagents.delegates to carry the run on, or cancel it`,
+        `keel runs cancel ${run.id}`,
+      );
+    }
+    const registry = this.delegatePool(base.registry, d.name, d.tools, p.depth < cfg.max_depth);
+    const steps = d.max_steps ?? cfg.max_steps;
+    let stop = this.childStops.get(run.id);
+    if (!stop) this.childStops.set(run.id, (stop = new AbortController()));
+    const { output: _o, onModeChange: _m, ...rest } = base;
+    return {
+      ...rest,
+      registry,
+      instructions: d.instructions,
+      limits: steps ? { ...base.limits, maxSteps: steps } : base.limits,
+      signal: base.signal ? AbortSignal.any([base.signal, stop.signal]) : stop.signal,
+    } as D;
+  }
+
+  private delegatePool(reg: Registry, name: string, tools: readonly string[], nests: boolean): Registry {
+    let byName = this.delegatePools.get(reg);
+    if (!byName) this.delegatePools.set(reg, (byName = new Map()));
+    const key = `${name}\u0000${nests}`;
+    let r = byName.get(key);
+    if (!r) {
+      const pool = reg.pool.filter((t) => (tools.includes(t.name) && (nests || !TASK_TOOLS.has(t.name))) || t.name === 'ask_user');
+      r = { ...reg, pool, byName: new Map(pool.map((t) => [t.name, t])), close: async () => {} };
+      byName.set(key, r);
+    }
+    return r;
   }
 
   private limits(): Partial<Limits> {
@@ -396,7 +638,10 @@ export class Keel {
    * are used unless the options name others, and a spec no provider can rebuild (a ModelClient of
    * the application's) is refused in one sentence that names the option.
    */
-  private async deps(o: Kept & Pick<RunOptions, 'signal'>, stored?: RunState): Promise<EngineDeps & { notes: string[] }> {
+  private async deps(
+    o: Kept & Pick<RunOptions, 'signal'>,
+    stored?: Pick<RunState, 'id' | 'model' | 'plugin_dirs' | 'parent'>,
+  ): Promise<EngineDeps & { notes: string[] }> {
     const dirs = o.pluginDirs?.length ? this.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : this.pluginDirs();
     const { registry, notes } = await this.registries.forRun(dirs, this.appTools(o.tools));
     // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.
@@ -410,7 +655,7 @@ export class Keel {
     if (o.timeoutMs !== undefined) limits.timeoutMs = positive('timeoutMs', o.timeoutMs);
     this.indexCache ??= fileCache(this.cacheDir('index'));
     const cedar = await this.operatorPolicy(registry.byName.values());
-    return {
+    const base: EngineDeps & { notes: string[] } = {
       ...(cedar ? { policy: () => cedar.current() } : {}),
       registry,
       notes,
@@ -430,6 +675,8 @@ export class Keel {
       sessionWatch: this.sessions,
       signal: o.signal ? AbortSignal.any([this.interruption.signal, o.signal]) : this.interruption.signal,
     };
+    // D1: a delegate's run, whichever leg and process: its delegate's tools, instructions and budget.
+    return stored?.parent ? this.delegateDeps(base, stored) : base;
   }
 
   /** The Keel's own app tools, with a run's added (the same array for the same run's list: its menus are shared). */
@@ -450,7 +697,7 @@ export class Keel {
     return registry.plugins.flatMap((p) => p.tools.map((t) => ({ ...t, plugin: p.name })));
   }
 
-  private async modelFor(spec: string | undefined, stored: RunState | undefined): Promise<ModelClient> {
+  private async modelFor(spec: string | undefined, stored: Pick<RunState, 'id' | 'model'> | undefined): Promise<ModelClient> {
     try {
       return await createModel(spec, this.env, this.cacheDir('scripts'));
     } catch (err) {
@@ -469,11 +716,30 @@ export class Keel {
 
   /** Drives a leg to its end or pause, collecting its result (with `output` parsed); the run's options are forgotten once it ends. */
   private async finish<T>(leg: Leg, o: ContinueOptions<T>): Promise<RunResult<T>> {
-    return this.outcome(await collect(leg.drive(), o.onEvent), this.kept(leg.run_id, o)) as Promise<RunResult<T>>;
+    // D2: a continuation of this run that its delegate's end starts here tells the same listener.
+    if (o.onEvent && this.getConfig().subagents?.delegates.length) this.listeners.set(leg.run_id, o.onEvent);
+    const r = await collect(leg.drive(), o.onEvent);
+    // D2: a run that waits for its delegate (or woke its parent) gives the result the wait came to.
+    const settled = this.delegating(r) ? await this.settle(r) : r;
+    return this.outcome(settled, this.kept(settled.run_id, o)) as Promise<RunResult<T>>;
+  }
+
+  /** Which delegate asks a question its parent's result shows (for the responder to say so). */
+  private async askedBy(runId: string): Promise<{ delegate: string; run_id: string; parent_run: string } | undefined> {
+    const p = (await this.store?.loadRun(runId))?.parent;
+    return p && { delegate: p.delegate, run_id: runId, parent_run: p.run_id };
+  }
+
+  /** Whether a result may have delegates to wait for, or be followed by its parent's (a delegate's end woke it here). */
+  private delegating(r: RunResult): boolean {
+    return (r.status === 'paused' && r.reason === 'awaiting_task') || this.woken.size > 0;
   }
 
   private async outcome(r: RunResult, o: Kept): Promise<RunResult> {
-    if (r.status !== 'paused') this.remembered.delete(r.run_id);
+    if (r.status !== 'paused') {
+      this.remembered.delete(r.run_id);
+      this.listeners.delete(r.run_id);
+    }
     if (r.status !== 'done' || !o.output) return r;
     const verdict = (await outputCheck(o.output)).parse(r.answer);
     if (verdict.ok) return { ...r, output: verdict.value };
@@ -511,12 +777,32 @@ export class Keel {
   async *stream<T = unknown>(message: string, o: RunOptions<T> = {}): AsyncGenerator<LoopEvent, RunResult<T>> {
     const leg = await this.startRun(message, o);
     const r = yield* leg.drive();
-    return (await this.outcome(r, this.kept(leg.run_id, o))) as RunResult<T>;
+    const settled = this.delegating(r) ? await this.settle(r) : r;
+    return (await this.outcome(settled, this.kept(settled.run_id, o))) as RunResult<T>;
   }
 
   /** A leg as this Keel drives it: its session followed, counted while it runs (interrupt()). */
   private tracked(leg: Leg): Leg {
+    // D1: a delegate's run is not its session's last run (the session's next run continues the parent's transcript).
+    if (leg.parent_run) return { ...leg, drive: () => this.followed(leg, this.active(leg.drive())) };
+    // D2: a run that may wait for delegates is followed to its end (no generator of its own otherwise).
+    if (this.getConfig().subagents?.delegates.length && this.store) {
+      return { ...leg, drive: () => this.followed(leg, this.sessions.track(this.active(leg.drive()))) };
+    }
     return { ...leg, drive: () => this.sessions.track(this.active(leg.drive())) };
+  }
+
+  /** A leg's events as they come, then its delegates or parent told (afterLeg) before its result is given. */
+  private async *followed(leg: Leg, gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    this.driving.add(leg.run_id);
+    let r: RunResult;
+    try {
+      r = yield* gen;
+    } finally {
+      this.driving.delete(leg.run_id);
+    }
+    await this.afterLeg(leg, r);
+    return r;
   }
 
   /** Runs a request until it ends or pauses. (A third argument, onEvent, is the old form of `o.onEvent`.) */
@@ -546,6 +832,18 @@ export class Keel {
 
   listRuns(query?: RunQuery): Promise<RunSummary[]> {
     return this.requireStore().listRuns(query);
+  }
+
+  /** The delegates' runs a run started, oldest first: each with its task id, delegate and status. */
+  async children(runId: string): Promise<{ run_id: string; task_id: string; delegate: string; status: string; reason: string | null }[]> {
+    const store = this.requireStore();
+    const out = [];
+    for (const c of (await store.listRuns({ parent_run: runId, limit: 500 })).reverse()) {
+      const run = await store.loadRun(c.id);
+      if (run?.parent)
+        out.push({ run_id: run.id, task_id: run.parent.task_id, delegate: run.parent.delegate, status: run.status, reason: run.reason });
+    }
+    return out;
   }
 
   /** Approval cards (filtered by status or run); pending ones past their expiry are expired first, and their runs ended. */
@@ -919,6 +1217,22 @@ export class Keel {
       }
       return this.approvalLeg(approval, o);
     }
+    if (pause?.kind === 'task') {
+      // D2: carrying on a run that waits for its delegate carries the delegate on (left by a dead
+      // process, or interrupted); the run itself goes on when the delegate ends.
+      const child = await this.requireStore().loadRun(pause.child_run);
+      const person = child?.status === 'paused' && (child.pause?.kind === 'ask_user' || child.pause?.kind === 'approval');
+      if (child && !ended(child) && !person) {
+        // A run's owner is this process while it drives it: a leg of its own is never taken over here (R18).
+        if (this.driving.has(child.id) || this.inflight.has(child.id)) {
+          throw new KeelError(
+            'conflict',
+            `run ${runId} waits for its delegate's run ${child.id}, which this process is driving: it goes on when that run ends`,
+          );
+        }
+        return this.continueLeg(child.id, {});
+      }
+    }
     if (run.status === 'paused' && pause?.kind === 'ask_user') {
       throw pause.confirm
         ? new KeelError(
@@ -961,8 +1275,28 @@ export class Keel {
       if (await store.answerApproval(a.id, 'rejected', actor, RUN_CANCELLED, at)) closed.push(a.id);
     }
     await recordCardsClosed(store, runId, closed, actor, at);
-    const result = await collect(this.sessions.track(leg.drive()), o.onEvent);
+    const result = await collect(leg.parent_run ? leg.drive() : this.sessions.track(leg.drive()), o.onEvent);
     this.remembered.delete(runId);
+    this.childStops.delete(runId);
+    // D2: the delegates a cancelled run started are cancelled with it (each audited); one a live process drives is left to it.
+    for (const c of await store.listRuns({ parent_run: runId, limit: 500 })) {
+      if (c.status !== 'running' && c.status !== 'paused') continue;
+      const running = this.inflight.get(c.id);
+      if (running) {
+        this.childStops.get(c.id)?.abort(new Error(`its parent run ${runId} was cancelled`));
+        await running;
+      }
+      await this.cancel(c.id, { actor, reason: `its parent run ${runId} was cancelled` }).catch((err) => {
+        if (!(err instanceof KeelError)) throw err;
+      });
+    }
+    if (leg.parent_run) {
+      // D2: a delegate cancelled while its parent waits for it: the parent goes on (here, before the cancel returns).
+      await this.afterLeg(leg, result);
+      const next = this.woken.get(runId);
+      this.woken.delete(runId);
+      await next;
+    }
     await store.audit({ at, actor, action: 'cancel_run', subject: runId, detail: JSON.stringify({ reason }) });
     return result;
   }
@@ -1001,19 +1335,22 @@ export class Keel {
     let result = first;
     let pauses = 0;
     while (result.status === 'paused') {
-      if (result.reason === 'awaiting_user_input') {
-        const answer = await responder.answer(result.question, result.confirm);
+      // D3: a run waiting for its delegate is answered through what the delegate waits for (its question or card).
+      const p = waitedFor(result);
+      if (p.reason === 'awaiting_user_input') {
+        const from = p !== result && result.reason === 'awaiting_task' ? await this.askedBy(p.run_id) : undefined;
+        const answer = await responder.answer(p.question, p.confirm, from);
         if (answer === undefined) break;
         pauses++;
-        result = await this.answer(result.run_id, answer, opts);
-      } else if (result.reason === 'awaiting_approval') {
+        result = await this.answer(p.run_id, answer, opts);
+      } else if (p.reason === 'awaiting_approval') {
         let refused: string | undefined;
         let next: RunResult<T> | undefined;
         while (!next) {
-          const d = await responder.decide(refused === undefined ? result.approval : { ...result.approval, refused });
+          const d = await responder.decide(refused === undefined ? p.approval : { ...p.approval, refused });
           if (!d) break;
           try {
-            next = await this.decide(result.approval.id, d.decision, {
+            next = await this.decide(p.approval.id, d.decision, {
               ...opts,
               actor: d.actor,
               reason: d.reason ?? null,
@@ -1036,9 +1373,12 @@ export class Keel {
 
   /**
    * Stops what this Keel started — MCP servers and other plugin resources, the store — so the
-   * process can exit. Call it when done, or hold the Keel with `await using`.
+   * process can exit. Call it when done, or hold the Keel with `await using`. Delegates it drives in
+   * the background are waited for until each ends or pauses (interrupt() first pauses them sooner).
    */
   async close(): Promise<void> {
+    // A delegate working while its parent waits for a person keeps working until it ends or pauses.
+    while (this.inflight.size) await Promise.all([...this.inflight.values()]);
     await this.registries.close();
     await this.store?.close();
   }
@@ -1046,4 +1386,14 @@ export class Keel {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
+}
+
+/** A delegate's run id, made from its parent's and the task call's: the same task call never starts two runs. */
+function childRunId(parentRun: string, callId: string): string {
+  return `run_${createHash('sha256').update(`${parentRun}\u0000${callId}`).digest('hex').slice(0, 12)}`;
+}
+
+/** What a paused run waits for a person to answer: its own pause, or its delegate's (and theirs, down the chain). */
+function waitedFor(r: PausedResult): PausedResult {
+  return r.reason === 'awaiting_task' && r.task.waiting ? waitedFor(r.task.waiting) : r;
 }

@@ -56,10 +56,11 @@ import {
 } from './pipeline.js';
 import { answerOpenCalls } from './recovery.js';
 import { expiredAnswer, interruption, toResult } from './result.js';
-import type { ApprovalPause, QuestionPause, RunView, RunWriter } from './run.js';
+import type { ApprovalPause, QuestionPause, RunView, RunWriter, TaskPauseOf } from './run.js';
 import { SAY } from './sentences.js';
 import { repliedCalls } from './seq.js';
 import { storableReply, unstorableNote } from './storable.js';
+import { type TaskWait, takeTaskWait, taskResult } from './tasks.js';
 
 export { DEFAULT_LIMITS, type EngineDeps, type Limits };
 
@@ -298,6 +299,25 @@ export class RunLeg {
         this.run.note(`approval ${approval.id} expired`);
         return yield* this.end('failed', 'approval_expired', undefined, expiredAnswer(approval));
       }
+      return yield* this.continueStep(records, results);
+    });
+  }
+
+  /**
+   * D2: the delegate's run this run waited for has ended: its report becomes the task_wait call's
+   * result (same call id; U2: marked untrusted when the delegate had read others' words), and the
+   * run goes on. A delegate that has not ended is refused before this leg is made (continueLeg).
+   */
+  continueAfterTask(pause: TaskPauseOf, child: RunView): AsyncGenerator<LoopEvent, RunResult> {
+    return this.traced('task', async function* () {
+      this.run.resume();
+      yield this.begin(true);
+      const out = taskResult(child, pause.task_id);
+      const records = pause.calls.map((c) =>
+        c.call_id === pause.call_id ? { ...c, result: out.content, ...(out.untrusted ? { untrusted: out.untrusted } : {}) } : c,
+      );
+      const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content: out.content } : r));
+      for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
       return yield* this.continueStep(records, results);
     });
   }
@@ -630,6 +650,8 @@ export class RunLeg {
     const results: PendingResult[] = [];
     const approvals: ApprovalItem[] = [];
     let question: { call_id: string; question: string; confirm?: Confirmation } | undefined;
+    /** D2: a task_wait of this reply that waits for a delegate still working (with a store: the run pauses for it). */
+    let task: (TaskWait & { call_id: string }) | undefined;
     let endOn: EndOn | undefined;
     let last: LoopEvent | undefined;
     const priorToolCalls = s.steps.some((r) => r.tool !== 'ask_user');
@@ -706,6 +728,14 @@ export class RunLeg {
             this.admitted.add(prepared.tool.name);
             const runs = isFindTools(prepared.tool) ? this.finder(prepared.tool, menu) : prepared.tool;
             const ex = await executeCall(ctx, runs, call.id, prepared.args);
+            const wait = takeTaskWait(s.id, call.id);
+            if (wait && ex.outcome === 'ran' && this.deps.store && !task) {
+              // D2: the run waits for the delegate (stored), not this process: its result comes when the delegate ends.
+              task = { ...wait, call_id: call.id };
+              record = rec('ran', '', false, false);
+              pending = true;
+              break;
+            }
             record = rec(ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran');
             if (ex.untrusted !== undefined) record.untrusted = ex.untrusted;
             // U4: the trace says which operator rule let this write run after untrusted content.
@@ -731,14 +761,27 @@ export class RunLeg {
     }
 
     const store = this.deps.store;
+    if (task && (approvals.length || question)) {
+      // D2: a run waits for one thing at a time: the person comes first, and the model asks for the task again.
+      const rec = records.find((r) => r.call_id === task?.call_id);
+      const res = results.find((r) => r.call_id === task?.call_id);
+      if (rec && res) {
+        rec.result = res.content = SAY.taskStillRunning(task.task_id);
+        recordCall(this.gate, rec);
+        yield { type: 'tool_result', step, record: rec };
+      }
+      task = undefined;
+    }
     if (last) {
-      if (store && (approvals.length || question)) yield last;
+      if (store && (approvals.length || question || task)) yield last;
       else this.run.defer(last);
     }
     if (store && approvals.length) {
       const seq = this.run.nextPauseSeq();
       const id = `apr_${randomUUID().slice(0, 8)}`;
       const card = buildCard(approvals, pool, s.request, this.gate.untrusted);
+      // D3: a delegate's card names the chain: which delegate, started by which run, for what request.
+      if (s.parent) card.chain = { delegate: s.parent.delegate, parent_run: s.parent.run_id, request: s.parent.request };
       const now = this.deps.now?.() ?? new Date();
       // A1: the card is stored by the pause's own save — a process killed before it leaves
       // neither, and the step is done again; never a card no paused run waits on.
@@ -766,6 +809,19 @@ export class RunLeg {
         call_id: q.call_id,
         question: q.question,
         ...(q.confirm ? { confirm: q.confirm } : {}),
+        step,
+        results,
+        calls: records,
+      });
+    }
+    if (store && task) {
+      return yield* this.pause({
+        kind: 'task',
+        seq: this.run.nextPauseSeq(),
+        call_id: task.call_id,
+        task_id: task.task_id,
+        child_run: task.child_run,
+        delegate: task.delegate,
         step,
         results,
         calls: records,
@@ -841,7 +897,14 @@ export class RunLeg {
 
   private async *pause(pause: Parameters<RunWriter['pause']>[0], card?: ApprovalRecord): AsyncGenerator<LoopEvent, RunResult> {
     this.release();
-    const reason = pause.kind === 'approval' ? 'awaiting_approval' : pause.kind === 'interrupted' ? 'interrupted' : 'awaiting_user_input';
+    const reason =
+      pause.kind === 'approval'
+        ? 'awaiting_approval'
+        : pause.kind === 'interrupted'
+          ? 'interrupted'
+          : pause.kind === 'task'
+            ? 'awaiting_task'
+            : 'awaiting_user_input';
     // The pause's own events are journaled by its save (issue 29), after the step's held-back ones.
     let result: RunResult | undefined;
     const announce = (v: RunView): LoopEvent[] => {

@@ -4,13 +4,14 @@
  * is refused at once — and drives it with the one engine when asked (now, or when a server's queue
  * gets to it); each ends with `run_finished`, and every event is kept in the run's journal (when it has a store).
  */
-import type { Answer, ApprovalRecord, LoopEvent, Mode, RunResult } from '../types/index.js';
+import type { Answer, ApprovalRecord, LoopEvent, Mode, RunResult, TaskParent, UntrustedSource } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { storableText } from '../util/text.js';
 import { type EngineDeps, RunLeg } from './engine.js';
 import { journaled } from './journal.js';
 import { type NewRun, RunWriter } from './run.js';
 import { unstorableNote } from './storable.js';
+import { ended } from './tasks.js';
 
 export interface StartInput {
   message: string;
@@ -23,6 +24,10 @@ export interface StartInput {
   notes?: readonly string[];
   /** O4: who starts the run, as the operator's policy sees it. */
   principal?: NewRun['principal'];
+  /** A delegate's run: its parent, the parent's session (C5: it works in it), and what the parent had read (U2). */
+  delegate?: { parent: TaskParent; session_id: string; untrusted: readonly UntrustedSource[] };
+  /** The run's id, when it is made from what started it (a delegate's). */
+  id?: string;
 }
 
 /**
@@ -41,6 +46,8 @@ export interface Leg {
   readonly session_id: string;
   /** What this leg is, should it be handed to a queue instead of driven here. */
   readonly job: LegJob;
+  /** A delegate's run: the run that started it (told when this run ends, so it goes on). */
+  readonly parent_run?: string;
   drive(): AsyncGenerator<LoopEvent, RunResult>;
 }
 
@@ -50,6 +57,7 @@ function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, Ru
     run_id: run.state.id,
     session_id: run.state.session_id,
     job,
+    ...(run.state.parent ? { parent_run: run.state.parent.run_id } : {}),
     drive() {
       if (driven) throw new KeelError('conflict', `run ${run.state.id}: this leg was already driven`);
       driven = true;
@@ -74,6 +82,10 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
       session: input.session,
       notes: request.replaced ? [...(input.notes ?? []), unstorableNote('request', request.replaced)] : input.notes,
       ...(input.principal ? { principal: input.principal } : {}),
+      ...(input.id ? { id: input.id } : {}),
+      ...(input.delegate
+        ? { parent: input.delegate.parent, session_id: input.delegate.session_id, inherited_untrusted: input.delegate.untrusted }
+        : {}),
     },
     deps.store,
     deps.now,
@@ -179,9 +191,19 @@ export async function continueLeg(deps: EngineDeps, runId: string): Promise<Leg>
       `keel approvals approve|reject ${waiting.approval_id}`,
     );
   }
+  // D2: a run waiting for its delegate goes on once the delegate's run has ended: refused before the claim until then.
+  const child = waiting?.kind === 'task' ? await store.loadRun(waiting.child_run) : undefined;
+  if (waiting?.kind === 'task' && !(child && ended(child))) {
+    throw new KeelError(
+      'not_paused',
+      `run ${runId} waits for its delegate's task ${waiting.task_id} (run ${waiting.child_run}, ${child?.status ?? 'not in the store'}): it goes on when that run ends`,
+      `keel runs show ${waiting.child_run}`,
+    );
+  }
   const run = await RunWriter.claimStalled(store, runId, deps.now);
   const pause = run.state.pause;
   const job: LegJob = { kind: 'continue' };
+  if (pause?.kind === 'task' && child) return leg(run, (l) => l.continueAfterTask(pause, child), deps, job);
   if (run.state.status === 'paused' && pause?.kind === 'interrupted') return leg(run, (l) => l.continueAfterInterruption(), deps, job);
   if (pause?.kind === 'ask_user') return leg(run, (l) => l.reopenQuestion(), deps, job);
   return leg(run, (l) => l.recover(), deps, job);

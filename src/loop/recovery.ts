@@ -30,7 +30,9 @@ export function answerOpenCalls(s: RunView, effectOf: (tool: string) => Effect |
     const started = s.effects.some((e) => e.call_id === call.id);
     // A repeat of a carded call (R13) waits on the card too: it has no result until the card's call ran.
     const onCard = before?.outcome === 'awaiting_approval' || (before?.outcome === 'repeat' && before.result === '');
-    const waiting = onCard || (before?.tool === 'ask_user' && before.result === '');
+    // D2: the task_wait a pause on a delegate holds has no result until the delegate ends.
+    const onTask = s.pause?.kind === 'task' && s.pause.call_id === call.id;
+    const waiting = onCard || onTask || (before?.tool === 'ask_user' && before.result === '');
     const rec: CallRecord =
       before && !waiting
         ? before

@@ -127,6 +127,9 @@ export function toResult(s: RunView): RunResult {
       out.reason = 'awaiting_user_input';
       out.question = p.question;
       if (p.confirm) out.confirm = p.confirm;
+    } else if (p.kind === 'task') {
+      out.reason = 'awaiting_task';
+      out.task = { id: p.task_id, run_id: p.child_run, delegate: p.delegate };
     } else out.reason = 'interrupted';
   } else if (s.status !== 'done' || !s.reason || s.answer === null) out.status = 'failed';
   return out as unknown as RunResult;
@@ -161,9 +164,10 @@ function resultCard(card: ApprovalCard, items: readonly ApprovalItem[]): ResultC
   };
 }
 
-/** The paused step's calls that have a result already (the question itself is still open). */
+/** The paused step's calls that have a result already (the question, or the task waited for, is still open). */
 function pendingCalls(s: RunView) {
   if (!s.pause || s.pause.kind === 'interrupted') return [];
   const open = new Set(s.pause.results.filter((r) => r.content === undefined).map((r) => r.call_id));
-  return s.pause.calls.filter((c) => !(open.has(c.call_id) && c.tool === 'ask_user'));
+  const waiting = s.pause.kind === 'task' ? s.pause.call_id : undefined;
+  return s.pause.calls.filter((c) => !(open.has(c.call_id) && (c.tool === 'ask_user' || c.call_id === waiting)));
 }

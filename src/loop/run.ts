@@ -26,6 +26,7 @@ import type {
   RunState,
   RunStatus,
   RunStore,
+  TaskParent,
   ToolCall,
   UntrustedSource,
 } from '../types/index.js';
@@ -156,6 +157,10 @@ export interface NewRun {
   notes?: readonly string[];
   /** O4: who started the run, as the operator's policy sees it. */
   principal?: Principal;
+  /** D1: a delegate's run: the run that started it. */
+  parent?: TaskParent;
+  /** The run's id, when its starter makes it (a delegate's, from its parent and task call); else a random one. */
+  id?: string;
 }
 
 /** Holds one run's state and is the only thing that changes it; `save` is the only way it is stored. */
@@ -183,7 +188,7 @@ export class RunWriter {
   static async start(input: NewRun, store: RunStore | null, clock: () => Date = () => new Date()): Promise<RunWriter> {
     const request = input.request.trim();
     if (!request) throw new KeelError('bad_input', 'the message is empty: say what you want done');
-    const id = `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+    const id = input.id ?? `run_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
     const now = clock().toISOString();
     const s: RunState = {
       id,
@@ -215,6 +220,7 @@ export class RunWriter {
     const inherited = input.inherited_untrusted ?? input.session?.untrusted;
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
     if (input.principal) s.principal = { ...input.principal, groups: [...input.principal.groups] };
+    if (input.parent) s.parent = { ...input.parent };
     await store?.createRun(s);
     return new RunWriter(s, store, clock);
   }
@@ -239,6 +245,13 @@ export class RunWriter {
         'not_paused',
         `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: answer the approval`,
         `keel approvals approve|reject ${pause.approval_id}`,
+      );
+    }
+    if (pause.kind === 'task') {
+      throw new KeelError(
+        'not_paused',
+        `run ${runId} waits for its delegate's task ${pause.task_id} (run ${pause.child_run}), not for an answer: it goes on when that run ends`,
+        `keel runs show ${pause.child_run}`,
       );
     }
     if (pause.kind !== 'ask_user') {
@@ -581,7 +594,7 @@ export class RunWriter {
    */
   async pause(
     pause: Pause,
-    reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted'>,
+    reason: Extract<EndReason, 'awaiting_user_input' | 'awaiting_approval' | 'interrupted' | 'awaiting_task'>,
     announce?: (s: RunView) => LoopEvent[],
     card?: ApprovalRecord,
   ): Promise<LoopEvent[]> {
@@ -615,6 +628,7 @@ export class RunWriter {
 
 export type QuestionPause = Extract<Pause, { kind: 'ask_user' }>;
 export type ApprovalPause = Extract<Pause, { kind: 'approval' }>;
+export type TaskPauseOf = Extract<Pause, { kind: 'task' }>;
 
 async function loadOrThrow(store: RunStore, runId: string): Promise<RunState> {
   const s = await store.loadRun(runId);

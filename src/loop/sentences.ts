@@ -158,4 +158,26 @@ export const SAY = {
     `${name} was not run: the operator's policy forbids this call (${policies.length ? `policy ${policies.join(', ')}` : 'no policy permits it'}). Do without it, and tell the user if it was needed.`,
   /** O6: an owner's edit the operator's policy would not allow as the model's call was allowed. */
   editRefusedByPolicy: (name: string, why: string) => `the edited ${name} call is not allowed by the operator's policy: ${why}`,
+  /** D1: task started a delegate's run. */
+  taskStarted: (id: string, delegate: string) => `Started task ${id} (${delegate}). Call task_wait with id ${id} for its answer.`,
+  /** D1: a delegate's run as task_wait and task_list report it: its status, what ran, and its answer. */
+  taskReport: (id: string, delegate: string, status: string, modelCalls: number, ran: readonly string[], answer: string | null) =>
+    `Task ${id} (${delegate}): ${status}; ${modelCalls} model calls, tools run: ${ran.join(', ') || 'none'}.\n${answer ?? ''}`,
+  /** D2: task_wait in a reply that also waits for a person: the run cannot wait for both at once. */
+  taskStillRunning: (id: string) => `Task ${id} is still running; call task_wait with id ${id} again for its answer.`,
+  /** D1: no such task among this run's. */
+  noTask: (id: string) => `No task ${id} in this run: task_list shows its tasks.`,
+  noTasks: 'No tasks.',
+  noDelegate: (name: string, configured: readonly string[]) => `No delegate named ${name} (configured: ${configured.join(', ')}).`,
+  /** D5: a limit refuses a new delegate: the model can wait for one, or do the work itself. */
+  tooManyTasks: (running: number, limit: number, scope: 'run' | 'total') =>
+    `No task started: ${running} delegates are already running ${scope === 'run' ? 'for this run' : 'in total'} (limit ${limit}). Wait for one with task_wait, or do the work yourself.`,
+  tooDeep: (depth: number, limit: number) =>
+    `No task started: this run is a delegate at depth ${depth}, and delegates may nest at most ${limit} deep. Do the work yourself.`,
+  /** D2: task_stop ended the delegate's run (audited). */
+  taskStopped: (id: string) => `Stopped task ${id}: its run was cancelled, and nothing more of it runs.`,
+  taskAlreadyOver: (id: string, status: string) => `Task ${id} is already ${status}.`,
+  taskNotStopped: (id: string, why: string) => `Task ${id} was not stopped: ${why}`,
+  /** D2: a delegate's run needs a store (it can pause); a Keel without one starts none. */
+  tasksNeedStore: 'No task started: delegates are runs, and this Keel keeps no runs (it has no store). Do the work yourself.',
 } as const;

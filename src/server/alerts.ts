@@ -74,7 +74,9 @@ function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
           ? { kind: p.kind, approval_id: p.approval_id }
           : p.kind === 'ask_user'
             ? { kind: p.kind, question: p.question }
-            : { kind: p.kind, why: p.why },
+            : p.kind === 'task'
+              ? { kind: p.kind, task_id: p.task_id, child_run: p.child_run }
+              : { kind: p.kind, why: p.why },
       // A10: a routed card's pause goes where its card goes.
       ...(p.kind === 'approval' && p.card.approvers?.length ? { approvers: p.card.approvers } : {}),
     });

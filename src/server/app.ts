@@ -462,6 +462,8 @@ export function createApp(d: ServerDeps): Hono {
         contract: run.contract,
         created_at: run.created_at,
         updated_at: run.updated_at,
+        parent_run: run.parent?.run_id ?? null,
+        children: await keel.children(run.id),
       });
     },
   );

@@ -720,6 +720,8 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
     const can = allows(who.role, 'approver');
     const pendingCard =
       run.pause?.kind === 'approval' ? approvals.find((a) => a.id === (run.pause as { approval_id: string }).approval_id) : undefined;
+    // D6 (issue 38): a delegate's run links its parent; a run links the delegates it started.
+    const children = await keel.children(run.id);
     return (
       <div>
         <h1>
@@ -732,6 +734,25 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
         <p class="request">
           <q>{run.request}</q>
         </p>
+        {run.parent && (
+          <p class="parent">
+            Delegate {run.parent.delegate} (task {run.parent.task_id}), started by run{' '}
+            <a href={`/runs/${run.parent.run_id}`}>{run.parent.run_id}</a>
+          </p>
+        )}
+        {children.length > 0 && (
+          <section aria-labelledby="h-tasks">
+            <h2 id="h-tasks">Delegates</h2>
+            <ul class="tasks">
+              {children.map((t) => (
+                <li>
+                  {t.task_id} {t.delegate}: <a href={`/runs/${t.run_id}`}>{t.run_id}</a>{' '}
+                  <Badge kind={t.status as RunState['status']}>{t.status}</Badge>
+                </li>
+              ))}
+            </ul>
+          </section>
+        )}
         {run.answer && (
           <section aria-labelledby="h-answer">
             <h2 id="h-answer">Answer</h2>

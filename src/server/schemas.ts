@@ -126,6 +126,8 @@ const Card = z.object({
   approvers: z.array(z.string()).optional(),
   /** A9: the operator policies that asked for the card. */
   policy: z.array(z.string()).optional(),
+  /** D3: a delegate's card: which delegate, the run that started it, and that run's request. */
+  chain: z.object({ delegate: z.string(), parent_run: z.string(), request: z.string() }).optional(),
 });
 /** A run's card (issue 40): each item also has its call's id and structured arguments, as the stored pause has them. */
 const ResultCard = Card.extend({
@@ -168,6 +170,8 @@ export const RunSummarySchema = z.object({
   updated_at: z.string(),
   /** Waiting for a free slot on this server (KEEL_MAX_CONCURRENT_RUNS). */
   queued: z.boolean(),
+  /** A delegate's run: the run that started it (null for a run the user started). */
+  parent_run: z.string().nullable(),
 });
 export const RunListSchema = z.object({ runs: z.array(RunSummarySchema), next_cursor: z.string().nullable() });
 
@@ -225,6 +229,14 @@ export const RunSchema = z.object({
   contract: Json.nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  /** D2: the run waits for its delegate (reason awaiting_task): which task and run. */
+  task: z.object({ id: z.string(), run_id: z.string(), delegate: z.string() }).optional(),
+  /** D6: a delegate's run: the run that started it (null for a run the user started). */
+  parent_run: z.string().nullable(),
+  /** D6: the delegates' runs this run started, oldest first. */
+  children: z.array(
+    z.object({ run_id: z.string(), task_id: z.string(), delegate: z.string(), status: z.string(), reason: z.string().nullable() }),
+  ),
 });
 
 export const LegAcceptedSchema = z.object({

@@ -122,6 +122,14 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
         }
       : undefined,
   });
+  // D1/D2: a delegate's run, and a parent its delegate's end woke, go through the runner (to the queue on PostgreSQL).
+  keel.legSink = (leg) => {
+    try {
+      runner.submit(leg);
+    } catch (err) {
+      log(`keel serve: run ${leg.run_id} was not taken: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
 
   const adminToken = tokens.firstAdmin()?.token;
   // Mount the plugins before listening: a broken plugin shows in the log and /v1/plugins, not mid-request.
@@ -223,7 +231,10 @@ async function recover(keel: Keel, store: Store, runner: LegRunner, log: (line: 
           run.status === 'paused' &&
           run.pause?.kind === 'approval' &&
           (await store.getApproval(run.pause.approval_id))?.status !== 'pending';
-        if (!stale && !stopped && !answered) continue;
+        // D2 (issue 38): a parent whose delegate ended while no process carried the parent on.
+        const child = run.status === 'paused' && run.pause?.kind === 'task' ? await store.loadRun(run.pause.child_run) : undefined;
+        const woken = child?.status === 'done' || child?.status === 'failed';
+        if (!stale && !stopped && !answered && !woken) continue;
         let leg: Leg;
         try {
           leg = await keel.continueLeg(run.id);

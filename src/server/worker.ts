@@ -50,6 +50,15 @@ export async function handToQueue(store: PostgresStore, leg: Leg): Promise<boole
 export async function startWorker(o: WorkerOptions): Promise<RunningWorker> {
   const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const boss = await o.store.queue();
+  // D1/D2: a delegate's run this worker starts, and a parent its delegate's end wakes, are legs of the queue: any worker may drive them.
+  o.keel.legSink = (leg) => {
+    handToQueue(o.store, leg).then(
+      (queued) => {
+        if (!queued) log(`keel worker: run ${leg.run_id} was taken by another process before it was queued`);
+      },
+      (err) => log(`keel worker: run ${leg.run_id} could not be queued: ${err instanceof Error ? err.message : String(err)}`),
+    );
+  };
   let active = 0;
   let stopping = false;
   /** Slots waiting for a job, woken early when the worker stops. */

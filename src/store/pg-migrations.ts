@@ -134,6 +134,20 @@ ALTER TABLE runs ADD COLUMN inherited_untrusted JSONB;
   },
   {
     version: 5,
+    name: 'delegates',
+    sql: `
+-- D1: a delegate's run: the run that started it (its task), how deep, as which delegate, and that
+-- run's request (the user's words its cards show); set when the run is made, never changed.
+ALTER TABLE runs ADD COLUMN parent_run TEXT;
+ALTER TABLE runs ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN delegate TEXT;
+ALTER TABLE runs ADD COLUMN task_id TEXT;
+ALTER TABLE runs ADD COLUMN parent_request JSONB;
+CREATE INDEX runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL;
+`,
+  },
+  {
+    version: 6,
     name: 'principal',
     sql: `
 -- O4: who started a run (a token's name, role and groups; the local user; an MCP client; the app), as

@@ -165,8 +165,8 @@ const SAVE_SESSION = named(
 );
 const INSERT_RUN = named(
   'insert_run',
-  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,principal)
-   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22)`,
+  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal)
+   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)`,
 );
 const CLAIM_PAUSE = named(
   'claim_pause',
@@ -489,6 +489,11 @@ export class PostgresStore implements Store {
       run.created_at,
       run.updated_at,
       run.inherited_untrusted?.length ? jsonb(run.inherited_untrusted) : null,
+      run.parent?.run_id ?? null,
+      run.parent?.depth ?? 0,
+      run.parent?.delegate ?? null,
+      run.parent?.task_id ?? null,
+      run.parent ? jsonb(run.parent.request) : null,
       run.principal ? jsonb(run.principal) : null,
     ];
   }
@@ -700,6 +705,17 @@ export class PostgresStore implements Store {
         ? { inherited_untrusted: unjsonb<UntrustedSource[]>(r.inherited_untrusted) }
         : {}),
       ...(r.principal !== null && r.principal !== undefined ? { principal: unjsonb<Principal>(r.principal) } : {}),
+      ...(typeof r.parent_run === 'string'
+        ? {
+            parent: {
+              run_id: r.parent_run,
+              delegate: r.delegate as string,
+              depth: r.depth as number,
+              task_id: r.task_id as string,
+              request: unjsonb<string>(r.parent_request),
+            },
+          }
+        : {}),
       messages,
       steps: stepsFrom(
         (r.t_steps as unknown[]).map((s) => unjsonb<StepRow>(s)),
@@ -723,7 +739,8 @@ export class PostgresStore implements Store {
     if (q.status) where.push(`status = ${arg(q.status)}`);
     if (q.session_id) where.push(`session_id = ${arg(q.session_id)}`);
     if (q.before) where.push(`(created_at, id) < (${arg(q.before.created_at)}, ${arg(q.before.id)})`);
-    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
+    if (q.parent_run) where.push(`parent_run = ${arg(q.parent_run)}`);
+    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at,parent_run FROM runs
       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ${arg(q.limit ?? 50)}`;
     return (await this.q(sql, args)).rows.map((r) => ({
       id: r.id as string,
@@ -736,6 +753,7 @@ export class PostgresStore implements Store {
       model_calls: r.model_calls as number,
       created_at: r.created_at as string,
       updated_at: r.updated_at as string,
+      parent_run: (r.parent_run as string | null) ?? null,
     }));
   }
 

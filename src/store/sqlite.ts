@@ -197,8 +197,8 @@ export class SqliteStore implements Store {
     const p = (sql: string) => this.db.prepare(sql);
     this.stmt = {
       insertRun:
-        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,principal)
-        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@principal)`),
+        p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal)
+        VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@parent_run,@depth,@delegate,@task_id,@parent_request,@principal)`),
       // C5: the session's mode as stored, read in the save's own transaction.
       sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
       ownerNow: p('SELECT owner, status FROM runs WHERE id = ?'),
@@ -282,6 +282,11 @@ export class SqliteStore implements Store {
       updated_at: run.updated_at,
       inherited_untrusted: run.inherited_untrusted?.length ? JSON.stringify(run.inherited_untrusted) : null,
       principal: run.principal ? JSON.stringify(run.principal) : null,
+      parent_run: run.parent?.run_id ?? null,
+      depth: run.parent?.depth ?? 0,
+      delegate: run.parent?.delegate ?? null,
+      task_id: run.parent?.task_id ?? null,
+      parent_request: run.parent?.request ?? null,
     };
   }
 
@@ -337,11 +342,19 @@ export class SqliteStore implements Store {
       ['runs', 'inherited_untrusted', 'TEXT'],
       // O4: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
       ['runs', 'principal', 'TEXT'],
+      // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
+      ['runs', 'parent_run', 'TEXT'],
+      ['runs', 'depth', 'INTEGER NOT NULL DEFAULT 0'],
+      ['runs', 'delegate', 'TEXT'],
+      ['runs', 'task_id', 'TEXT'],
+      ['runs', 'parent_request', 'TEXT'],
     ];
     for (const [table, column, definition] of added) {
       const columns = (this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
       if (!columns.includes(column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
     }
+    // D1: a run's delegates are listed by their parent.
+    this.db.exec('CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL');
     // R23: how often each tool ran, kept as calls are written; a file made before it is counted once,
     // under a write lock so that two processes opening it together do not both count.
     const hasUsage = () => this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_usage'").get() !== undefined;
@@ -661,6 +674,17 @@ export class SqliteStore implements Store {
       contract: r.contract ? JSON.parse(r.contract as string) : null,
       ...(typeof r.inherited_untrusted === 'string' ? { inherited_untrusted: JSON.parse(r.inherited_untrusted) } : {}),
       ...(typeof r.principal === 'string' ? { principal: JSON.parse(r.principal) } : {}),
+      ...(typeof r.parent_run === 'string'
+        ? {
+            parent: {
+              run_id: r.parent_run,
+              delegate: r.delegate as string,
+              depth: r.depth as number,
+              task_id: r.task_id as string,
+              request: r.parent_request as string,
+            },
+          }
+        : {}),
       messages,
       steps: [],
       requests,
@@ -714,7 +738,11 @@ export class SqliteStore implements Store {
       where.push('(created_at < ? OR (created_at = ? AND id < ?))');
       args.push(q.before.created_at, q.before.created_at, q.before.id);
     }
-    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at FROM runs
+    if (q.parent_run) {
+      where.push('parent_run = ?');
+      args.push(q.parent_run);
+    }
+    const sql = `SELECT id,status,reason,request,mode,model,model_calls,session_id,created_at,updated_at,parent_run FROM runs
       ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?`;
     return this.shaped(sql).all(...args, q.limit ?? 50) as RunSummary[];
   }

@@ -1,134 +1,119 @@
 import type { DelegateConfig, KeelConfig } from '../config/config.js';
-import { DEFAULT_LIMITS, type Limits, RunLeg } from '../loop/engine.js';
-import { collect } from '../loop/legs.js';
-import { type RunView, RunWriter } from '../loop/run.js';
-import type { ModelClient } from '../models/types.js';
-import type { Registry } from '../plugin-host/host.js';
+import { SAY } from '../loop/sentences.js';
+import { awaitTask, ended, taskResult } from '../loop/tasks.js';
 import { coreTool } from '../tools/builtins.js';
-import type { Mode, RunResult, ToolSpec, UntrustedSource } from '../types/index.js';
+import type { RunState, RunSummary, ToolContext, ToolOutput, ToolSpec, UntrustedSource } from '../types/index.js';
 
-/** What the delegates need from the Keel that runs them. */
+/** What the delegates need from the Keel that runs them: its store, and a way to start, drive and stop a delegate's run. */
 export interface DelegateHost {
-  /** The parent run's pool: a delegate gets the subset its config names. */
-  registry: () => Registry;
-  createModel: (spec: string) => Promise<ModelClient>;
-  /** The parent run's model spec and session (the delegate reads the session's mode fresh, C5). */
-  parent: (runId: string) => Promise<{ model: string; session_id: string }>;
-  /** The session's mode now (C5): a delegate works in its parent's session. */
-  currentMode: (run: RunView) => Mode;
-  limits: Partial<Limits>;
+  /** False for a Keel without a store: a delegate is a run, so none starts (D1). */
+  hasStore: () => boolean;
+  loadRun: (id: string) => Promise<RunState | undefined>;
+  /** The delegates' runs a run started, newest first. */
+  children: (parentRun: string) => Promise<RunSummary[]>;
+  /** How many delegates' runs are not over, in the whole store (D5). */
+  activeChildren: () => Promise<number>;
+  /**
+   * Starts a delegate's run (stored, its parent recorded) and has it driven: by this process, or by
+   * the job queue's workers. `call_id`: the task call, from which the run's id is made (a task call
+   * met again starts no second run).
+   */
+  startChild: (start: ChildStart) => Promise<RunState>;
+  /** task_stop: ends a delegate's run for good (audited); returns the sentence for the model. */
+  stopChild: (parentRun: string, child: RunState) => Promise<string>;
 }
 
-interface Task {
-  id: string;
-  delegate: string;
-  parentRun: string;
-  status: 'running' | 'done' | 'failed' | 'stopped';
-  leg: RunLeg;
-  done: Promise<RunResult>;
-  result?: RunResult;
+export interface ChildStart {
+  parent: RunState;
+  delegate: DelegateConfig;
+  prompt: string;
+  task_id: string;
+  call_id: string;
+  /** U2: what the parent had read from outside the user: its model wrote the prompt. */
+  untrusted: readonly UntrustedSource[];
 }
 
 /** U2: the task family carries provenance: a delegate starts with what its parent had read, and its answer carries what it read. */
 const PROVENANCE = { carriesProvenance: true } as const;
 
-const TASK_FAMILY = new Set(['task', 'task_wait', 'task_list', 'task_stop', 'ask_user']);
+/** The tools that start and follow delegates: a delegate gets them only when it may start delegates itself (D5, max_depth). */
+export const TASK_TOOLS: ReadonlySet<string> = new Set(['task', 'task_wait', 'task_list', 'task_stop']);
+
+export type SubagentsConfig = NonNullable<KeelConfig['subagents']>;
 
 /**
- * C8: named delegates from the config, each run with its own isolated history through the
- * same engine and gate (one loop body), with a subset of the parent's tools. Delegate runs have no
- * store, so they cannot pause: ask_user and approvals are refused inside them (A5).
+ * C8/D1: named delegates from the config. A delegate is a run of its own — stored, with its own id,
+ * history, tools (a subset of its parent's) and model, its parent recorded — driven by the same
+ * engine and gate as every run, so it can pause for the same person (A5) and survive its process.
+ * The task tools here start and follow those runs; task_wait on one still working pauses the
+ * parent (D2), which goes on when the delegate's run ends.
  */
 export class Subagents {
-  readonly tasks = new Map<string, Task>();
-  /** How many delegates were ever started (tests assert denials create none, C6). */
+  /** How many delegates this process started (tests assert denials create none, C6). */
   created = 0;
   private readonly delegates: Map<string, DelegateConfig>;
-  private readonly maxConcurrent: number;
 
   constructor(
-    config: NonNullable<KeelConfig['subagents']>,
+    readonly config: SubagentsConfig,
     private readonly host: DelegateHost,
   ) {
     this.delegates = new Map(config.delegates.map((d) => [d.name, d]));
-    this.maxConcurrent = config.max_concurrent;
   }
 
   get configured(): boolean {
     return this.delegates.size > 0;
   }
 
-  private running(): number {
-    return [...this.tasks.values()].filter((t) => t.status === 'running').length;
+  /** The delegate named, with its settings (the Keel builds a delegate's run from them). */
+  delegate(name: string): DelegateConfig | undefined {
+    return this.delegates.get(name);
   }
 
-  private async start(name: string, prompt: string, parentRun: string, untrusted: readonly UntrustedSource[]): Promise<string> {
+  private async start(name: string, prompt: string, ctx: ToolContext): Promise<ToolOutput> {
     const d = this.delegates.get(name);
-    if (!d) throw new Error(`no delegate named ${name} (configured: ${[...this.delegates.keys()].join(', ')})`);
-    if (this.running() >= this.maxConcurrent) {
-      throw new Error(`${this.running()} delegates are already running (limit ${this.maxConcurrent}): wait for one with task_wait first`);
-    }
-    const parent = await this.host.parent(parentRun);
-    const reg = this.host.registry();
-    const pool = reg.pool.filter((t) => d.tools.includes(t.name) && !TASK_FAMILY.has(t.name));
-    const registry: Registry = { ...reg, pool, byName: new Map(pool.map((t) => [t.name, t])), close: async () => {} };
-    const model = await this.host.createModel(d.model ?? parent.model);
-    const run = await RunWriter.start(
-      {
-        request: prompt,
-        mode: 'agent',
-        model: model.spec,
-        plugin_dirs: [],
-        session_id: parent.session_id,
-        notes: missingNote(name, d.tools, pool),
-        // U2: the parent's model wrote the prompt; if the parent had read others' words, so may the prompt.
-        inherited_untrusted: untrusted,
-      },
-      null,
-    );
-    const leg = new RunLeg(
-      {
-        registry,
-        model,
-        store: null,
-        limits: { ...DEFAULT_LIMITS, ...this.host.limits, ...(d.max_steps ? { maxSteps: d.max_steps } : {}) },
-        instructions: d.instructions,
-        currentMode: this.host.currentMode,
-      },
-      run,
-    );
+    if (!d) return { content: SAY.noDelegate(name, [...this.delegates.keys()]), is_error: true };
+    if (!this.host.hasStore()) return { content: SAY.tasksNeedStore, is_error: true };
+    const parent = await this.host.loadRun(ctx.run_id);
+    if (!parent) return { content: SAY.tasksNeedStore, is_error: true };
+    // D5: every limit reached is a result the model can act on, never a crash.
+    const depth = parent.parent?.depth ?? 0;
+    if (depth >= this.config.max_depth) return { content: SAY.tooDeep(depth, this.config.max_depth), is_error: true };
+    const children = await this.host.children(parent.id);
+    const mine = children.filter((c) => c.status === 'running' || c.status === 'paused').length;
+    if (mine >= this.config.max_concurrent) return { content: SAY.tooManyTasks(mine, this.config.max_concurrent, 'run'), is_error: true };
+    const all = await this.host.activeChildren();
+    if (all >= this.config.max_total) return { content: SAY.tooManyTasks(all, this.config.max_total, 'total'), is_error: true };
+    const taskId = `tk_${children.length + 1}`;
+    const child = await this.host.startChild({
+      parent,
+      delegate: d,
+      prompt,
+      task_id: taskId,
+      call_id: ctx.call_id,
+      untrusted: ctx.untrusted ?? [],
+    });
     this.created++;
-    const id = `tk_${this.created}`;
-    const task: Task = { id, delegate: name, parentRun, status: 'running', leg, done: collect(leg.start()) };
-    this.tasks.set(id, task);
-    task.done.then(
-      (r) => {
-        task.result = r;
-        if (task.status === 'running') task.status = r.status === 'done' ? 'done' : 'failed';
-      },
-      () => {
-        task.status = 'failed';
-      },
-    );
-    return id;
+    return SAY.taskStarted(child.parent?.task_id ?? taskId, name);
   }
 
-  private task(id: unknown): Task {
-    const t = this.tasks.get(String(id));
-    if (!t) throw new Error(`no task ${id} (task_list shows them)`);
-    return t;
+  /** A task of this run, by the id task gave (tk_N) or its run's id. */
+  private async task(runId: string, id: unknown): Promise<RunState | undefined> {
+    const want = String(id);
+    for (const c of await this.host.children(runId)) {
+      if (c.id !== want) {
+        const run = await this.host.loadRun(c.id);
+        if (run?.parent?.task_id === want) return run;
+        continue;
+      }
+      return this.host.loadRun(c.id);
+    }
+    return undefined;
   }
 
-  private static describe(t: Task): string {
-    const r = t.result;
-    const head = `Task ${t.id} (${t.delegate}): ${t.status}`;
-    if (!r) return head;
-    return `${head}; ${r.model_calls} model calls, tools run: ${
-      r.steps
-        .filter((s) => s.outcome === 'ran')
-        .map((s) => s.tool)
-        .join(', ') || 'none'
-    }.\n${r.answer ?? ''}`;
+  private static report(child: RunState): ToolOutput {
+    const out = taskResult(child, child.parent?.task_id ?? child.id);
+    // U2: a delegate's answer carries its run's provenance: what it read from outside the user, its parent has read too.
+    return out.untrusted ? { content: out.content, untrusted: true, source: out.untrusted } : out.content;
   }
 
   tools(): ToolSpec[] {
@@ -148,10 +133,7 @@ export class Subagents {
             required: ['agent', 'prompt'],
             additionalProperties: false,
           },
-          execute: async (a, ctx) => {
-            const tid = await this.start(a.agent, a.prompt, ctx.run_id, ctx.untrusted ?? []);
-            return `Started task ${tid} (${a.agent}). Call task_wait with id ${tid} for its answer.`;
-          },
+          execute: (a, ctx) => this.start(a.agent, a.prompt, ctx),
         },
         PROVENANCE,
       ),
@@ -161,24 +143,22 @@ export class Subagents {
           description: 'Wait for a delegate task to finish and get its answer.',
           parameters: {
             type: 'object',
-            properties: { ...id, timeout_s: { type: 'number', minimum: 1, maximum: 600, description: 'How long to wait (default 120).' } },
+            // timeout_s is kept for older prompts: the wait is the run's own now (D2), stored, with no timer.
+            properties: {
+              ...id,
+              timeout_s: { type: 'number', minimum: 1, maximum: 600, description: 'Ignored: the run waits until the task ends.' },
+            },
             required: ['id'],
             additionalProperties: false,
           },
-          execute: async (a) => {
-            const t = this.task(a.id);
-            const ms = (a.timeout_s ?? 120) * 1000;
-            let timer: NodeJS.Timeout | undefined;
-            await Promise.race([t.done.catch(() => undefined), new Promise((res) => (timer = setTimeout(res, ms)))]);
-            clearTimeout(timer);
-            // U2: a delegate's answer carries its run's provenance: what it read from outside the user, its parent has read too.
-            const read = t.result?.untrusted ?? [];
-            if (!read.length) return Subagents.describe(t);
-            return {
-              content: Subagents.describe(t),
-              untrusted: true,
-              source: `delegate ${t.delegate} (${t.id}) read ${read[0].tool}: ${read[0].label}`,
-            };
+          execute: async (a, ctx) => {
+            const child = await this.task(ctx.run_id, a.id);
+            if (!child) return { content: SAY.noTask(String(a.id)), is_error: true };
+            if (ended(child)) return Subagents.report(child);
+            // D2: the run pauses for the delegate (the leg takes this wait right after the call).
+            const taskId = child.parent?.task_id ?? child.id;
+            awaitTask(ctx.run_id, ctx.call_id, { task_id: taskId, child_run: child.id, delegate: child.parent?.delegate ?? '' });
+            return SAY.taskStillRunning(taskId);
           },
         },
         PROVENANCE,
@@ -188,8 +168,17 @@ export class Subagents {
           name: 'task_list',
           description: 'List delegate tasks and their status.',
           parameters: { type: 'object', properties: {}, additionalProperties: false },
-          execute: () =>
-            this.tasks.size ? [...this.tasks.values()].map((t) => `${t.id} ${t.delegate} ${t.status}`).join('\n') : 'No tasks.',
+          execute: async (_a, ctx) => {
+            const rows: string[] = [];
+            for (const c of await this.host.children(ctx.run_id)) {
+              const run = await this.host.loadRun(c.id);
+              if (run?.parent)
+                rows.unshift(
+                  `${run.parent.task_id} ${run.parent.delegate} ${run.status}${run.reason ? ` (${run.reason})` : ''} run ${run.id}`,
+                );
+            }
+            return rows.length ? rows.join('\n') : SAY.noTasks;
+          },
         },
         PROVENANCE,
       ),
@@ -198,13 +187,12 @@ export class Subagents {
           name: 'task_stop',
           description: 'Stop a running delegate task.',
           parameters: { type: 'object', properties: id, required: ['id'], additionalProperties: false },
-          execute: async (a) => {
-            const t = this.task(a.id);
-            if (t.status !== 'running') return `Task ${t.id} is already ${t.status}.`;
-            t.status = 'stopped';
-            t.leg.stop('stopped by task_stop');
-            await t.done.catch(() => undefined);
-            return `Stopped task ${t.id}.`;
+          execute: async (a, ctx) => {
+            const child = await this.task(ctx.run_id, a.id);
+            if (!child) return { content: SAY.noTask(String(a.id)), is_error: true };
+            const taskId = child.parent?.task_id ?? child.id;
+            if (ended(child)) return SAY.taskAlreadyOver(taskId, child.reason === 'cancelled' ? 'stopped' : child.status);
+            return this.host.stopChild(ctx.run_id, child);
           },
         },
         PROVENANCE,
@@ -214,7 +202,7 @@ export class Subagents {
 }
 
 /** A note for the delegate's trace naming the tools its config asks for that the pool lacks. */
-function missingNote(name: string, wanted: readonly string[], pool: readonly ToolSpec[]): string[] {
+export function missingNote(name: string, wanted: readonly string[], pool: readonly ToolSpec[]): string[] {
   const missing = wanted.filter((n) => !pool.some((t) => t.name === n));
   return missing.length ? [`delegate ${name}: tools not available: ${missing.join(', ')}`] : [];
 }

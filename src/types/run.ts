@@ -53,7 +53,9 @@ export type EndReason =
   /** The model's text reply was cut off at its output token limit: a cut-off text is never the answer (issue 26). */
   | 'truncated'
   /** An MCP session's run, ended because its client left (S3): no model answered anything. */
-  | 'session_closed';
+  | 'session_closed'
+  /** Paused: task_wait on a delegate that has not ended; the run goes on when it ends. */
+  | 'awaiting_task';
 
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
@@ -182,6 +184,8 @@ export interface ApprovalCard {
   approvers?: string[];
   /** The ids of the operator policies that asked for the card ("Asked by policy big-payment"). */
   policy?: string[];
+  /** A delegate's card: which delegate, the run that started it, and that run's request (the user's words). */
+  chain?: { delegate: string; parent_run: string; request: string };
 }
 
 /**
@@ -240,7 +244,32 @@ export type Pause =
       calls: CallRecord[];
     }
   /** The leg was interrupted between steps (Ctrl-C, SIGTERM): nothing is half done; resuming goes on. */
-  | { kind: 'interrupted'; seq: number; step: number; why: string };
+  | { kind: 'interrupted'; seq: number; step: number; why: string }
+  /** Task_wait on a delegate's run that has not ended: the run goes on when it ends (its result is task_wait's). */
+  | {
+      kind: 'task';
+      seq: number;
+      call_id: string;
+      task_id: string;
+      /** The delegate's run, and which delegate it is. */
+      child_run: string;
+      delegate: string;
+      step: number;
+      results: PendingResult[];
+      calls: CallRecord[];
+    };
+
+/** A delegate's run: the run that started it (with `task`), as which delegate, how deep, and that run's request. */
+export interface TaskParent {
+  run_id: string;
+  delegate: string;
+  /** 1 for a delegate of a top-level run, 2 for a delegate's delegate, … */
+  depth: number;
+  /** The id task gave the parent's model (`tk_N`, numbered per parent). */
+  task_id: string;
+  /** The parent's request: the user's words the delegate works for (shown on its cards). */
+  request: string;
+}
 
 /** A run's whole state: what the store keeps and a new process resumes from. */
 export interface RunState {
@@ -279,6 +308,8 @@ export interface RunState {
   owner: string | null;
   created_at: string;
   updated_at: string;
+  /** Set on a delegate's run: the run that started it. */
+  parent?: TaskParent;
 }
 
 /** What every result carries, whatever its status (what `keel run --json` prints). */
@@ -363,7 +394,16 @@ export interface InterruptedPause extends PausedBase, NoPause {
   reason: 'interrupted';
 }
 
-export type PausedResult = QuestionPause | ConfirmationPause | ApprovalPause | InterruptedPause;
+/**
+ * the run waits for a delegate it started (task_wait); it goes on when the delegate's run ends.
+ * `waiting`: what the delegate itself waits for, when it waits for a person (its question or card).
+ */
+export interface TaskPause extends PausedBase, NoPause {
+  reason: 'awaiting_task';
+  task: { id: string; run_id: string; delegate: string; waiting?: PausedResult };
+}
+
+export type PausedResult = QuestionPause | ConfirmationPause | ApprovalPause | InterruptedPause | TaskPause;
 
 /**
  * A run's result: narrow on `status` (done, paused, failed), then a pause on `reason` — and a
@@ -392,7 +432,8 @@ export type RunOutcome = RunResult extends infer R ? (R extends RunResult ? Omit
 export type PauseSummary =
   | Omit<Extract<Pause, { kind: 'ask_user' }>, 'results' | 'calls'>
   | Omit<Extract<Pause, { kind: 'approval' }>, 'results' | 'calls'>
-  | Extract<Pause, { kind: 'interrupted' }>;
+  | Extract<Pause, { kind: 'interrupted' }>
+  | Omit<Extract<Pause, { kind: 'task' }>, 'results' | 'calls'>;
 
 /**
  * An event of a run's journal: what live clients (the server's SSE streams, webhooks) receive and a

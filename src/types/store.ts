@@ -20,6 +20,8 @@ export interface RunSummary {
   model_calls: number;
   created_at: string;
   updated_at: string;
+  /** A delegate's run: the run that started it (null for a top-level run). */
+  parent_run?: string | null;
 }
 
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired';
@@ -164,6 +166,8 @@ export interface RunQuery {
   session_id?: string;
   /** Rows strictly older than this one (the last row of the previous page). */
   before?: { created_at: string; id: string };
+  /** Only the delegates' runs this run started. */
+  parent_run?: string;
 }
 
 export interface EventQuery {

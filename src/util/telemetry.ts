@@ -52,7 +52,7 @@ const INTERNAL = 0; // SpanKind.INTERNAL
 const CLIENT = 2; // SpanKind.CLIENT
 
 /** How a leg of a run began (RunLeg's entry points). */
-export type LegKind = 'start' | 'answer' | 'approval' | 'interruption' | 'recover' | 'cancel' | 'reopen';
+export type LegKind = 'start' | 'answer' | 'approval' | 'interruption' | 'recover' | 'cancel' | 'reopen' | 'task';
 
 /** Looked up per span, not kept: a provider registered (or disabled) later is the one used. */
 const tracer = (a: Api) => a.trace.getTracer('keel');

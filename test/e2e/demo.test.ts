@@ -24,6 +24,11 @@ test('keel demo: every example runs end to end and the summary table says so (ex
   assert.match(r.stdout, /write_file\(.*\)\s+⛔ denied/, 'plan mode refuses the write');
   assert.match(r.stdout, /plugin rogue is degraded: tool rogue_purge is registered by plugin rogue but not declared/);
   assert.match(r.stdout, /\n11 passed, 0 failed\n/);
+  // D1/D3 (issue 38): the Goal-mode delegate does real work: its own confirm-once write asks the same person, then runs.
+  const delegated = r.stdout.slice(r.stdout.indexOf('(08-goal-delegate)'), r.stdout.indexOf('(09-degraded-plugin)'));
+  assert.match(delegated, /Held until you confirm \(create_reminder\)/);
+  assert.match(delegated, /create_reminder\(.*\)\s+✓\n\s+Created reminder #\d+: 'Review the emergency fund'/);
+  assert.match(delegated, /task_wait\(.*\)\s+✓\n\s+Task tk_1 \(researcher\): done; 5 model calls, tools run: research, create_reminder\./);
   // U3/U6: the injected email's forward waits on a card that names what the run read, and is rejected: nothing is sent.
   const injected = r.stdout.slice(r.stdout.indexOf('(11-injected-email)'));
   assert.match(

@@ -338,18 +338,37 @@ test('C8: task runs a delegate with an isolated history and its tool subset, thr
   assert.equal(r.status, 'done');
   const wait = r.steps.find((s) => s.call_id === 'w')!;
   assert.match(wait.result, /Task tk_1 \(reader\): done; 2 model calls, tools run: read_file\.\nThe file says hi\./);
-  const sub = [...keel.subagents.values()][0]!;
-  const task = sub.tasks.get('tk_1')!;
-  const dsteps = task.result!.steps;
+  // D1: the delegate is a run of its own, stored, its parent recorded.
+  const [child] = await keel.listRuns({ parent_run: r.run_id });
+  assert.equal(child.parent_run, r.run_id);
+  const task = await keel.getRun(child.id);
+  assert.deepEqual(task.parent && { ...task.parent }, {
+    run_id: r.run_id,
+    delegate: 'reader',
+    depth: 1,
+    task_id: 'tk_1',
+    request: 'what does a say?',
+  });
+  const dsteps = task.steps;
   assert.equal(dsteps.find((s) => s.call_id === 'd2')?.outcome, 'unknown_tool', 'outside its subset');
   assert.equal(
-    task.result!.requests[0].tools.some((x) => !x.available),
+    task.requests[0].tools.some((x) => !x.available),
     false,
     'a delegate never receives labelled declarations',
   );
-  assert.deepEqual(task.result!.requests[0].tools.map((x) => x.name).sort(), ['read_file', 'write_file']);
-  assert.match(task.result!.requests[0].system, /^You read files and report\./);
+  // A5 (issue 38): a delegate asks the same person, so ask_user is in every delegate's pool.
+  assert.deepEqual(task.requests[0].tools.map((x) => x.name).sort(), ['ask_user', 'read_file', 'write_file']);
+  assert.match(task.requests[0].system, /^You read files and report\./);
 });
+
+/** A delegate's run, once it has ended (it is driven in the background). */
+async function endedRun(keel: Keel, id: string) {
+  for (;;) {
+    const run = await keel.getRun(id);
+    if (run.status === 'done' || run.status === 'failed') return run;
+    await new Promise((res) => setTimeout(res, 20));
+  }
+}
 
 test('C5/C8: a delegate started in Agent mode cannot write after the session switches to Plan', async (t) => {
   const home = tempHome();
@@ -376,8 +395,8 @@ test('C5/C8: a delegate started in Agent mode cannot write after the session swi
   assert.equal(r.status, 'paused');
   const session = (await keel.getRun(r.run_id)).session_id;
   await keel.setMode(session, 'plan');
-  const sub = [...keel.subagents.values()][0]!;
-  const res = await sub.tasks.get('tk_1')!.done;
+  const [child] = await keel.listRuns({ parent_run: r.run_id });
+  const res = await endedRun(keel, child.id);
   assert.equal(existsSync(join(home, 'files', 'b')), false);
   assert.match(res.steps.find((s) => s.call_id === 'd1')!.result, /write_file is unavailable in plan mode/);
 });

@@ -10,11 +10,13 @@ import { crashMatrix, ownerMatrix, races } from './crashes.js';
 
 after(() => dropSchemas());
 
-test('R18/A2: kill -9 at each persistence point of the confirm, approval and plan scenarios — nothing lost, nothing twice, nothing wedged', async (t) => {
+test('R18/A2/D2: kill -9 at each persistence point of the confirm, approval, plan and delegate scenarios — nothing lost, nothing twice, nothing wedged', async (t) => {
   const r = await crashMatrix();
-  t.diagnostic(`crash matrix: ${r.trials} trials, ${r.kills} kills, ${r.ms} ms`);
+  t.diagnostic(`crash matrix: ${r.trials} trials, ${r.kills} kills (${JSON.stringify(r.by_scenario)}), ${r.ms} ms`);
   assert.deepEqual(r.violations, []);
   assert.ok(r.kills >= 20, `the matrix killed processes (${r.kills})`);
+  // Issue 38: the delegate rows kill the process driving the parent and its delegate at each of their saves, claims and ledger points.
+  assert.ok(r.by_scenario.delegate >= 10, `the delegate rows killed processes (${r.by_scenario.delegate})`);
 });
 
 test('R18/A3: processes racing to answer, approve or continue one run — exactly one wins every round', async (t) => {

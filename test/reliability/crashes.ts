@@ -51,8 +51,10 @@ interface RunJson {
   reason: string;
   question?: string;
   confirm?: unknown;
-  pause?: { kind: string; approval_id?: string } | null;
+  pause?: { kind: string; approval_id?: string; child_run?: string } | null;
   approval?: { id: string };
+  /** D2: a run waiting for its delegate, and what the delegate waits for. */
+  task?: { run_id: string; waiting?: { approval?: { id: string } } };
 }
 
 const R1 = { title: 'Pay Wingtip Bank', due: '2026-09-30' };
@@ -66,6 +68,8 @@ interface Scenario {
   mode?: string;
   /** Executions of side effects, for "nothing twice" (each line names one call). */
   effects: (home: string) => string[];
+  /** Written into the trial's home before its first step (a delegate's config). */
+  setup?: (home: string) => void;
 }
 
 const SCENARIOS: Scenario[] = [
@@ -109,6 +113,36 @@ const SCENARIOS: Scenario[] = [
     ],
     effects: (home) => lines(home, 'reminders.jsonl'),
   },
+  {
+    // D1/D2 (issue 38): the parent starts a delegate and waits for it; the delegate's destructive call waits on its card.
+    name: 'delegate',
+    script: [
+      { tool_calls: [{ id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Trash the promotions m1 and m2.' } }] },
+      { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+      { text: 'The cleaner trashed both.' },
+    ],
+    steps: [
+      ['run', '--json', 'trash the promotions'],
+      ['approvals', 'approve', '$APPROVAL', '--json'],
+    ],
+    effects: (home) => lines(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')),
+    setup: (home) => {
+      const child = script(
+        home,
+        [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1', 'm2'] } }] }, { text: 'Trashed both.' }] as never,
+        'delegate.yaml',
+      );
+      const config = [
+        'subagents:',
+        '  delegates:',
+        '    - name: cleaner',
+        '      instructions: You tidy the inbox.',
+        '      tools: [search_inbox, trash_email]',
+        `      model: ${JSON.stringify(child)}`,
+      ];
+      writeFileSync(join(home, 'config.yaml'), `${config.join('\n')}\n`);
+    },
+  },
 ];
 
 /** The persistence points each step of a scenario passes: a new run only saves; an answer claims, then saves, then (approved) the ledger. */
@@ -130,6 +164,8 @@ function pointsOf(step: number, sc: Scenario): [point: string, max: number][] {
 export interface CrashMatrix {
   trials: number;
   kills: number;
+  /** Kills per scenario (the rows of the matrix): confirm, approval, plan, delegate. */
+  by_scenario: Record<string, number>;
   violations: { trial: string; problem: string }[];
   ms: number;
 }
@@ -139,9 +175,12 @@ async function show(runId: string, env: Record<string, string>): Promise<RunJson
   return r.code === 0 ? (JSON.parse(r.stdout) as RunJson) : undefined;
 }
 
+/** The newest run the user started (a delegate's run is its parent's, D1). */
 async function latestRun(env: Record<string, string>): Promise<string | undefined> {
   const r = await cli(['runs', 'list', '--json'], env);
-  return r.code === 0 ? (JSON.parse(r.stdout) as { run_id: string }[])[0]?.run_id : undefined;
+  return r.code === 0
+    ? (JSON.parse(r.stdout) as { run_id: string; parent_run?: string | null }[]).find((x) => !x.parent_run)?.run_id
+    : undefined;
 }
 
 /** Finishes a run as a user would after a crash; returns a problem, or undefined when it ended. */
@@ -151,6 +190,13 @@ async function finish(runId: string, env: Record<string, string>): Promise<strin
     if (!run) return `run ${runId} is lost`;
     if (run.status === 'done' || run.status === 'failed') return undefined;
     let r: Cli;
+    const child = run.status === 'paused' && run.pause?.kind === 'task' ? await show(run.pause.child_run ?? '', env) : undefined;
+    if (child && child.status !== 'done' && child.status !== 'failed') {
+      // D2: the parent waits for its delegate: the delegate is finished as any run is, and its end carries the parent on.
+      const problem = await finish(child.run_id, env);
+      if (problem) return `its delegate: ${problem}`;
+      continue;
+    }
     if (run.status === 'paused' && run.pause?.kind === 'ask_user') r = await cli(['resume', runId, '--yes'], env);
     else if (run.status === 'paused' && run.pause?.kind === 'approval') {
       const list = JSON.parse((await cli(['approvals', 'list', '--json'], env)).stdout) as { id: string; status: string }[];
@@ -167,15 +213,18 @@ async function finish(runId: string, env: Record<string, string>): Promise<strin
 /** A CLI step that worked: done (0), or paused for the user (3), as the CLI documents its exit codes. */
 const ok = (r: { code: number | null }) => r.code === 0 || r.code === 3;
 
-export async function crashMatrix(): Promise<CrashMatrix> {
-  const out: CrashMatrix = { trials: 0, kills: 0, violations: [], ms: 0 };
+export async function crashMatrix(only?: readonly string[]): Promise<CrashMatrix> {
+  const out: CrashMatrix = { trials: 0, kills: 0, by_scenario: {}, violations: [], ms: 0 };
   const started = performance.now();
   for (const sc of SCENARIOS) {
+    if (only && !only.includes(sc.name)) continue;
+    out.by_scenario[sc.name] = 0;
     for (let stepIndex = 0; stepIndex < sc.steps.length; stepIndex++) {
       for (const [point, maxPerPoint] of pointsOf(stepIndex, sc)) {
         for (let n = 1; n <= maxPerPoint; n++) {
           const home = tempHome('keel-crash-');
           const env = { KEEL_HOME: home };
+          sc.setup?.(home);
           const model = script(home, sc.script as never);
           const trial = `${sc.name} step ${stepIndex + 1} (${sc.steps[stepIndex][0]}) at ${point}:${n}`;
           let runId: string | undefined;
@@ -204,7 +253,7 @@ export async function crashMatrix(): Promise<CrashMatrix> {
               }
               const json = JSON.parse(r.stdout) as RunJson;
               runId = json.run_id;
-              approvalId = json.approval?.id ?? approvalId;
+              approvalId = json.approval?.id ?? json.task?.waiting?.approval?.id ?? approvalId;
             }
             if (!killed) {
               rmSync(home, { recursive: true, force: true });
@@ -212,6 +261,7 @@ export async function crashMatrix(): Promise<CrashMatrix> {
             }
             out.trials++;
             out.kills++;
+            out.by_scenario[sc.name]++;
             if (!runId) {
               // Killed before the run was stored: nothing may have happened.
               if (sc.effects(home).length) out.violations.push({ trial, problem: 'effects without a stored run' });

@@ -237,6 +237,7 @@ function summaryOf(r: RunState): RunSummary {
     model_calls: r.model_calls,
     created_at: r.created_at,
     updated_at: r.updated_at,
+    parent_run: r.parent?.run_id ?? null,
   };
 }
 
