@@ -866,7 +866,8 @@ export function createApp(d: ServerDeps): Hono {
     {
       method: 'get',
       path: '/v1/ui/chat/:id/stream',
-      summary: "Resume a chat's stream (the AI SDK's reconnect): its current assistant message replayed, then live until the run pauses or ends; 204 when it has no run",
+      summary:
+        "Resume a chat's stream (the AI SDK's reconnect): its current assistant message replayed, then live until the run pauses or ends; 204 when it has no run",
       role: 'viewer',
       ok: { status: 200, description: 'a UI message stream', sse: true },
       errors: [401],

@@ -370,7 +370,5 @@ export const UiChatBody = z.looseObject({
 /** Issue 41: a session as the AI SDK's UI messages (pending cards still `approval-requested`). */
 export const UiMessagesSchema = z.object({
   id: z.string(),
-  messages: z.array(
-    z.object({ id: z.string(), role: z.enum(['user', 'assistant']), parts: z.array(z.looseObject({ type: z.string() })) }),
-  ),
+  messages: z.array(z.object({ id: z.string(), role: z.enum(['user', 'assistant']), parts: z.array(z.looseObject({ type: z.string() })) })),
 });

@@ -8,7 +8,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { AbstractChat, type ChatState, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
+import {
+  AbstractChat,
+  type ChatState,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type UIMessage,
+} from 'ai';
 import { calls, script } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -64,7 +70,11 @@ const texts = (m: UIMessage) => (m.parts as AnyPart[]).filter((p) => p.type === 
 const toolPart = (m: UIMessage, name: string): AnyPart => (m.parts as AnyPart[]).find((p) => p.type === `tool-${name}`);
 const SEND = { to: 'ana', subject: 'hi' };
 const sendScript = (name: string) =>
-  script(s.home, [{ text: 'I will send it.', tool_calls: [{ id: 't1', name: 'send_email', args: SEND }] }, { text: 'Sent it to ana.' }], name);
+  script(
+    s.home,
+    [{ text: 'I will send it.', tool_calls: [{ id: 't1', name: 'send_email', args: SEND }] }, { text: 'Sent it to ana.' }],
+    name,
+  );
 const sent = () => calls(s.home, 'mail-calls.log').filter((l) => l === `send_email ${JSON.stringify(SEND)}`).length;
 
 /** POSTs a chat request as a page would resend it, and reads the stream's chunks. */
@@ -93,7 +103,12 @@ test('issue 41: text streams into the chat, in the protocol version the client r
   const runs = (await s.api('GET', '/v1/runs?session=chat-text', { token: s.viewer })).body.runs;
   assert.equal(runs.length, 1);
   assert.equal(runs[0].status, 'done');
-  const raw = await post({ id: 'chat-text', messages: [{ id: 'm-x', role: 'user', parts: [{ type: 'text', text: 'again' }] }], trigger: 'submit-message', model: script(s.home, [{ text: 'Again.' }], 'text2.yaml') });
+  const raw = await post({
+    id: 'chat-text',
+    messages: [{ id: 'm-x', role: 'user', parts: [{ type: 'text', text: 'again' }] }],
+    trigger: 'submit-message',
+    model: script(s.home, [{ text: 'Again.' }], 'text2.yaml'),
+  });
   assert.equal(raw.header, 'v1');
 });
 
@@ -139,14 +154,19 @@ test('issue 41: a destructive call arrives as an approval part with the card; ap
   // The page resends its approval (a retry): reported as answered already; nothing runs again.
   const responded = messagesBefore.map((m) => ({
     ...m,
-    parts: (m.parts as AnyPart[]).map((p) => (p.approval?.id === card ? { ...p, state: 'approval-responded', approval: { ...p.approval, approved: true } } : p)),
+    parts: (m.parts as AnyPart[]).map((p) =>
+      p.approval?.id === card ? { ...p, state: 'approval-responded', approval: { ...p.approval, approved: true } } : p,
+    ),
   }));
   const again = await post({ id: 'chat-approve', messages: responded, trigger: 'submit-message', messageId: responded[1].id });
   assert.equal(again.status, 200);
   const notice = again.chunks.find((c) => c.type === 'data-keel-notice');
   assert.equal(notice?.data.kind, 'conflict');
   assert.match(notice.data.message, /already approved by ana-phone/);
-  assert.ok(again.chunks.some((c) => c.type === 'tool-output-available' && c.toolCallId === 't1'), 'the truth follows the notice');
+  assert.ok(
+    again.chunks.some((c) => c.type === 'tool-output-available' && c.toolCallId === 't1'),
+    'the truth follows the notice',
+  );
   // The first message resent as it was: replayed, no second run.
   const first = await post({ id: 'chat-approve', messages: [messagesBefore[0]], trigger: 'submit-message' });
   assert.ok(first.chunks.some((c) => c.type === 'tool-output-available'));
@@ -235,7 +255,9 @@ test("issue 41: a response for another session's card is reported and answers no
   const card = toolPart(last(chat), 'send_email').approval.id;
   const forged = structuredClone(chat.messages).map((m) => ({
     ...m,
-    parts: (m.parts as AnyPart[]).map((p) => (p.approval ? { ...p, state: 'approval-responded', approval: { ...p.approval, approved: true } } : p)),
+    parts: (m.parts as AnyPart[]).map((p) =>
+      p.approval ? { ...p, state: 'approval-responded', approval: { ...p.approval, approved: true } } : p,
+    ),
   }));
   const r = await post({ id: 'chat-b', messages: forged, trigger: 'submit-message', messageId: forged[1].id });
   assert.equal(r.chunks.find((c) => c.type === 'data-keel-notice')?.data.kind, 'other_session');

@@ -15,15 +15,7 @@ import { KeelError } from '../../util/errors.js';
 import type { Hub } from '../runner.js';
 import type { UiChatBody } from '../schemas.js';
 import { allows, type Role } from '../tokens.js';
-import {
-  applyChunks,
-  assistantMessageId,
-  type Chunk,
-  ChunkMapper,
-  parseConfirmationId,
-  type UiMessage,
-  userMessageId,
-} from './chunks.js';
+import { applyChunks, assistantMessageId, type Chunk, ChunkMapper, parseConfirmationId, type UiMessage, userMessageId } from './chunks.js';
 
 export type UiChatRequest = z.output<typeof UiChatBody>;
 
@@ -64,12 +56,27 @@ const KEEP_ALIVE_MS = 15_000;
 /** An RFC 9457 problem, as keel serve answers errors. */
 export function problemResponse(status: number, detail: string, instance?: string): Response {
   return new Response(
-    JSON.stringify({ type: `https://keel.dev/problems/${status}`, title: PROBLEM_TITLES[status] ?? 'Error', status, detail, ...(instance ? { instance } : {}) }),
+    JSON.stringify({
+      type: `https://keel.dev/problems/${status}`,
+      title: PROBLEM_TITLES[status] ?? 'Error',
+      status,
+      detail,
+      ...(instance ? { instance } : {}),
+    }),
     { status, headers: { 'content-type': 'application/problem+json' } },
   );
 }
 
-const PROBLEM_TITLES: Record<number, string> = { 400: 'Bad request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not found', 409: 'Conflict', 422: 'Unprocessable', 500: 'Internal error', 503: 'Unavailable' };
+const PROBLEM_TITLES: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  422: 'Unprocessable',
+  500: 'Internal error',
+  503: 'Unavailable',
+};
 
 /** A stream's chunks as server-sent events; `null` from the source is a keep-alive comment. */
 export function uiStreamResponse(source: (signal: AbortSignal) => AsyncGenerator<Chunk | null>): Response {
@@ -199,7 +206,9 @@ export class UiChat {
     if (body.trigger === 'regenerate-message')
       return {
         start: { type: 'start' },
-        notices: [notice('refused', 'Keel does not run a turn again (its calls may have changed things): say what you want in a new message')],
+        notices: [
+          notice('refused', 'Keel does not run a turn again (its calls may have changed things): say what you want in a new message'),
+        ],
       };
     if (target?.role === 'assistant') return this.answers(body.id, target, who);
     if (target?.role === 'user') return this.message(body, target, who);
@@ -217,7 +226,8 @@ export class UiChat {
       else if (follow.runId === runId) follow.primeThrough = Math.min(follow.primeThrough, row);
     };
     const settle = (calls: string[], why: string) => {
-      for (const id of calls) notices.push({ type: 'tool-output-error', toolCallId: id, errorText: why, toolMetadata: { keel_outcome: 'not_answered' } });
+      for (const id of calls)
+        notices.push({ type: 'tool-output-error', toolCallId: id, errorText: why, toolMetadata: { keel_outcome: 'not_answered' } });
     };
     for (const [id, r] of approvalResponses(m)) {
       const conf = parseConfirmationId(id);
@@ -240,7 +250,11 @@ export class UiChat {
           const p = run.pause;
           if (run.status !== 'paused' || p?.kind !== 'ask_user' || p.seq !== conf.seq || !p.confirm)
             throw new KeelError('conflict', `the confirmation ${id} was answered already; it cannot be answered again`);
-          const leg = await this.d.keel.answerRun(run.id, { text: r.approved ? 'yes' : (r.reason ?? 'no'), confirm: r.approved }, this.d.continueOptions);
+          const leg = await this.d.keel.answerRun(
+            run.id,
+            { text: r.approved ? 'yes' : (r.reason ?? 'no'), confirm: r.approved },
+            this.d.continueOptions,
+          );
           await this.audit(who, 'answer_question', run.id, { confirm: r.approved, via: 'ui_chat' });
           this.d.submit(leg);
           this.d.hub.wake(run.id);
@@ -262,7 +276,9 @@ export class UiChat {
       }
       join(
         run.id,
-        await this.pausedRow(run.id, (p) => (conf ? p.kind === 'ask_user' && p.seq === conf.seq : p.kind === 'approval' && p.approval_id === id)),
+        await this.pausedRow(run.id, (p) =>
+          conf ? p.kind === 'ask_user' && p.seq === conf.seq : p.kind === 'approval' && p.approval_id === id,
+        ),
       );
     }
     if (!follow && !notices.length) notices.push(notice('refused', 'this message holds no answer to a card: nothing to do'));
@@ -303,7 +319,11 @@ export class UiChat {
       await this.audit(who, 'start_run', leg.run_id, { mode: body.mode ?? null, session: chatId, via: 'ui_chat' });
       await this.audit(who, 'ui_chat_message', key, { run_id: leg.run_id });
       this.d.submit(leg);
-      return { start: { type: 'start', messageId: assistantMessageId(leg.run_id) }, notices: [], follow: { runId: leg.run_id, primeThrough: 0, known: [] } };
+      return {
+        start: { type: 'start', messageId: assistantMessageId(leg.run_id) },
+        notices: [],
+        follow: { runId: leg.run_id, primeThrough: 0, known: [] },
+      };
     } catch (err) {
       // The session waits on a card or a question, or works: said in the chat, nothing started.
       if (err instanceof KeelError && (err.code === 'conflict' || err.code === 'not_paused'))
@@ -315,7 +335,11 @@ export class UiChat {
   /** The assistant message of a run's turn, from its start (or from the answer to question `seq`). */
   private async replayPlan(runId: string, seq?: number): Promise<Plan> {
     const prime = seq === undefined ? 0 : await this.pausedRow(runId, (p) => p.kind === 'ask_user' && p.seq === seq);
-    return { start: { type: 'start', messageId: assistantMessageId(runId, seq) }, notices: [], follow: { runId, primeThrough: prime, known: [] } };
+    return {
+      start: { type: 'start', messageId: assistantMessageId(runId, seq) },
+      notices: [],
+      follow: { runId, primeThrough: prime, known: [] },
+    };
   }
 
   private async *play(plan: Plan, signal: AbortSignal): AsyncGenerator<Chunk | null> {

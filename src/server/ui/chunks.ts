@@ -254,7 +254,8 @@ export class ChunkMapper {
         });
         // An expired card: nothing of it runs.
         if (e.status === 'expired')
-          for (const id of this.pending.get(e.approval_id) ?? []) if (this.known.has(id)) out.push({ type: 'tool-output-denied', toolCallId: id });
+          for (const id of this.pending.get(e.approval_id) ?? [])
+            if (this.known.has(id)) out.push({ type: 'tool-output-denied', toolCallId: id });
         break;
       }
       case 'run_finished': {
@@ -348,7 +349,8 @@ export function applyChunks(m: UiMessage, chunks: readonly Chunk[]): void {
       }
       case 'tool-output-error': {
         const p = tool(c.toolCallId);
-        if (p) Object.assign(p, { state: 'output-error', errorText: c.errorText, ...(c.toolMetadata ? { toolMetadata: c.toolMetadata } : {}) });
+        if (p)
+          Object.assign(p, { state: 'output-error', errorText: c.errorText, ...(c.toolMetadata ? { toolMetadata: c.toolMetadata } : {}) });
         break;
       }
       case 'tool-output-denied': {

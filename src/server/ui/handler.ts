@@ -4,9 +4,10 @@
  * page it already has. The application's own authentication decides who calls (`actor`); the rest
  * is keel serve's endpoint: the same module (UiChat), the same answer path, the same stream.
  */
-import type { AppTool } from '../../types/index.js';
+
 import type { Keel } from '../../keel/keel.js';
 import { type ModelClient, ModelError } from '../../models/types.js';
+import type { AppTool } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
 import { Hub, LegRunner } from '../runner.js';
 import { UiChatBody } from '../schemas.js';
@@ -19,7 +20,14 @@ export interface ChatHandlerOptions {
    * and answer cards), `{ name, role }` (a `viewer` may only read the chat), or nothing (refused, 401).
    * The name is what the audit log records for each answer.
    */
-  actor(req: Request): string | { name: string; role?: 'viewer' | 'approver' } | null | undefined | Promise<string | { name: string; role?: 'viewer' | 'approver' } | null | undefined>;
+  actor(
+    req: Request,
+  ):
+    | string
+    | { name: string; role?: 'viewer' | 'approver' }
+    | null
+    | undefined
+    | Promise<string | { name: string; role?: 'viewer' | 'approver' } | null | undefined>;
   /** The model the chat's runs use: a spec (`openai:gpt-4o`, `script:FILE`) or a client of the application's own. A request may not choose another. */
   model?: string | ModelClient;
   /** Plugin folders the chat's runs use (default: the Keel's). */
@@ -51,7 +59,8 @@ const STATUS_OF: Record<KeelError['code'], number> = {
 export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) => Promise<Response> {
   const store = keel.store;
   if (!store) throw new KeelError('bad_input', 'chatHandler needs a Keel with a store: a chat pauses for its cards and continues later');
-  if (typeof o.actor !== 'function') throw new KeelError('bad_input', 'chatHandler: actor must be a function (req) => the caller, from your own authentication');
+  if (typeof o.actor !== 'function')
+    throw new KeelError('bad_input', 'chatHandler: actor must be a function (req) => the caller, from your own authentication');
   const hub = new Hub();
   const runner = new LegRunner({
     limit: o.concurrency ?? 8,
@@ -61,7 +70,11 @@ export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) =
       hub.wake(runId);
     },
   });
-  const own = { ...(o.model !== undefined ? { model: o.model } : {}), ...(o.pluginDirs ? { pluginDirs: o.pluginDirs } : {}), ...(o.tools ? { tools: o.tools } : {}) };
+  const own = {
+    ...(o.model !== undefined ? { model: o.model } : {}),
+    ...(o.pluginDirs ? { pluginDirs: o.pluginDirs } : {}),
+    ...(o.tools ? { tools: o.tools } : {}),
+  };
   const chat = new UiChat({
     keel,
     store,
@@ -94,7 +107,8 @@ export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) =
       const caller = await who(req);
       if (!caller) return problemResponse(401, 'who is calling is not known (the application did not authenticate this request)', path);
       if (req.method === 'POST') {
-        if (!allows(caller.role, 'approver')) return problemResponse(403, `${caller.name} is a ${caller.role}: starting runs and answering cards needs an approver`, path);
+        if (!allows(caller.role, 'approver'))
+          return problemResponse(403, `${caller.name} is a ${caller.role}: starting runs and answering cards needs an approver`, path);
         let raw: unknown;
         try {
           raw = await req.json();
@@ -102,7 +116,12 @@ export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) =
           return problemResponse(400, 'the body is not valid JSON', path);
         }
         const body = UiChatBody.safeParse(raw);
-        if (!body.success) return problemResponse(400, `the body is not an AI SDK chat request: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`, path);
+        if (!body.success)
+          return problemResponse(
+            400,
+            `the body is not an AI SDK chat request: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+            path,
+          );
         return await chat.post(body.data, caller);
       }
       const m = /\/([A-Za-z0-9_.:%-]+)\/(messages|stream)\/?$/.exec(path);
