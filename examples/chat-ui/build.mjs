@@ -8,7 +8,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, 'dist');
 mkdirSync(out, { recursive: true });
 await build({
-  entryPoints: [join(here, 'page.tsx')],
+  entryPoints: [join(here, 'page.jsx')],
   bundle: true,
   format: 'esm',
   minify: true,

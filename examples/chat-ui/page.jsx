@@ -5,7 +5,7 @@
  * Open it as http://HOST:PORT/#token=APPROVER_TOKEN (keel tokens create NAME --role approver).
  */
 import { useChat } from '@ai-sdk/react';
-import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from 'ai';
+import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { useEffect, useMemo, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 
@@ -16,15 +16,12 @@ const chatId = params.get('chat') ?? localStorage.getItem('keel-chat') ?? `chat-
 localStorage.setItem('keel-chat', chatId);
 const model = params.get('model') ?? undefined;
 
-// biome-ignore lint/suspicious/noExplicitAny: a tool part of any tool
-type ToolPart = any;
-
-function Approval({ part, answer }: { part: ToolPart; answer: (id: string, approved: boolean) => void }) {
+function Approval({ part, answer }) {
   const d = part.approval?.descriptor ?? {};
   return (
     <div className="card" data-approval={part.approval.id}>
       <strong>{d.item?.title ?? d.title}</strong>
-      {(d.item?.lines ?? []).filter(Boolean).map((l: string) => (
+      {(d.item?.lines ?? []).filter(Boolean).map((l) => (
         <div key={l}>{l}</div>
       ))}
       {d.read ? <div className="read">{d.read}</div> : null}
@@ -42,12 +39,12 @@ function Approval({ part, answer }: { part: ToolPart; answer: (id: string, appro
   );
 }
 
-function Part({ part, answer }: { part: ToolPart; answer: (id: string, approved: boolean) => void }) {
+function Part({ part, answer }) {
   if (part.type === 'text') return <p>{part.text}</p>;
   if (part.type === 'data-keel-notice') return <p className="notice">{part.data.message}</p>;
   if (part.type === 'data-keel-approval') return <p className="answered">Card {part.data.status} by {part.data.answered_by}</p>;
   if (!isToolUIPart(part)) return null;
-  const p = part as ToolPart;
+  const p = part;
   const name = p.type.slice('tool-'.length);
   if (p.state === 'approval-requested') return <Approval part={p} answer={answer} />;
   if (p.state === 'approval-responded') return <p className="tool">{name}: answered, waiting for Keel…</p>;
@@ -57,7 +54,7 @@ function Part({ part, answer }: { part: ToolPart; answer: (id: string, approved:
   return <p className="tool">{name}…</p>;
 }
 
-function App({ initial }: { initial: UIMessage[] }) {
+function App({ initial }) {
   const transport = useMemo(
     () =>
       new DefaultChatTransport({ api: '/v1/ui/chat', headers: { authorization: `Bearer ${token}` }, body: model ? { model } : {} }),
@@ -70,7 +67,7 @@ function App({ initial }: { initial: UIMessage[] }) {
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
   });
   const [input, setInput] = useState('');
-  const answer = (id: string, approved: boolean) => addToolApprovalResponse({ id, approved });
+  const answer = (id, approved) => addToolApprovalResponse({ id, approved });
   return (
     <main>
       <h1>Keel chat <small>{chatId}</small></h1>
@@ -102,7 +99,7 @@ function App({ initial }: { initial: UIMessage[] }) {
 
 /** A reload shows the truth: the session's messages, pending cards still waiting for their buttons. */
 function Boot() {
-  const [initial, setInitial] = useState<UIMessage[] | undefined>();
+  const [initial, setInitial] = useState();
   useEffect(() => {
     fetch(`/v1/ui/chat/${encodeURIComponent(chatId)}/messages`, { headers: { authorization: `Bearer ${token}` } })
       .then((r) => (r.ok ? r.json() : { messages: [] }))
@@ -111,4 +108,4 @@ function Boot() {
   return initial ? <App initial={initial} /> : <p>Loading…</p>;
 }
 
-createRoot(document.getElementById('root') as HTMLElement).render(<Boot />);
+createRoot(document.getElementById('root')).render(<Boot />);
