@@ -263,3 +263,126 @@ test("issue 41: a response for another session's card is reported and answers no
   assert.equal(r.chunks.find((c) => c.type === 'data-keel-notice')?.data.kind, 'other_session');
   assert.equal((await s.api('GET', `/v1/approvals/${card}`, { token: s.viewer })).body.status, 'pending');
 });
+
+test('issue 41: a confirmation of held writes arrives as approval parts with the held calls; approving it from the chat says yes and the write runs', async () => {
+  const reminder = { title: 'dentist', due: 'monday' };
+  const chat = new NodeChat(
+    s,
+    s.approver,
+    'chat-confirm',
+    script(
+      s.home,
+      [
+        { tool_calls: [{ id: 'c1', name: 'create_reminder', args: reminder }] },
+        { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Create the dentist reminder?' } }] },
+        { tool_calls: [{ id: 'c2', name: 'create_reminder', args: reminder }] },
+        { text: 'Reminder made.' },
+      ],
+      'confirm.yaml',
+    ),
+  );
+  await chat.sendMessage({ text: 'remind me of the dentist' });
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  const held = toolPart(last(chat), 'create_reminder');
+  assert.equal(held.state, 'approval-requested');
+  assert.match(held.approval.id, /^confirm:run_\w+:\d+$/);
+  assert.equal(held.approval.descriptor.kind, 'confirmation');
+  assert.equal(held.approval.descriptor.question, 'Create the dentist reminder?');
+  assert.deepEqual(texts(last(chat)), ['Create the dentist reminder?']);
+  await chat.addToolApprovalResponse({ id: held.approval.id, approved: true });
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  const parts = (last(chat).parts as AnyPart[]).filter((p) => p.type === 'tool-create_reminder');
+  assert.deepEqual(
+    parts.map((p) => [p.toolCallId, p.state]),
+    [
+      ['c1', 'output-available'],
+      ['c2', 'output-available'],
+    ],
+  );
+  assert.equal(parts[1].toolMetadata.keel_outcome, 'ran');
+  assert.deepEqual(texts(last(chat)), ['Create the dentist reminder?', 'Reminder made.']);
+  const runs = (await s.api('GET', '/v1/runs?session=chat-confirm', { token: s.viewer })).body.runs;
+  assert.equal(runs[0].status, 'done');
+  // Said again (a resend): answered already, nothing runs twice.
+  const again = await post({
+    id: 'chat-confirm',
+    messages: chat.messages.map((m) => ({
+      ...m,
+      parts: (m.parts as AnyPart[]).map((p) =>
+        p.toolCallId === 'c1' ? { ...p, state: 'approval-responded', approval: { ...held.approval, approved: true } } : p,
+      ),
+    })),
+    messageId: last(chat).id,
+  });
+  assert.equal(again.chunks.find((c) => c.type === 'data-keel-notice')?.data.kind, 'conflict');
+});
+
+test("issue 41: an ask_user question is the assistant's text with a data-keel-question part; the user's next message answers it and the run goes on", async () => {
+  const chat = new NodeChat(
+    s,
+    s.approver,
+    'chat-question',
+    script(
+      s.home,
+      [{ tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which day?' } }] }, { text: 'Monday it is.' }],
+      'question.yaml',
+    ),
+  );
+  await chat.sendMessage({ text: 'book something' });
+  await settled(chat);
+  assert.deepEqual(texts(last(chat)), ['Which day?']);
+  const q = (last(chat).parts as AnyPart[]).find((p) => p.type === 'data-keel-question');
+  assert.equal(q?.data.question, 'Which day?');
+  await chat.sendMessage({ text: 'monday' });
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  assert.equal(chat.messages.length, 4);
+  assert.deepEqual(texts(last(chat)), ['Monday it is.']);
+  const runs = (await s.api('GET', '/v1/runs?session=chat-question', { token: s.viewer })).body.runs;
+  assert.equal(runs.length, 1, 'the answer continued the run; it started none');
+  assert.equal(runs[0].status, 'done');
+  const reload = (await s.api('GET', '/v1/ui/chat/chat-question/messages', { token: s.viewer })).body.messages;
+  assert.deepEqual(
+    reload.map((m: UIMessage) => [m.role, texts(m).join(' ')]),
+    [
+      ['user', 'book something'],
+      ['assistant', 'Which day?'],
+      ['user', 'monday'],
+      ['assistant', 'Monday it is.'],
+    ],
+  );
+});
+
+test('issue 41: a reply with a read and a destructive call: the read shows its output, the card its approval, and approving sends automatically', async () => {
+  const chat = new NodeChat(
+    s,
+    s.approver,
+    'chat-mixed',
+    script(
+      s.home,
+      [
+        {
+          tool_calls: [
+            { id: 'r1', name: 'search_inbox', args: { query: 'promo' } },
+            { id: 't1', name: 'trash_email', args: { ids: ['m1'] } },
+          ],
+        },
+        { text: 'Trashed.' },
+      ],
+      'mixed.yaml',
+    ),
+  );
+  await chat.sendMessage({ text: 'trash the promo' });
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  const trash = toolPart(last(chat), 'trash_email');
+  assert.equal(trash.state, 'approval-requested');
+  await chat.addToolApprovalResponse({ id: trash.approval.id, approved: true });
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  assert.equal(toolPart(last(chat), 'search_inbox').state, 'output-available');
+  assert.equal(toolPart(last(chat), 'trash_email').state, 'output-available');
+  assert.deepEqual(texts(last(chat)), ['Trashed.']);
+});

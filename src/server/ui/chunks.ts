@@ -11,8 +11,6 @@ import type { ApprovalCard, CallRecord, Confirmation, RunEvent, StoredEvent } fr
 export type Chunk =
   | { type: 'start'; messageId?: string }
   | { type: 'finish'; finishReason?: 'stop' | 'tool-calls' | 'error' | 'other' }
-  | { type: 'start-step' }
-  | { type: 'finish-step' }
   | { type: 'text-start'; id: string }
   | { type: 'text-delta'; id: string; delta: string }
   | { type: 'text-end'; id: string }
@@ -90,7 +88,6 @@ export class ChunkMapper {
   private readonly known: Set<string>;
   private text: { id: string; sent: string } | undefined;
   private texts = 0;
-  private stepOpen = false;
   private lastText = '';
   /** The calls a pause holds, by approval id (an expired card denies them). */
   private readonly pending = new Map<string, string[]>();
@@ -153,10 +150,10 @@ export class ChunkMapper {
     const out: Chunk[] = [];
     switch (e.type) {
       case 'model_request':
+        // No step parts: a page's "every call of the last step answered" check (sendAutomaticallyWhen)
+        // must see a card's calls and a confirmation's held calls as one step, though Keel asks about
+        // held calls from a later reply (the confirmation).
         this.closeText(out);
-        if (this.stepOpen) out.push({ type: 'finish-step' });
-        out.push({ type: 'start-step' });
-        this.stepOpen = true;
         break;
       case 'assistant': {
         // The reply's text, completing what its deltas sent (or all of it, on a replay).
@@ -287,8 +284,6 @@ export class ChunkMapper {
   end(): Chunk[] {
     const out: Chunk[] = [];
     this.closeText(out);
-    if (this.stepOpen) out.push({ type: 'finish-step' });
-    this.stepOpen = false;
     return out;
   }
 }
@@ -309,9 +304,6 @@ export function applyChunks(m: UiMessage, chunks: readonly Chunk[]): void {
   const tool = (id: string) => m.parts.find((p) => p.toolCallId === id);
   for (const c of chunks) {
     switch (c.type) {
-      case 'start-step':
-        m.parts.push({ type: 'step-start' });
-        break;
       case 'text-start': {
         const p = { type: 'text', text: '', state: 'streaming' };
         texts.set(c.id, p);
