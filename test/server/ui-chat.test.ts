@@ -110,6 +110,15 @@ test('issue 41: text streams into the chat, in the protocol version the client r
     model: script(s.home, [{ text: 'Again.' }], 'text2.yaml'),
   });
   assert.equal(raw.header, 'v1');
+  const types = raw.chunks.map((c) => c.type);
+  assert.equal(types[0], 'start');
+  assert.match(raw.chunks[0].messageId, /^run_\w+-a$/);
+  assert.deepEqual(
+    types.filter((t) => t.startsWith('text-')),
+    ['text-start', 'text-delta', 'text-end'],
+  );
+  assert.equal(raw.chunks.find((c) => c.type === 'text-delta').delta, 'Again.');
+  assert.equal(types[types.length - 1], 'finish');
 });
 
 test('issue 41: a destructive call arrives as an approval part with the card; approving it from the chat runs it once and the run ends in the same message; a resend runs nothing twice', async () => {
@@ -385,4 +394,39 @@ test('issue 41: a reply with a read and a destructive call: the read shows its o
   assert.equal(toolPart(last(chat), 'search_inbox').state, 'output-available');
   assert.equal(toolPart(last(chat), 'trash_email').state, 'output-available');
   assert.deepEqual(texts(last(chat)), ['Trashed.']);
+});
+
+test('issue 41: a page that drops its connection while the run streams resumes it (GET …/stream) and loses nothing', async () => {
+  const model = script(
+    s.home,
+    [
+      { text: 'Looking.', tool_calls: [{ id: 'r1', name: 'search_inbox', args: { query: 'bills' } }] },
+      { delay_ms: 1500, text: 'Found them.' },
+    ],
+    'resume.yaml',
+  );
+  const ac = new AbortController();
+  const res = await fetch(`${s.url}/v1/ui/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.approver}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: 'chat-drop',
+      model,
+      messages: [{ id: 'u1', role: 'user', parts: [{ type: 'text', text: 'find the bills' }] }],
+    }),
+    signal: ac.signal,
+  });
+  const reader = res.body?.getReader();
+  const first = await reader?.read();
+  assert.match(new TextDecoder().decode(first?.value), /"type":"start"/);
+  ac.abort(); // the phone's connection drops
+  const chat = new NodeChat(s, s.approver, 'chat-drop', model);
+  await chat.resumeStream();
+  await settled(chat);
+  assert.equal(chat.error, undefined, String(chat.error));
+  assert.equal(chat.messages.length, 1);
+  assert.deepEqual(texts(last(chat)), ['Looking.', 'Found them.']);
+  assert.equal(toolPart(last(chat), 'search_inbox').state, 'output-available');
+  // Nothing is running now: a reconnect replays the finished message; a chat with no run is 204.
+  assert.equal((await fetch(`${s.url}/v1/ui/chat/no-such-chat/stream`, { headers: { authorization: `Bearer ${s.viewer}` } })).status, 204);
 });
