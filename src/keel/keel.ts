@@ -131,6 +131,8 @@ export interface RunOptions<T = unknown> {
   mode?: Mode;
   /** Continue this session: the new run sees its transcript, mode and contract. Start only. */
   session?: string;
+  /** With `session`: start a session of that id when none exists yet (a chat page names its conversation itself). Start only. */
+  createSession?: boolean;
   /** Extra instructions, placed first in the system prompt. */
   instructions?: string;
   /** Aborting it stops the leg at its next safe point: the run pauses (`interrupted`), resumable. */
@@ -157,7 +159,7 @@ export interface RunOptions<T = unknown> {
 }
 
 /** What carries a run on: the options of `run`, less those that only a start can take. */
-export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session' | 'principal'>;
+export type ContinueOptions<T = unknown> = Omit<RunOptions<T>, 'mode' | 'session' | 'principal' | 'createSession'>;
 
 /** Answering a card: who answers (audited; default the OS user), why, and the options of the leg that goes on. */
 export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
@@ -749,7 +751,7 @@ export class Keel {
 
   /** Remembers a run's options for its continuations in this Keel (see RunOptions). */
   private remember(runId: string, o: RunOptions): void {
-    const { signal: _s, onEvent: _e, mode: _m, session: _session, principal: _p, ...kept } = definedOnly(o);
+    const { signal: _s, onEvent: _e, mode: _m, session: _session, principal: _p, createSession: _c, ...kept } = definedOnly(o);
     if (Object.keys(kept).length) this.remembered.set(runId, kept);
   }
 
@@ -759,7 +761,7 @@ export class Keel {
    */
   async startRun(message: string, o: RunOptions = {}): Promise<Leg> {
     const deps = await this.deps(o);
-    const session = o.session ? await this.sessions.open(o.session, deps.model.spec) : undefined;
+    const session = o.session ? await this.sessions.open(o.session, deps.model.spec, o.createSession === true) : undefined;
     const input = {
       message,
       mode: o.mode ?? session?.mode,

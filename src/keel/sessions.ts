@@ -72,10 +72,12 @@ export class Sessions implements SessionWatch {
     return this.store;
   }
 
-  /** Continues a session: refused while one of its runs is paused or still running. */
-  async open(sessionId: string, modelSpec: string | undefined): Promise<SessionStart> {
+  /** Continues a session: refused while one of its runs is paused or still running. `create`: a new session of that id when there is none. */
+  async open(sessionId: string, modelSpec: string | undefined, create = false): Promise<SessionStart> {
     const store = this.requireStore();
     const rec = await store.getSession(sessionId);
+    // Issue 41: a chat page names its conversation itself; its first run starts the session of that name.
+    if (!rec && create) return { id: sessionId, history: [], contract: null, seq_base: 0, mode: 'agent', untrusted: [] };
     if (!rec) throw new KeelError('not_found', `no session ${sessionId}`, "keel runs list shows each run's session");
     const last = rec.last_run_id ? await store.loadRun(rec.last_run_id) : undefined;
     if (last?.status === 'paused' || last?.status === 'running') {

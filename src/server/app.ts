@@ -33,6 +33,7 @@ import {
 import type { Hub, LegRunner } from './runner.js';
 import * as S from './schemas.js';
 import { allows, type Role, type Tokens, tokenPrincipal, type WebSessions } from './tokens.js';
+import { UiChat } from './ui/chat.js';
 
 export interface ServerDeps {
   keel: Keel;
@@ -193,6 +194,16 @@ function inboxName(e: RunEvent): string {
 
 function isFinal(e: RunEvent): boolean {
   return e.type === 'run_finished' && (e.result.status === 'done' || e.result.status === 'failed');
+}
+
+/** A model a request may not choose: one refusal, byte for byte, whatever the reason (issue 40). */
+function modelRefused(): HttpProblem {
+  return new HttpProblem(403, 'this server does not let a run choose that model', [
+    {
+      field: 'body.model',
+      message: `not allowed here (keel serve --allow-model PREFIX allows a provider, and --allow-model script:DIR/ the scripts inside DIR: regular files of at most ${SCRIPT_MAX_BYTES} bytes that load)`,
+    },
+  ]);
 }
 
 export function createApp(d: ServerDeps): Hono {
@@ -388,13 +399,7 @@ export function createApp(d: ServerDeps): Hono {
       // regular file, too large, not a script): it never tells an approver which paths exist nor
       // what a file holds, so it does not repeat the path either (issue 40).
       const chosen = body.model !== undefined && body.model !== d.model;
-      const refused = () =>
-        new HttpProblem(403, 'this server does not let a run choose that model', [
-          {
-            field: 'body.model',
-            message: `not allowed here (keel serve --allow-model PREFIX allows a provider, and --allow-model script:DIR/ the scripts inside DIR: regular files of at most ${SCRIPT_MAX_BYTES} bytes that load)`,
-          },
-        ]);
+      const refused = modelRefused;
       if (chosen && !(await allowedModel(body.model as string, d.allowedModels))) throw refused();
       let dirs = d.pluginDirs;
       if (body.plugins) {
@@ -826,6 +831,63 @@ export function createApp(d: ServerDeps): Hono {
       await audit(who, 'push_unsubscribe', gone.id, JSON.stringify({ service: gone.service, owner: gone.owner }));
       return json(c, 200, gone);
     },
+  );
+
+  // Issue 41: the AI SDK's chat UIs (useChat): the chat's id is a session; src/server/ui/ holds the logic the library's chatHandler shares.
+  const uiChat = new UiChat({
+    keel,
+    store,
+    hub,
+    submit: (leg) => {
+      runner.submit(leg);
+      hub.wake(leg.run_id);
+    },
+    pollMs: d.pollMs,
+    startOptions: async (body) => {
+      if (d.state() !== 'ok') throw new HttpProblem(503, 'the server is stopping: it takes no new runs');
+      // The model as POST /v1/runs allows it; a script that changed since the check still fails the one refusal.
+      if (body.model !== undefined && body.model !== d.model && !(await allowedModel(body.model, d.allowedModels))) throw modelRefused();
+      return { model: body.model ?? d.model, pluginDirs: d.pluginDirs };
+    },
+  });
+
+  route(
+    {
+      method: 'post',
+      path: '/v1/ui/chat',
+      summary:
+        "The AI SDK's chat request (useChat, DefaultChatTransport): `id` is the session; a message starts a run or answers its question, approval responses answer cards (once, audited); answered with a UI message stream",
+      role: 'approver',
+      body: S.UiChatBody,
+      ok: { status: 200, description: 'a UI message stream (x-vercel-ai-ui-message-stream: v1)', sse: true },
+      errors: [400, 401, 403, 415, 422, 503],
+    },
+    (_c, { body, who }) => uiChat.post(body, who),
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/ui/chat/:id/messages',
+      summary: "A chat's session as the AI SDK's UI messages (pending cards still approval-requested): what a page reloads",
+      role: 'viewer',
+      ok: { status: 200, description: 'the messages', schema: S.UiMessagesSchema },
+      errors: [401],
+    },
+    async (c) => json(c, 200, await uiChat.messages(c.req.param('id') as string)),
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/ui/chat/:id/stream',
+      summary:
+        "Resume a chat's stream (the AI SDK's reconnect): its current assistant message replayed, then live until the run pauses or ends; 204 when it has no run",
+      role: 'viewer',
+      ok: { status: 200, description: 'a UI message stream', sse: true },
+      errors: [401],
+    },
+    (c) => uiChat.stream(c.req.param('id') as string),
   );
 
   app.get('/v1/openapi.json', (c) => c.json(openApi(routes, d.version)));

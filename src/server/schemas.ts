@@ -368,3 +368,30 @@ export const TokenSchema = z.object({
 export const TokenListSchema = z.object({ tokens: z.array(TokenSchema) });
 export const TokenCreatedSchema = TokenSchema.extend({ token: z.string() });
 export const WhoAmISchema = z.object({ name: z.string(), role: RoleSchema, groups: z.array(z.string()) });
+
+/** Issue 41: a message as the AI SDK's chat client sends it (UIMessage): its parts are read for text and approval responses. */
+const UiMessageIn = z.looseObject({
+  id: z.string().max(200),
+  role: z.enum(['system', 'user', 'assistant']),
+  parts: z.array(z.looseObject({ type: z.string().max(200) })).max(2000),
+});
+
+/** Issue 41: the AI SDK chat request (DefaultChatTransport's body): `id` is the Keel session; `model` and `mode` as POST /v1/runs takes them. */
+export const UiChatBody = z.looseObject({
+  id: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'a chat id is letters, digits and _ . : -'),
+  messages: z.array(UiMessageIn).max(2000),
+  trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
+  messageId: z.string().max(200).optional(),
+  model: z.string().min(1).max(2000).optional(),
+  mode: ModeSchema.optional(),
+});
+
+/** Issue 41: a session as the AI SDK's UI messages (pending cards still `approval-requested`). */
+export const UiMessagesSchema = z.object({
+  id: z.string(),
+  messages: z.array(z.object({ id: z.string(), role: z.enum(['user', 'assistant']), parts: z.array(z.looseObject({ type: z.string() })) })),
+});

@@ -42,7 +42,17 @@ test('S2: the main entry exports what an embedder needs; engine parts are in kee
   const { p, checker } = program();
   const main = exportsOf(p, checker, 'index.ts');
   const internals = exportsOf(p, checker, 'internals.ts');
-  for (const name of ['Keel', 'KeelError', 'ModelError', 'defineTool', 'createModel', 'SqliteStore', 'renderCard', 'loadConfig'])
+  for (const name of [
+    'Keel',
+    'KeelError',
+    'ModelError',
+    'defineTool',
+    'createModel',
+    'SqliteStore',
+    'renderCard',
+    'loadConfig',
+    'chatHandler',
+  ])
     assert.ok(main.has(name), `main entry exports ${name}`);
   for (const type of [
     'RunResult',
@@ -54,6 +64,8 @@ test('S2: the main entry exports what an embedder needs; engine parts are in kee
     'ModelClient',
     'Leg',
     'PauseResponder',
+    'ChatHandlerOptions',
+    'ApprovalDescriptor',
   ])
     assert.ok(main.has(type), `main entry exports the type ${type}`);
   for (const name of [

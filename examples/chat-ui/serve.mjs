@@ -1,0 +1,38 @@
+// Serves the built page and passes /v1/* through to keel serve, so the page and the API share an origin.
+// node examples/chat-ui/serve.mjs [--port 5173] [--keel http://127.0.0.1:8787]
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { dirname, join } from 'node:path';
+import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const arg = (name, dflt) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+};
+const keel = arg('keel', 'http://127.0.0.1:8787').replace(/\/$/, '');
+const port = Number(arg('port', '5173'));
+const files = { '/': ['index.html', 'text/html'], '/app.js': ['app.js', 'text/javascript'] };
+
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url ?? '/', 'http://x');
+  if (url.pathname.startsWith('/v1/')) {
+    const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : Readable.toWeb(req);
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection'));
+    const up = await fetch(`${keel}${url.pathname}${url.search}`, { method: req.method, headers, body, duplex: 'half' }).catch(
+      (err) => new Response(`keel serve at ${keel} did not answer: ${err.message}`, { status: 502 }),
+    );
+    res.writeHead(up.status, Object.fromEntries(up.headers));
+    if (up.body) Readable.fromWeb(up.body).pipe(res);
+    else res.end();
+    return;
+  }
+  const f = files[url.pathname];
+  if (!f) {
+    res.writeHead(404).end('not found');
+    return;
+  }
+  res.writeHead(200, { 'content-type': f[1] }).end(readFileSync(join(here, 'dist', f[0])));
+});
+server.listen(port, '127.0.0.1', () => console.log(`chat page on http://127.0.0.1:${server.address().port}/ (keel serve at ${keel})`));
