@@ -34,7 +34,7 @@ export function buildCard(
   const approvers = routedTo(items);
   return {
     ...(contract ? { offers_write_consent: true as const } : {}),
-    // O8/O5: which policies asked, and who may answer.
+    // PC11/A9: which policies asked, and who may answer.
     ...(policy.length ? { policy } : {}),
     ...(approvers ? { approvers } : {}),
     // U6: the card says what outside content the run has read, from the run's own record of it.
@@ -55,9 +55,9 @@ export function buildCard(
 }
 
 /**
- * O5: the groups that may answer a card: each routed call's `@approvers` must be met, so a card of
+ * A9: the groups that may answer a card: each routed call's `@approvers` must be met, so a card of
  * calls routed to different groups goes to the groups they share (none shared: no token may answer
- * it — the local operator still can, O5). Undefined when no call is routed.
+ * it — the local operator still can, A9). Undefined when no call is routed.
  */
 export function routedTo(items: readonly Pick<ApprovalItem, 'approvers'>[]): string[] | undefined {
   let groups: string[] | undefined;

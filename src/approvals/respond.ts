@@ -44,7 +44,7 @@ export interface ApprovalEdit {
   validate: (tool: ToolSpec, args: Record<string, unknown>) => Promise<string | undefined>;
   /** The run's calls so far (its steps, then the paused reply's): what the repeat guard knows as run (R13). */
   calls: readonly CallRecord[];
-  /** O6: the operator's policy, asked about an edited call as if the model had made it (the run's principal, mode and reads bound in). */
+  /** PC10: the operator's policy, asked about an edited call as if the model had made it (the run's principal, mode and reads bound in). */
   policy?: (tool: ToolSpec, args: Record<string, unknown>) => PolicyVerdict;
 }
 
@@ -133,7 +133,7 @@ export async function editedItems(a: ApprovalRecord, edit: ApprovalEdit, actor: 
 }
 
 /**
- * O6: an edit is a new request: the operator's policy decides the edited call as if the model had
+ * PC10: an edit is a new request: the operator's policy decides the edited call as if the model had
  * made it. One it forbids, or whose card it would send to other groups than the card's, is refused
  * naming the policy — an edit never widens what the policy allowed, nor moves who may answer.
  */

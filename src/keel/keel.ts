@@ -97,7 +97,7 @@ export interface KeelOptions {
    */
   defaultPluginDirs?: string[];
   /**
-   * O7: told when the operator's policy file changed on disk: read again, or (a bad edit) kept as it
+   * PC7: told when the operator's policy file changed on disk: read again, or (a bad edit) kept as it
    * was, saying why. Default: a line on stderr.
    */
   onPolicyReload?: (message: string) => void;
@@ -152,7 +152,7 @@ export interface RunOptions<T = unknown> {
   /** Every event of the leg as it happens (the streaming API gives them as a generator). */
   onEvent?: (e: LoopEvent) => void;
   /**
-   * O4: who starts the run, as the operator's Cedar policy sees it (`principal`): default the local
+   * PC9: who starts the run, as the operator's Cedar policy sees it (`principal`): default the local
    * user (the OS user's name, no groups). `keel serve` gives the token's; an app gives its own user's. Start only.
    */
   principal?: Principal;
@@ -284,7 +284,7 @@ export class Keel {
   private readonly registries: Registries;
   private loaded: { file: string | null; config: KeelConfig } | undefined;
   private operator: OperatorPolicy | undefined;
-  /** O1: the operator's Cedar policy file, opened on first use (re-read when it changes on disk). */
+  /** PC1: the operator's Cedar policy file, opened on first use (re-read when it changes on disk). */
   private cedar: Promise<PolicyFile | undefined> | undefined;
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = listenable(new AbortController());
@@ -361,14 +361,14 @@ export class Keel {
     return this.operator;
   }
 
-  /** O1: where the config's `policy_file` is (relative to the config file); undefined when none is named. */
+  /** PC1: where the config's `policy_file` is (relative to the config file); undefined when none is named. */
   policyFilePath(): string | undefined {
     this.getConfig();
     return (this.loaded && policyFileOf(this.loaded)) ?? undefined;
   }
 
   /**
-   * O1/O3: the operator's Cedar policy, opened once per Keel from the config's `policy_file` and
+   * PC1/PC8: the operator's Cedar policy, opened once per Keel from the config's `policy_file` and
    * checked against the schema of `pool` (a mistake is a KeelError with file:line:col); undefined
    * without one. A file that changes on disk is read again; a bad edit keeps the last good policy.
    */
@@ -458,7 +458,7 @@ export class Keel {
         notes: [...deps.notes, ...missingNote(c.delegate.name, c.delegate.tools, deps.registry.pool)],
         delegate: { parent, session_id: c.parent.session_id, untrusted: c.untrusted },
         id,
-        // O4: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
+        // PC9: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
         ...(c.parent.principal ? { principal: c.parent.principal } : {}),
       }),
     );
@@ -1086,7 +1086,7 @@ export class Keel {
     const { registry } = await this.registries.forRun(dirs, this.appTools(this.kept(run.id, o).tools));
     // R13 (issue 40): the run's calls so far — its steps, then the paused reply's — for the repeat guard.
     const calls = [...run.steps, ...(run.pause?.kind === 'approval' ? run.pause.calls : [])];
-    // O6: an edit is asked about as the model's call was: the run's principal, the session's mode now, what it has read.
+    // PC10: an edit is asked about as the model's call was: the run's principal, the session's mode now, what it has read.
     const cedar = await this.operatorPolicy(registry.byName.values());
     const policy = cedar?.current();
     return {

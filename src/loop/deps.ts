@@ -54,6 +54,6 @@ export interface EngineDeps {
   /** Aborted to interrupt the leg (Ctrl-C, SIGTERM): it pauses at the next safe point, resumable. */
   signal?: AbortSignal;
   now?: () => Date;
-  /** O3: the operator's Cedar policy as it is now (a file re-read when it changes), when one is configured. */
+  /** PC8: the operator's Cedar policy as it is now (a file re-read when it changes), when one is configured. */
   policy?: () => PolicyEvaluator | undefined;
 }

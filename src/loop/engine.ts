@@ -618,7 +618,7 @@ export class RunLeg {
   }
 
   /**
-   * O3: the operator's policy for this run's calls: who started the run, its mode and session, what it
+   * PC8: the operator's policy for this run's calls: who started the run, its mode and session, what it
    * has read (U2) and the time of the call bound in. Undefined when no policy file is configured.
    */
   private callPolicy(): CallPolicy | undefined {
@@ -689,7 +689,7 @@ export class RunLeg {
           is_error,
           effect: tool?.declaration.effect,
           by_core,
-          // O8: the trace names the policies that decided the call.
+          // PC11: the trace names the policies that decided the call.
           ...(first.verdict ? { policy: [...first.verdict.policies] } : {}),
         });
         switch (prepared.kind) {

@@ -22,7 +22,7 @@ export interface StartInput {
   session?: NewRun['session'];
   /** Notes for the run's trace from before it started (skills skipped, R25). */
   notes?: readonly string[];
-  /** O4: who starts the run, as the operator's policy sees it. */
+  /** PC9: who starts the run, as the operator's policy sees it. */
   principal?: NewRun['principal'];
   /** A delegate's run: its parent, the parent's session (C5: it works in it), and what the parent had read (U2). */
   delegate?: { parent: TaskParent; session_id: string; untrusted: readonly UntrustedSource[] };

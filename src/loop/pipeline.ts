@@ -60,7 +60,7 @@ export function admitReply(calls: ToolCall[]): { problem: string } | { calls: To
 
 /**
  * What prepare decided for one call; `verdict`: what the operator's policy said of it, when it was
- * asked (O8: the trace names the policies that decided every call).
+ * asked (PC11: the trace names the policies that decided every call).
  */
 export type Prepared = Decided & { verdict?: PolicyVerdict };
 
@@ -92,11 +92,11 @@ export interface PrepareInput {
   gate: GateState;
   /** What this reply has already left pending: one question or card set at a time. */
   pending: { question: boolean; approvals: boolean };
-  /** O3: the operator's Cedar policy, when a policy file is configured (the run's principal, mode and reads bound in). */
+  /** PC8: the operator's Cedar policy, when a policy file is configured (the run's principal, mode and reads bound in). */
   policy?: CallPolicy;
 }
 
-/** O3: asks the operator's policy about one well-formed call of a pool tool. */
+/** PC8: asks the operator's policy about one well-formed call of a pool tool. */
 export type CallPolicy = (tool: ToolSpec, args: Record<string, unknown>) => PolicyVerdict;
 
 function argumentsProblem(call: ToolCall, tool: ToolSpec | undefined): string | undefined {
@@ -117,7 +117,7 @@ export function prepareCall(x: PrepareInput): Prepared {
   const argsProblem = argumentsProblem(call, tool);
   // The repeat key is only looked at for valid arguments.
   const key = argsProblem ? '' : callKey(call.name, args);
-  // O3: the policy is asked at most once per call, and only if the gate gets that far.
+  // PC8: the policy is asked at most once per call, and only if the gate gets that far.
   let verdict: PolicyVerdict | undefined;
   const policy = x.policy;
   const decision = decide({
@@ -194,7 +194,7 @@ export async function prepareApproval(
   const problem = await validateProblem(tool, args);
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
   const item: ApprovalItem = { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) };
-  // O5/O8: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
+  // A9/PC11: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
   if (verdict?.decision === 'ask') item.policy = [...(verdict.asked_by ?? verdict.policies)];
   if (verdict?.approvers?.length) item.approvers = [...verdict.approvers];
   return { kind: 'approval', item };

@@ -107,7 +107,7 @@ export function toResult(s: RunView): RunResult {
       }
       if (r.untrusted !== undefined) c.untrusted = r.untrusted;
       if (r.allowed_after_untrusted !== undefined) c.allowed_after_untrusted = r.allowed_after_untrusted;
-      // O8: the operator policies that decided the call.
+      // PC11: the operator policies that decided the call.
       if (r.policy !== undefined) c.policy = [...r.policy];
       return c;
     }),

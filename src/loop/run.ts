@@ -155,7 +155,7 @@ export interface NewRun {
   /** U2: a delegate's: what its parent had read from outside the user when it started it. */
   inherited_untrusted?: readonly UntrustedSource[];
   notes?: readonly string[];
-  /** O4: who started the run, as the operator's policy sees it. */
+  /** PC9: who started the run, as the operator's policy sees it. */
   principal?: Principal;
   /** D1: a delegate's run: the run that started it. */
   parent?: TaskParent;

@@ -153,10 +153,10 @@ export const SAY = {
   /** R31: find_tools found nothing the mode lets the model see that is not already on its menu. */
   noToolFound: (query: string) =>
     `No other tool matches "${query}". Try other words for what the tool should do, or answer with the tools you have.`,
-  /** O3: the operator's Cedar policy forbids this call (a forbid matched, or no permit did). */
+  /** PC8: the operator's Cedar policy forbids this call (a forbid matched, or no permit did). */
   forbiddenByPolicy: (name: string, policies: readonly string[]) =>
     `${name} was not run: the operator's policy forbids this call (${policies.length ? `policy ${policies.join(', ')}` : 'no policy permits it'}). Do without it, and tell the user if it was needed.`,
-  /** O6: an owner's edit the operator's policy would not allow as the model's call was allowed. */
+  /** PC10: an owner's edit the operator's policy would not allow as the model's call was allowed. */
   editRefusedByPolicy: (name: string, why: string) => `the edited ${name} call is not allowed by the operator's policy: ${why}`,
   /** D1: task started a delegate's run. */
   taskStarted: (id: string, delegate: string) => `Started task ${id} (${delegate}). Call task_wait with id ${id} for its answer.`,

@@ -17,7 +17,7 @@ export type Decision =
   /** U5: the person already refused this exact call in this run: refused at once, never asked again. */
   | { kind: 'declined_call' }
   | { kind: 'refuse_approval' }
-  /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome; `policies`: the Cedar policies that forbade it (O3). */
+  /** C2/C4, or an operator rule: `by` says which, for the sentence and the outcome; `policies`: the Cedar policies that forbade it (PC8). */
   | { kind: 'deny'; mode: Mode; by: 'mode' | 'policy'; policies?: string[] }
   | { kind: 'unknown_tool' }
   | { kind: 'invalid_arguments'; problem: string }
@@ -66,10 +66,10 @@ export interface GateState {
 }
 
 /**
- * O3: what the operator's Cedar policy file says of one call (src/policy/cedar.ts evaluates it):
+ * PC8: what the operator's Cedar policy file says of one call (src/policy/cedar.ts evaluates it):
  * `forbid` (a forbid matched, or no permit did), `ask` (allowed, and a permit that allowed it is
  * `@ask`: a card pinned to the arguments), `permit` (the tool's declared gate). `policies` names the
- * policies that decided (`@id`s); `approvers` the groups an `@approvers` permit routes a card to (O5).
+ * policies that decided (`@id`s); `approvers` the groups an `@approvers` permit routes a card to (A9).
  */
 export interface PolicyVerdict {
   decision: 'forbid' | 'ask' | 'permit';
@@ -81,7 +81,7 @@ export interface PolicyVerdict {
   errors?: string[];
 }
 
-/** O3: one call as the operator's policy is asked about it (Cedar's principal, resource and context). */
+/** PC8: one call as the operator's policy is asked about it (Cedar's principal, resource and context). */
 export interface PolicyRequest {
   tool: ToolSpec;
   /** Already checked against the tool's schema. */
@@ -95,10 +95,10 @@ export interface PolicyRequest {
   at: Date;
 }
 
-/** O4: the principal of a run stored before runs recorded who started them: a local user with no name and no groups. */
+/** PC9: the principal of a run stored before runs recorded who started them: a local user with no name and no groups. */
 export const UNRECORDED_PRINCIPAL: Principal = Object.freeze({ kind: 'user' as const, name: '', groups: Object.freeze([]) });
 
-/** O3: an operator policy, parsed once (src/policy/cedar.ts): synchronous, so the gate stays one pure step. */
+/** PC8: an operator policy, parsed once (src/policy/cedar.ts): synchronous, so the gate stays one pure step. */
 export interface PolicyEvaluator {
   evaluate(req: PolicyRequest): PolicyVerdict;
 }
@@ -115,7 +115,7 @@ export interface GateInput {
   key: string;
   mode: Mode;
   state: GateState;
-  /** O3: the operator's policy for this call, when a policy file is configured: asked only once the call is known and well-formed. */
+  /** PC8: the operator's policy for this call, when a policy file is configured: asked only once the call is known and well-formed. */
   verdict?: () => PolicyVerdict | undefined;
 }
 
@@ -149,7 +149,7 @@ export function decide(input: GateInput): Decision {
   const denied = denialOf(tool, input.mode);
   if (denied) return { kind: 'deny', mode: input.mode, by: denied };
   if (input.argsProblem) return { kind: 'invalid_arguments', problem: input.argsProblem };
-  // O3: the operator's policy sees every well-formed call: a forbid (or no permit: Cedar's default
+  // PC8: the operator's policy sees every well-formed call: a forbid (or no permit: Cedar's default
   // deny) is final, before hooks, handlers or any consent a person gave.
   const verdict = input.verdict?.();
   if (verdict?.decision === 'forbid') return { kind: 'deny', mode: input.mode, by: 'policy', policies: verdict.policies };
@@ -161,7 +161,7 @@ export function decide(input: GateInput): Decision {
   if (carded !== undefined) return { kind: 'repeat_of_card', call_id: carded };
   // U5: a no is remembered: the very call the person refused is not put to them again.
   if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
-  // O3: an `@ask` permit puts the call on a card pinned to its arguments, whatever its declared gate
+  // PC8: an `@ask` permit puts the call on a card pinned to its arguments, whatever its declared gate
   // and whatever the person consented to before: a policy tightens, never loosens.
   if (tool.gate === 'approval' || verdict?.decision === 'ask')
     return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };

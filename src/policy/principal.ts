@@ -1,5 +1,5 @@
 /**
- * O4: who starts a run, as the operator's Cedar policy sees it (`principal`). What an application
+ * PC9: who starts a run, as the operator's Cedar policy sees it (`principal`). What an application
  * hands Keel is checked here, bounded, before it is stored with the run; a policy never sees a
  * principal it could not have been written for.
  */

@@ -250,7 +250,7 @@ export interface McpIdentity {
   /** Over HTTP the bearer token's name; over stdio `mcp:CLIENT`. */
   actor: string;
   client: string;
-  /** O4: who the session's calls are made for, as the operator's policy sees it: the token's name, role and groups (stdio: `mcp:CLIENT`). */
+  /** PC9: who the session's calls are made for, as the operator's policy sees it: the token's name, role and groups (stdio: `mcp:CLIENT`). */
   principal: Principal;
   /** A9: over HTTP the token's groups (a card routed elsewhere is not its client's to answer); over stdio none: the machine's user. */
   groups?: readonly string[];
@@ -287,7 +287,7 @@ class McpSession {
     private readonly run: RunWriter,
     private readonly server: Server,
     private readonly who: McpIdentity,
-    /** O3: the operator's Cedar policy, when one is configured. */
+    /** PC8: the operator's Cedar policy, when one is configured. */
     private readonly cedar: PolicyFile | undefined,
   ) {
     this.gate = deriveGateState([], true);
@@ -354,7 +354,7 @@ class McpSession {
     });
   }
 
-  /** O3: the operator's policy for this session's calls: the token's principal, the mode, what the session has read. */
+  /** PC8: the operator's policy for this session's calls: the token's principal, the mode, what the session has read. */
   private policy(cedar: PolicyEvaluator, mode: Mode): CallPolicy {
     const s = this.run.state;
     return (tool, args) =>
@@ -978,7 +978,7 @@ export async function connectMcp(
   o: McpServeOptions,
   pool: PoolWatch,
   transport: Transport,
-  /** Over HTTP, the bearer token: the actor of every answer and audit row, and the principal of every call (O4). */
+  /** Over HTTP, the bearer token: the actor of every answer and audit row, and the principal of every call (PC9). */
   token?: { name: string; role: string; groups?: readonly string[] },
 ): Promise<{ server: Server; close(): Promise<void> }> {
   // S3: MCP tasks — a write or destructive call may be made a task, polled, and cancelled (its card rejected).

@@ -218,7 +218,7 @@ export const RunSchema = z.object({
       untrusted: z.string().optional(),
       /** U4: the operator rule that let this write run unasked after untrusted content. */
       allowed_after_untrusted: z.string().optional(),
-      /** O8: the operator's Cedar policies that decided the call ([]: no policy permitted it). */
+      /** PC11: the operator's Cedar policies that decided the call ([]: no policy permitted it). */
       policy: z.array(z.string()).optional(),
     }),
   ),

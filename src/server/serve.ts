@@ -92,7 +92,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const config = keel.getConfig();
   keel.policy();
   const pluginDirs = keel.pluginDirs(o.pluginDirs);
-  // O7: an operator's Cedar policy file that does not check against the pool stops the server here (file:line:col).
+  // PC7: an operator's Cedar policy file that does not check against the pool stops the server here (file:line:col).
   await keel.operatorPolicy((await keel.registry(pluginDirs)).byName.values());
   // Webhooks (config.yaml's notify) and Web Push (S7: a missing web-push stops the server here, exit 2)
   // for the legs this server drives; a keel worker sends those of the legs it drives.

@@ -32,7 +32,7 @@ interface Stored extends TokenRecord {
   hash: string;
 }
 
-/** O4: a token that starts a run is the run's principal for the operator's policy: its name, role and groups. */
+/** PC9: a token that starts a run is the run's principal for the operator's policy: its name, role and groups. */
 export function tokenPrincipal(who: { name: string; role: Role; groups?: readonly string[] }): Principal {
   return { kind: 'token', name: who.name, role: who.role, groups: [...(who.groups ?? [])] };
 }

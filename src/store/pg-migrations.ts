@@ -150,7 +150,7 @@ CREATE INDEX runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL;
     version: 6,
     name: 'principal',
     sql: `
--- O4: who started a run (a token's name, role and groups; the local user; an MCP client; the app), as
+-- PC9: who started a run (a token's name, role and groups; the local user; an MCP client; the app), as
 -- the operator's policy sees it: set when the run is made, never changed.
 ALTER TABLE runs ADD COLUMN principal JSONB;
 `,

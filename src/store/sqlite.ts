@@ -340,7 +340,7 @@ export class SqliteStore implements Store {
       ['memories', 'untrusted', 'TEXT'],
       // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
       ['runs', 'inherited_untrusted', 'TEXT'],
-      // O4: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
+      // PC9: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
       ['runs', 'principal', 'TEXT'],
       // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
       ['runs', 'parent_run', 'TEXT'],

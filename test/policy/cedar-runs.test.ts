@@ -1,5 +1,5 @@
 /**
- * Operator policy in Cedar through the library (O1–O8), on both stores: each kind of decision —
+ * Operator policy in Cedar through the library (PC1–PC11), on both stores: each kind of decision —
  * forbid, `@ask`, permit, an argument threshold, the principal's role and groups, the mode, what the
  * run has read — decided by the one gate, named in the trace, carried on the card; an owner's edit
  * asked about again; a file changed while the Keel lives is read again.
@@ -68,7 +68,7 @@ function run(h: Harness, message: string, principal?: Principal): Promise<RunRes
 }
 
 for (const kind of STORES) {
-  test(`O3 (${kind}): a forbid denies the call before its handler, naming the policy in the result and the trace`, async (t) => {
+  test(`PC8 (${kind}): a forbid denies the call before its handler, naming the policy in the result and the trace`, async (t) => {
     const h = await harness(kind, [
       { tool_calls: [{ id: 'w1', name: 'wipe', args: { folder: '/tmp/x' } }] },
       { text: 'I may not wipe it.' },
@@ -83,12 +83,12 @@ for (const kind of STORES) {
     assert.equal(r.approval, undefined, 'no card: a forbid is final');
   });
 
-  test(`O3/O4 (${kind}): the same wipe started by an admin waits on its card (the declared gate), approved runs once`, async (t) => {
+  test(`PC8/PC9 (${kind}): the same wipe started by an admin waits on its card (the declared gate), approved runs once`, async (t) => {
     const h = await harness(kind, [{ tool_calls: [{ id: 'w1', name: 'wipe', args: { folder: '/tmp/x' } }] }, { text: 'Wiped.' }]);
     t.after(() => h.close());
     const r = await run(h, 'wipe /tmp/x', ADMIN);
     assert.equal(r.reason, 'awaiting_approval');
-    assert.deepEqual(step(r, 'w1')?.policy, ['everything'], 'O8: the permit that let it reach its card');
+    assert.deepEqual(step(r, 'w1')?.policy, ['everything'], 'PC11: the permit that let it reach its card');
     assert.equal(r.approval?.card.policy, undefined, 'a plain permit did not ask: the card is the declared one');
     assert.equal(r.approval?.card.approvers, undefined);
     const done = await h.keel.approve(r.approval?.id ?? '', { actor: 'root' });
@@ -96,7 +96,7 @@ for (const kind of STORES) {
     assert.deepEqual(ran(h), ['wipe {"folder":"/tmp/x"}']);
   });
 
-  test(`O3/O5 (${kind}): @ask over a threshold makes a card routed to its group; under it, the declared confirm-once gate`, async (t) => {
+  test(`PC8/A9 (${kind}): @ask over a threshold makes a card routed to its group; under it, the declared confirm-once gate`, async (t) => {
     const h = await harness(kind, [
       { tool_calls: [{ id: 'p1', name: 'pay', args: { to: 'bob', amount: 900 } }] },
       { tool_calls: [{ id: 'p2', name: 'pay', args: { to: 'bob', amount: 100 } }] },
@@ -112,11 +112,11 @@ for (const kind of STORES) {
     assert.equal(done.status, 'done');
     assert.equal(step(done, 'p1')?.outcome, 'ran');
     assert.equal(step(done, 'p2')?.outcome, 'held_for_confirmation', 'under the threshold: the declared gate');
-    assert.ok(step(done, 'p2')?.policy?.includes('everything'), 'O8: the permit that let it through is named');
+    assert.ok(step(done, 'p2')?.policy?.includes('everything'), 'PC11: the permit that let it through is named');
     assert.deepEqual(ran(h), ['pay {"to":"bob","amount":900}']);
   });
 
-  test(`O3/U2 (${kind}): once the run has read outside content, the policy denies posting to a URL`, async (t) => {
+  test(`PC8/U2 (${kind}): once the run has read outside content, the policy denies posting to a URL`, async (t) => {
     const h = await harness(kind, [
       { tool_calls: [{ id: 'u0', name: 'post_url', args: { url: 'https://ok.example', text: 'hi' } }] },
       { tool_calls: [{ id: 'r1', name: 'read_inbox', args: {} }] },
@@ -131,7 +131,7 @@ for (const kind of STORES) {
     assert.deepEqual(ran(h), ['post_url {"url":"https://ok.example","text":"hi"}']);
   });
 
-  test(`O6 (${kind}): an owner's edit is asked about as a new call: a forbidden edit and one routed elsewhere are refused; the card stays pending`, async (t) => {
+  test(`PC10 (${kind}): an owner's edit is asked about as a new call: a forbidden edit and one routed elsewhere are refused; the card stays pending`, async (t) => {
     const h = await harness(kind, [{ tool_calls: [{ id: 'p1', name: 'pay', args: { to: 'bob', amount: 900 } }] }, { text: 'Done.' }]);
     t.after(() => h.close());
     const r = await run(h, 'pay bob 900', ADMIN);
@@ -151,7 +151,7 @@ for (const kind of STORES) {
   });
 }
 
-test('O3: no permit for a call is Cedar default deny, said as such', async (t) => {
+test('PC8: no permit for a call is Cedar default deny, said as such', async (t) => {
   const h = await harness(
     'sqlite',
     [{ tool_calls: [{ id: 'l1', name: 'lookup', args: { name: 'bob' } }] }, { text: 'No lookup.' }],
@@ -164,7 +164,7 @@ test('O3: no permit for a call is Cedar default deny, said as such', async (t) =
   assert.match(step(r, 'l1')?.result ?? '', /no policy permits it/);
 });
 
-test('O4: the local user is the principal of a CLI-style run; O7: a policy file changed on disk is read again, a bad edit keeps the last good one', async (t) => {
+test('PC9: the local user is the principal of a CLI-style run; PC7: a policy file changed on disk is read again, a bad edit keeps the last good one', async (t) => {
   // Each run is a session of its own: the script starts again at its first reply.
   const h = await harness('sqlite', [{ tool_calls: [{ id: 'l1', name: 'lookup', args: { name: 'bob' } }] }, { text: 'done' }]);
   t.after(() => h.close());

@@ -97,6 +97,7 @@ when { context.args.amount > 500 };
   assert.deepEqual(p.evaluate(req(pay, { amount: 501, to: 'bob' })), {
     decision: 'ask',
     policies: [generated, 'big-payment'],
+    asked_by: ['big-payment'],
     approvers: ['finance', 'treasury'],
   } satisfies Awaited<ReturnType<typeof p.evaluate>>);
   assert.deepEqual(p.evaluate(req(pay, { amount: 500, to: 'bob' })), { decision: 'permit', policies: [generated] });
@@ -434,17 +435,28 @@ test('PC6: what is left unsent changes no decision: evaluate agrees with the eng
   assert.equal(compared, 192);
 });
 
-test("PC1: the README's Cedar example checks and decides as the README says", async () => {
+test("PC1: the README's five worked policies check and decide as the README says", async () => {
   const { readmeBlock } = await import('../support/readme.js');
   const p = await CedarPolicy.load(file(readmeBlock('cedar-policy')), POOL);
   assert.deepEqual(p.check(), []);
-  assert.deepEqual(p.evaluate(req(pay, { amount: 900, to: 'bob' }, { principal: ALICE })), {
-    decision: 'ask',
-    policies: [p.policies[0].id, 'big-payment'],
-    approvers: ['finance'],
-  });
+  // 1 and 2: over the threshold, a card only finance answers; under it, the declared gate.
+  const big = p.evaluate(req(pay, { amount: 900, to: 'bob' }, { principal: ALICE }));
+  assert.equal(big.decision, 'ask');
+  assert.deepEqual(big.asked_by, ['big-payment']);
+  assert.deepEqual(big.approvers, ['finance']);
   assert.equal(p.evaluate(req(pay, { amount: 90, to: 'bob' })).decision, 'permit');
+  // 3: after outside content, no post.
+  assert.equal(p.evaluate(req(post, { url: 'https://x' })).decision, 'permit');
   assert.deepEqual(p.evaluate(req(post, { url: 'https://x' }, { untrusted: READ })).policies, ['no-post-after-outside']);
+  // 4: the lookup in goal mode is denied, in agent and plan mode it runs.
+  assert.deepEqual(p.evaluate(req(lookup, { query: 'q' }, { mode: 'goal' })).policies, ['no-lookups-in-goal-mode']);
+  assert.equal(p.evaluate(req(lookup, { query: 'q' }, { mode: 'plan' })).decision, 'permit');
+  // 5: office hours (2026-03-04 is a Wednesday; 2026-03-07 a Saturday), in the request's time zone.
+  const at = (iso: string) => p.evaluate(req(pay, { amount: 90, to: 'bob' }, { at: new Date(iso) }));
+  assert.equal(at('2026-03-04T10:30:00Z').decision, 'permit');
+  assert.deepEqual(at('2026-03-04T19:00:00Z').policies, ['office-hours']);
+  assert.deepEqual(at('2026-03-04T08:59:00Z').policies, ['office-hours']);
+  assert.deepEqual(at('2026-03-07T10:30:00Z').policies, ['office-hours']);
 });
 
 test('PC3: a file without a permit denies every call: a warning says so', async () => {

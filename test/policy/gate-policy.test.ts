@@ -1,5 +1,5 @@
 /**
- * O3: the operator's Cedar policy as an input of the one gate. The policy's answer is faked here
+ * PC8: the operator's Cedar policy as an input of the one gate. The policy's answer is faked here
  * (test/policy/cedar*.test.ts evaluate real Cedar files): what matters is where in the gate's order
  * it is asked, and that it only ever tightens.
  */
@@ -63,7 +63,7 @@ const ran = (tool: string, effect: CallRecord['effect']): CallRecord => ({
   by_core: false,
 });
 
-test('O3: a forbid (or no permit) denies a call of any effect, naming the policies', () => {
+test('PC8: a forbid (or no permit) denies a call of any effect, naming the policies', () => {
   for (const t of [read, once, never, destructive]) {
     const { decision } = gate(t, FORBID);
     assert.deepEqual(decision, { kind: 'deny', mode: 'agent', by: 'policy', policies: ['no-wipe'] }, t.name);
@@ -71,7 +71,7 @@ test('O3: a forbid (or no permit) denies a call of any effect, naming the polici
   }
 });
 
-test('O3: a forbid is final even for a call the person already consented to, or that ran before (no repeat answer)', () => {
+test('PC8: a forbid is final even for a call the person already consented to, or that ran before (no repeat answer)', () => {
   const consented = deriveGateState([ran('restore_email', 'write')], true);
   consented.consented.add('create_reminder');
   assert.equal(gate(once, FORBID, { state: consented }).decision.kind, 'deny');
@@ -79,7 +79,7 @@ test('O3: a forbid is final even for a call the person already consented to, or 
   assert.equal(gate(read, FORBID, { state: before }).decision.kind, 'deny');
 });
 
-test('O3: @ask puts any call on a card pinned to its arguments; a run that cannot pause refuses it', () => {
+test('PC8: @ask puts any call on a card pinned to its arguments; a run that cannot pause refuses it', () => {
   for (const t of [read, once, never, destructive]) {
     assert.equal(gate(t, ASK).decision.kind, 'needs_approval', t.name);
     assert.equal(gate(t, ASK, { state: deriveGateState([], false) }).decision.kind, 'refuse_approval', t.name);
@@ -91,14 +91,14 @@ test('O3: @ask puts any call on a card pinned to its arguments; a run that canno
   assert.equal(gate(once, ASK, { state: consented }).decision.kind, 'needs_approval');
 });
 
-test('O3: a plain permit leaves the declared gate: never loosens a card', () => {
+test('PC8: a plain permit leaves the declared gate: never loosens a card', () => {
   assert.equal(gate(read, PERMIT).decision.kind, 'run');
   assert.deepEqual(gate(once, PERMIT).decision, { kind: 'hold_for_confirmation', declined: false });
   assert.equal(gate(never, PERMIT).decision.kind, 'run');
   assert.equal(gate(destructive, PERMIT).decision.kind, 'needs_approval');
 });
 
-test('O3: the policy is asked only for a known, allowed, well-formed call — after the mode, before the handler', () => {
+test('PC8: the policy is asked only for a known, allowed, well-formed call — after the mode, before the handler', () => {
   // C2: Plan mode denies the write before the policy is asked (the mode's own sentence).
   const planned = gate(once, PERMIT, { mode: 'plan' });
   assert.equal(planned.decision.kind, 'deny');
@@ -107,7 +107,7 @@ test('O3: the policy is asked only for a known, allowed, well-formed call — af
   assert.equal(gate(once, PERMIT).asked, 1);
 });
 
-test('O8: prepare keeps the verdict for the trace and the card: policies that asked and the groups that answer', async () => {
+test('PC11: prepare keeps the verdict for the trace and the card: policies that asked and the groups that answer', async () => {
   const pool = new Map([[once.name, once]]);
   const call = { id: 'c1', name: once.name, args: { amount: 900 } };
   let asked = 0;

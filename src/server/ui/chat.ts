@@ -23,7 +23,7 @@ export type UiChatRequest = z.output<typeof UiChatBody>;
 export interface ChatActor {
   name: string;
   role: Role;
-  /** A9: the caller's groups (a card routed to others is not theirs to answer); O4: the run's principal's. */
+  /** A9: the caller's groups (a card routed to others is not theirs to answer); PC9: the run's principal's. */
   groups?: readonly string[];
   /** `token` for keel serve's bearer tokens; `app` for an application's own signed-in user (chatHandler). */
   kind?: 'token' | 'app';
@@ -326,7 +326,7 @@ export class UiChat {
         mode: body.mode,
         session: chatId,
         createSession: true,
-        // O4: the caller is the run's principal for the operator's policy.
+        // PC9: the caller is the run's principal for the operator's policy.
         principal: { kind: who.kind ?? 'token', name: who.name, role: who.role, groups: [...(who.groups ?? [])] },
       });
       await this.audit(who, 'start_run', leg.run_id, { mode: body.mode ?? null, session: chatId, via: 'ui_chat' });
