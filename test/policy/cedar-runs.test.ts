@@ -11,41 +11,12 @@ import { after, test } from 'node:test';
 import type { ScriptEntry } from '../../src/models/script.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import type { Principal, RunResult } from '../../src/types/index.js';
-import { calls, ROOT } from '../support/helpers.js';
+import { calls } from '../support/helpers.js';
 import { Harness } from '../support/keel.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+import { PAYMENTS, POLICY } from '../support/policy.js';
 
 after(() => dropSchemas());
-
-const PAYMENTS = join(ROOT, 'test', 'fixtures', 'policy', 'payments');
-
-/** The worked policies of the README's operator section, in one file. */
-export const POLICY = `// Every call: its declared gate.
-@id("everything")
-permit (principal, action == Keel::Action::"call", resource);
-
-// A payment over 500 needs a card, and only the finance group may answer it.
-@id("big-payment")
-@ask
-@approvers("finance")
-permit (principal, action == Keel::Action::"call", resource == Keel::Tool::"pay")
-when { context.args.amount > 500 };
-
-// Only admins' runs may wipe anything.
-@id("admins-wipe")
-forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"wipe")
-unless { principal.role == "admin" };
-
-// Once a run has read outside content, posting to a URL is denied.
-@id("no-post-after-outside")
-forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"post_url")
-when { context.untrusted };
-
-// Payments to eve are never made.
-@id("never-eve")
-forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"pay")
-when { context.args.to == "eve" };
-`;
 
 type Store = 'sqlite' | 'postgres';
 const STORES: Store[] = ['sqlite', 'postgres'];
