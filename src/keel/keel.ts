@@ -97,7 +97,7 @@ export interface KeelOptions {
    */
   defaultPluginDirs?: string[];
   /**
-   * PC7: told when the operator's policy file changed on disk: read again, or (a bad edit) kept as it
+   * Told when the operator's policy file changed on disk: read again, or (a bad edit) kept as it
    * was, saying why. Default: a line on stderr.
    */
   onPolicyReload?: (message: string) => void;
@@ -152,7 +152,7 @@ export interface RunOptions<T = unknown> {
   /** Every event of the leg as it happens (the streaming API gives them as a generator). */
   onEvent?: (e: LoopEvent) => void;
   /**
-   * PC9: who starts the run, as the operator's Cedar policy sees it (`principal`): default the local
+   * Who starts the run, as the operator's Cedar policy sees it (`principal`): default the local
    * user (the OS user's name, no groups). `keel serve` gives the token's; an app gives its own user's. Start only.
    */
   principal?: Principal;
@@ -284,7 +284,7 @@ export class Keel {
   private readonly registries: Registries;
   private loaded: { file: string | null; config: KeelConfig } | undefined;
   private operator: OperatorPolicy | undefined;
-  /** PC1: the operator's Cedar policy file, opened on first use (re-read when it changes on disk). */
+  /** the operator's Cedar policy file, opened on first use (re-read when it changes on disk). */
   private cedar: Promise<PolicyFile | undefined> | undefined;
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = listenable(new AbortController());
@@ -361,14 +361,14 @@ export class Keel {
     return this.operator;
   }
 
-  /** PC1: where the config's `policy_file` is (relative to the config file); undefined when none is named. */
+  /** where the config's `policy_file` is (relative to the config file); undefined when none is named. */
   policyFilePath(): string | undefined {
     this.getConfig();
     return (this.loaded && policyFileOf(this.loaded)) ?? undefined;
   }
 
   /**
-   * PC1/PC8: the operator's Cedar policy, opened once per Keel from the config's `policy_file` and
+   * the operator's Cedar policy, opened once per Keel from the config's `policy_file` and
    * checked against the schema of `pool` (a mistake is a KeelError with file:line:col); undefined
    * without one. A file that changes on disk is read again; a bad edit keeps the last good policy.
    */

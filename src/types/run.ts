@@ -60,7 +60,7 @@ export type EndReason =
 export type RunStatus = 'running' | 'paused' | 'done' | 'failed';
 
 /**
- * P7: who started a run, as an operator policy sees it (`principal` in Cedar): a `keel serve` token's
+ * Who started a run, as an operator policy sees it (`principal` in Cedar): a `keel serve` token's
  * name, role and groups; the local user at the CLI; an MCP client's token; an application's own actor.
  */
 export interface Principal {
@@ -96,7 +96,7 @@ export interface CallRecord {
   untrusted?: string;
   /** The operator rule that let this write run unasked although the run had read untrusted content. */
   allowed_after_untrusted?: string;
-  /** PC11: the operator policies (Cedar `@id`s) that decided this call, when a policy file is configured; [] for Cedar's default deny. */
+  /** the operator policies (Cedar `@id`s) that decided this call, when a policy file is configured; [] for Cedar's default deny. */
   policy?: string[];
 }
 
@@ -153,9 +153,9 @@ export interface ApprovalItem {
   edited_by?: string;
   /** The card's words for the model's call, once `card` words the edited one (issue 40). */
   original_card?: CardText;
-  /** PC11: the operator policies that asked for this call's card (`@ask` permits). */
+  /** the operator policies that asked for this call's card (`@ask` permits). */
   policy?: string[];
-  /** A9: the groups a policy's `@approvers` routes this call's card to (any one suffices). */
+  /** the groups a policy's `@approvers` routes this call's card to (any one suffices). */
   approvers?: string[];
 }
 
@@ -302,7 +302,7 @@ export interface RunState {
   contract: Contract | null;
   /** A delegate's: what its parent run had read from outside the user when it started the delegate (its prompt may carry it). */
   inherited_untrusted?: UntrustedSource[];
-  /** PC9: who started the run (a token, the local user, an MCP client, the app): what an operator policy's `principal` is. */
+  /** who started the run (a token, the local user, an MCP client, the app): what an operator policy's `principal` is. */
   principal?: Principal;
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import ts from 'typescript-api';
 import { ROOT } from '../support/helpers.js';
 
-const RULE_ID = /\b[MRACPSUD]\d{1,2}\b/;
+const RULE_ID = /\b(?:PC|[MRACPSUD])\d{1,2}\b/;
 
 function program() {
   const entry = join(ROOT, 'src', 'index.ts');
