@@ -794,7 +794,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
     });
   tokens
     .command('groups')
-    .description("a token's approver groups (A9): shown, or changed with --set, --add or --remove; a running server sees it at once")
+    .description("a token's approver groups: shown, or changed with --set, --add or --remove; a running server sees it at once")
     .argument('<id_or_name>')
     .option('--set <groups>', 'exactly these groups, comma-separated ("" for none)')
     .option('--add <group>', 'add a group (repeatable)', collectList, [])

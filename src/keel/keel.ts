@@ -26,7 +26,7 @@ import type { ResetRow } from '../plugin-host/data.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { Row, ToolRow } from '../plugin-host/types.js';
 import { PolicyFile } from '../policy/cedar.js';
-import { UNRECORDED_PRINCIPAL } from '../policy/gate.js';
+import { type PolicyEvaluator, UNRECORDED_PRINCIPAL } from '../policy/gate.js';
 import { OperatorPolicy } from '../policy/operator.js';
 import { checkedPrincipal } from '../policy/principal.js';
 import type { Shortlist } from '../prompt/menu.js';
@@ -372,7 +372,7 @@ export class Keel {
    * checked against the schema of `pool` (a mistake is a KeelError with file:line:col); undefined
    * without one. A file that changes on disk is read again; a bad edit keeps the last good policy.
    */
-  operatorPolicy(pool: Iterable<ToolSpec>): Promise<PolicyFile | undefined> {
+  operatorPolicy(pool: Iterable<ToolSpec>): Promise<{ current(): PolicyEvaluator } | undefined> {
     const file = this.policyFilePath();
     if (!file) return Promise.resolve(undefined);
     const told = this.opts.onPolicyReload ?? ((msg: string) => process.stderr.write(`keel: ${msg}\n`));

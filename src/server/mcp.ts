@@ -58,7 +58,6 @@ import {
 import { RunWriter } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import type { Registry } from '../plugin-host/host.js';
-import type { PolicyFile } from '../policy/cedar.js';
 import { deriveGateState, type GateState, noteUntrusted, type PolicyEvaluator, type PolicyVerdict, readView } from '../policy/gate.js';
 import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Principal, Store, ToolCall, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
@@ -288,7 +287,7 @@ class McpSession {
     private readonly server: Server,
     private readonly who: McpIdentity,
     /** PC8: the operator's Cedar policy, when one is configured. */
-    private readonly cedar: PolicyFile | undefined,
+    private readonly cedar: { current(): PolicyEvaluator } | undefined,
   ) {
     this.gate = deriveGateState([], true);
   }

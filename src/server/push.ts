@@ -686,7 +686,8 @@ export class Push {
   private async recipients(approvers: readonly string[] = []): Promise<PushSubscriptionRecord[]> {
     const tokens = this.deps.tokens.list().filter((t) => !t.revoked_at);
     const active = new Map(tokens.map((t) => [t.id, t.role] as const));
-    const routed = { approvers: [...approvers] };
+    // An unrouted card (no groups given): every approver's; a card with approvers: only theirs.
+    const routed = approvers.length ? { approvers: [...approvers] } : {};
     const answers = new Set(
       tokens.filter((t) => mayAnswer(routed, { name: t.name, role: t.role, groups: t.groups, kind: 'token' })).map((t) => t.id),
     );
