@@ -13,53 +13,22 @@ import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
-import type { Mode, ToolSpec, UntrustedSource } from '../types/index.js';
+import type { ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { optionalImport } from '../util/optional.js';
 import { type Entry, entriesOf, type Needs, type PolicyDiagnostic, type PolicyEntry, reaches, union } from './cedar-check.js';
 import { argsTypeOf, type CedarType, NotWhole, schemaText, toCedar } from './cedar-schema.js';
+import type { PolicyRequest, PolicyVerdict } from './gate.js';
 
 export type { PolicyDiagnostic, PolicyEntry } from './cedar-check.js';
 export { starterPolicy } from './cedar-schema.js';
 
 type Cedar = typeof CedarWasm;
 
-export interface Principal {
-  /** Who started the run: a `keel serve` token's name, the local user for the CLI, an MCP client's token, the app. */
-  kind: 'token' | 'user' | 'mcp' | 'app';
-  name: string;
-  /** A token's role (viewer | approver | admin); absent for the local user or the app. */
-  role?: string;
-  groups: readonly string[];
-}
+// One vocabulary for the gate and the engine: the request and the verdict are the gate's (PC8).
+export type { Principal } from '../types/index.js';
+export type { PolicyRequest, PolicyVerdict } from './gate.js';
 
-export interface PolicyRequest {
-  tool: ToolSpec;
-  /** Already validated against the tool's schema. */
-  args: Record<string, unknown>;
-  mode: Mode;
-  session?: string | null;
-  principal: Principal;
-  /** What the run has read from outside (U2); [] = nothing. */
-  untrusted: readonly UntrustedSource[];
-  /** The time of the call. */
-  at: Date;
-  /** The IANA time zone `context.hour`, `minute` and `weekday` are read in; default the process's local time. */
-  timeZone?: string;
-}
-
-export interface PolicyVerdict {
-  /** forbid: a forbid matched, or no permit did (Cedar's default deny). ask: allowed, and a permit that allowed it is @ask. permit: the declared gate. */
-  decision: 'forbid' | 'ask' | 'permit';
-  /** The ids of the policies that made the decision (@id, else `policyN (file:line)`); [] for a default deny. */
-  policies: string[];
-  /** From @approvers("G") (one or more groups) on a determining permit; undefined when none. */
-  approvers?: string[];
-  /** For `ask`: the `@ask` permits among `policies` (what the card says asked for it). */
-  asked_by?: string[];
-  /** Evaluation errors Cedar reported (policy id: message), for the trace. */
-  errors?: string[];
-}
 
 /** How one tool's calls are evaluated: its preparsed set and what to send. */
 interface Plan {

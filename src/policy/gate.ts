@@ -93,6 +93,8 @@ export interface PolicyRequest {
   untrusted: readonly UntrustedSource[];
   /** The time of the call. */
   at: Date;
+  /** The IANA time zone `context.hour`, `minute` and `weekday` are read in; default the process's local time. */
+  timeZone?: string;
 }
 
 /** PC9: the principal of a run stored before runs recorded who started them: a local user with no name and no groups. */
