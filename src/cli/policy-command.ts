@@ -16,6 +16,11 @@ import { osUser } from '../util/user.js';
 import type { Io } from './main.js';
 
 const EXAMPLES: Record<string, [string, string][]> = {
+  policy: [
+    ['keel policy init', 'a starter file: every call with its declared gate'],
+    ['keel policy check', "validate the config's policy_file"],
+    ['keel policy explain pay --args \'{"amount": 900, "to": "bob"}\' --as alice:finance', 'one call decided'],
+  ],
   init: [
     ['keel policy init', "the config's policy_file, else ./policy.cedar"],
     ['keel policy init ops/policy.cedar --plugins ./plugins', 'with examples naming your tools'],
@@ -49,7 +54,8 @@ export function registerPolicy(
 ): void {
   const policy = program
     .command('policy')
-    .description("the operator's Cedar policy file (policy_file: in config.yaml): write, describe, check, explain");
+    .description("the operator's Cedar policy file (policy_file: in config.yaml): write, describe, check, explain")
+    .addHelpText('after', examples(EXAMPLES.policy));
 
   /** The file named, else the config's policy_file; none is a usage error (init has its own default). */
   const fileOf = (given: string | undefined, fallback?: string): string => {
