@@ -23,6 +23,7 @@ import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js
 import { KeelError } from '../util/errors.js';
 import { storableText } from '../util/text.js';
 import { mountConsole } from './console.js';
+import { PROBLEM_TITLES, problemBody, STATUS_OF } from './problems.js';
 import {
   MAX_SUBSCRIPTIONS_PER_OWNER as MAX_SUBSCRIPTIONS,
   Push,
@@ -96,30 +97,9 @@ export const SESSION_COOKIE = 'keel_session';
 
 type AnyRoute = RouteSpec<Schema | undefined, Schema | undefined>;
 
-const PROBLEM_TITLES: Record<number, string> = {
-  400: 'Bad request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not found',
-  409: 'Conflict',
-  410: 'Gone',
-  413: 'Payload too large',
-  415: 'Unsupported media type',
-  422: 'Unprocessable',
-  500: 'Internal error',
-  503: 'Unavailable',
-};
-
 /** RFC 9457 problem details. */
 export function problem(c: Context, status: number, detail: string, errors?: { field: string; message: string }[]): Response {
-  const body: z.infer<typeof S.ProblemSchema> = {
-    type: `https://keel.dev/problems/${status}`,
-    title: PROBLEM_TITLES[status] ?? 'Error',
-    status,
-    detail,
-    instance: c.req.path,
-    ...(errors?.length ? { errors } : {}),
-  };
+  const body: z.infer<typeof S.ProblemSchema> = { ...problemBody(status, detail, c.req.path, errors), instance: c.req.path };
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/problem+json' } });
 }
 
@@ -132,19 +112,6 @@ class HttpProblem extends Error {
     super(message);
   }
 }
-
-const STATUS_OF: Record<KeelError['code'], number> = {
-  not_found: 404,
-  conflict: 409,
-  not_paused: 409,
-  expired: 410,
-  bad_input: 400,
-  config: 422,
-  // Issue 27: the store cannot be reached: not the client's mistake; it may try again later.
-  unavailable: 503,
-  // A9: a card routed to groups the token is not in.
-  forbidden: 403,
-};
 
 /** How long a client is asked to wait before trying again when the store cannot be reached (Retry-After, seconds). */
 const RETRY_AFTER_S = 5;

@@ -12,6 +12,7 @@ import type { ContinueOptions, Keel, RunOptions } from '../../keel/keel.js';
 import type { Leg } from '../../loop/legs.js';
 import type { PauseSummary, Store, StoredEvent } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
+import { problemBody } from '../problems.js';
 import type { Hub } from '../runner.js';
 import type { UiChatBody } from '../schemas.js';
 import { allows, type Role } from '../tokens.js';
@@ -59,28 +60,11 @@ const KEEP_ALIVE_MS = 15_000;
 
 /** An RFC 9457 problem, as keel serve answers errors. */
 export function problemResponse(status: number, detail: string, instance?: string): Response {
-  return new Response(
-    JSON.stringify({
-      type: `https://keel.dev/problems/${status}`,
-      title: PROBLEM_TITLES[status] ?? 'Error',
-      status,
-      detail,
-      ...(instance ? { instance } : {}),
-    }),
-    { status, headers: { 'content-type': 'application/problem+json' } },
-  );
+  return new Response(JSON.stringify(problemBody(status, detail, instance)), {
+    status,
+    headers: { 'content-type': 'application/problem+json' },
+  });
 }
-
-const PROBLEM_TITLES: Record<number, string> = {
-  400: 'Bad request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not found',
-  409: 'Conflict',
-  422: 'Unprocessable',
-  500: 'Internal error',
-  503: 'Unavailable',
-};
 
 /** A stream's chunks as server-sent events; `null` from the source is a keep-alive comment. */
 export function uiStreamResponse(source: (signal: AbortSignal) => AsyncGenerator<Chunk | null>): Response {

@@ -9,6 +9,7 @@ import type { Keel } from '../../keel/keel.js';
 import { type ModelClient, ModelError } from '../../models/types.js';
 import type { AppTool } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
+import { STATUS_OF } from '../problems.js';
 import { Hub, LegRunner } from '../runner.js';
 import { UiChatBody } from '../schemas.js';
 import { allows, type Role } from '../tokens.js';
@@ -39,17 +40,6 @@ export interface ChatHandlerOptions {
   /** How often a stream looks at the store for work another process does, in ms (default 500). */
   pollMs?: number;
 }
-
-const STATUS_OF: Record<KeelError['code'], number> = {
-  not_found: 404,
-  conflict: 409,
-  not_paused: 409,
-  expired: 410,
-  forbidden: 403,
-  bad_input: 400,
-  config: 422,
-  unavailable: 503,
-};
 
 /**
  * The chat endpoint for an application's own route: POST (the AI SDK chat request) streams the
