@@ -198,6 +198,7 @@ export class RunLeg {
       throw err;
     } finally {
       endLegSpan(span, this.run.state);
+      this.run.legEnds();
     }
   }
 
@@ -595,6 +596,7 @@ export class RunLeg {
       throw err;
     } finally {
       if (span) endLegSpan(span, this.run.state);
+      this.run.legEnds();
     }
   }
 

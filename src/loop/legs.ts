@@ -53,6 +53,8 @@ export interface Leg {
 
 function leg(run: RunWriter, work: (leg: RunLeg) => AsyncGenerator<LoopEvent, RunResult>, deps: EngineDeps, job: LegJob): Leg {
   let driven = false;
+  // R18: claimed by this process: not taken over by it until the leg is over (RunLeg lets go).
+  run.legBegins();
   return {
     run_id: run.state.id,
     session_id: run.state.session_id,

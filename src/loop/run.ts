@@ -73,6 +73,19 @@ export function processOwner(): string {
 }
 
 /**
+ * R18: runs a leg of this process has claimed and not yet ended — being driven here, or about to
+ * be. The store cannot tell this process's live legs from its failed ones (both carry its owner),
+ * so a takeover by this same process asks here: a live leg of its own is never taken over (a
+ * cancel racing an approve's leg in one server), a leg of its own that ended mid-run may be.
+ */
+const LEGS_HERE = new Set<string>();
+
+/** Whether a leg of this process holds the run now (see LEGS_HERE). */
+export function legHere(runId: string): boolean {
+  return LEGS_HERE.has(runId);
+}
+
+/**
  * Whether the process that owns a run may still be driving it. On this host we ask the OS: the
  * PID must exist, not be a zombie (killed, not yet reaped by its parent), and — when the owner
  * recorded a start time — have started then, not be a later process that reuses the PID. A run
@@ -174,6 +187,16 @@ export class RunWriter {
   private watch: SessionWatch | undefined;
   /** Events held back for the next save, which journals them in its own write (see `defer`). */
   private deferred: { e: LoopEvent; onlyInMode?: Mode }[] = [];
+
+  /** A leg of this process holds the run from now (see LEGS_HERE). */
+  legBegins(): void {
+    if (this.store) LEGS_HERE.add(this.s.id);
+  }
+
+  /** The leg that held the run is over (ended, paused, stopped or failed): see LEGS_HERE. */
+  legEnds(): void {
+    LEGS_HERE.delete(this.s.id);
+  }
 
   get state(): RunView {
     return this.s;
@@ -294,7 +317,7 @@ export class RunWriter {
       throw new KeelError('not_paused', `run ${s.id} is not waiting for approval ${approval.id} (status ${s.status})`);
     }
     if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
-    const alive = s.status === 'running' && ownerAlive(s.owner, s.updated_at);
+    const alive = s.status === 'running' && (ownerAlive(s.owner, s.updated_at) || (s.owner === OWNER && legHere(s.id)));
     const claimed =
       s.status === 'paused'
         ? await store.claimPause(s.id, pause.seq, processOwner())
@@ -316,15 +339,17 @@ export class RunWriter {
    * once-only as an answer), or a run whose process died mid-leg (taken over from the dead owner).
    * A run still driven by a live process, or already finished, is refused.
    */
-  static async claimStalled(store: RunStore, runId: string, clock?: () => Date): Promise<RunWriter> {
-    const s = await loadOrThrow(store, runId);
+  static async claimStalled(store: RunStore, runId: string, clock?: () => Date, loaded?: RunState): Promise<RunWriter> {
+    // Issue 38: a caller that has checked the state it loaded (claimToCancel) passes it: the claim
+    // is then conditional on that state (owner and pause), never on a newer one it did not check.
+    const s = loaded ?? (await loadOrThrow(store, runId));
     if (s.status === 'done' || s.status === 'failed') {
       throw new KeelError(
         'not_paused',
         `run ${runId} is ${s.status}${s.reason ? ` (${s.reason})` : ''} already: there is nothing to continue or cancel`,
       );
     }
-    if (s.status === 'running' && ownerAlive(s.owner, s.updated_at)) {
+    if (s.status === 'running' && (ownerAlive(s.owner, s.updated_at) || (s.owner === OWNER && legHere(runId)))) {
       throw new KeelError(
         'conflict',
         `run ${runId} is running in process ${s.owner}: wait for it, or stop that process (Ctrl-C), then try again`,
@@ -364,7 +389,7 @@ export class RunWriter {
         `run ${runId} can no longer be cancelled: its approval ${s.pause.approval_id} was answered, and a worker carries the run on with that answer`,
       );
     }
-    if (s.status !== 'paused') return { run: await RunWriter.claimStalled(store, runId, clock), closed: [] };
+    if (s.status !== 'paused') return { run: await RunWriter.claimStalled(store, runId, clock, s), closed: [] };
     const closed = await store.claimToCancel(runId, s.pause_seq, processOwner(), close);
     if (!closed) {
       throw new KeelError(

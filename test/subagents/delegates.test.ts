@@ -240,8 +240,10 @@ test('D5: depth — at max_depth 1 (the default) a delegate has no task tool, ev
 });
 
 test('D1: a delegate left running by a stopped leg is carried on by resuming its parent; the parent goes on when it ends', async (t) => {
+  // The delegate's model takes long (the interruption cuts it short): the test interrupts while it
+  // works, once the delegate's run is stored and running — not after a guessed delay.
   const { home, keel } = setup(t, [
-    { delay_ms: 300, tool_calls: [{ id: 'd1', name: 'search_inbox', args: {} }] },
+    { delay_ms: 60_000, tool_calls: [{ id: 'd1', name: 'search_inbox', args: {} }] },
     { text: 'Three emails.' },
   ]);
   const controller = new AbortController();
@@ -251,15 +253,27 @@ test('D1: a delegate left running by a stopped leg is carried on by resuming its
     { text: 'You have three emails.' },
   ]);
   const started = keel.run('How many emails?', { model: parentModel, signal: controller.signal });
+  let delegate: RunState | undefined;
+  for (let i = 0; i < 500 && !delegate; i++) {
+    await new Promise((res) => setTimeout(res, 20));
+    for (const row of await keel.listRuns({})) {
+      const run = await keel.getRun(row.id);
+      if (run.parent && run.status === 'running') delegate = run;
+    }
+  }
+  assert.ok(delegate, 'the delegate started');
   // Interrupt every leg of this Keel while the delegate's model works: both pause at a safe point.
-  setTimeout(() => keel.interrupt('test stop'), 100);
+  assert.ok(keel.interrupt('test stop') >= 1);
   const r = await started;
   assert.equal(r.status, 'paused');
   assert.equal(r.reason, 'awaiting_task', 'the parent waits for its delegate, stored');
   const child = await until(keel, (await childOf(keel, r.run_id)).id, (c) => c.status === 'paused');
   assert.equal(child.parent?.run_id, r.run_id);
   assert.equal(child.reason, 'interrupted');
+  // Asked again on resume (the cut-short call is replayed), the delegate's model answers at once now.
+  script(home, [{ tool_calls: [{ id: 'd1', name: 'search_inbox', args: {} }] }, { text: 'Three emails.' }], 'child.yaml');
   const end = await keel.resume(r.run_id, { model: parentModel });
+  assert.equal(child.id, delegate.id);
   assert.equal(end.run_id, r.run_id);
   assert.equal(end.status, 'done');
   assert.equal(end.answer, 'You have three emails.');
