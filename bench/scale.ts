@@ -38,7 +38,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { stringify } from 'yaml';
 import { Keel } from '../src/keel/keel.js';
-import { handToQueue } from '../src/server/worker.js';
+import { handToQueue } from '../src/server/workers/worker.js';
 import { PostgresStore } from '../src/store/postgres.js';
 import { SqliteStore } from '../src/store/sqlite.js';
 import type { Store } from '../src/types/index.js';

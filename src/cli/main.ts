@@ -5,7 +5,7 @@ import { renderCard, renderConfirmation } from '../approvals/card.js';
 import { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 import type { Keel } from '../keel/keel.js';
 import { ModelError } from '../models/types.js';
-import type { Role } from '../server/tokens.js';
+import type { Role } from '../server/access/tokens.js';
 import type { LoopEvent, Mode, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
@@ -685,7 +685,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       (v) => positiveNumber(v, '--idle-timeout'),
     )
     .action(async (o: { plugins: string[]; mode: Mode; http?: number; wait?: number; keepCards?: boolean; idleTimeout?: number }) => {
-      const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, mcpHttpLimits, serveMcpHttp, serveMcpStdio } = await import('../server/mcp.js');
+      const { DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, mcpHttpLimits, serveMcpHttp, serveMcpStdio } = await import('../server/mcp/mcp.js');
       const wait = o.wait ?? DEFAULT_WAIT_SECONDS;
       if (wait > MAX_WAIT_SECONDS) {
         throw new KeelError(
@@ -708,12 +708,12 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         ...(ttl ? { approvalTtlMs: ttl } : {}),
       };
       await k.registry(opts.pluginDirs); // a broken plugin shows now, on stderr, not at the first call
-      const { Tokens } = await import('../server/tokens.js');
+      const { Tokens } = await import('../server/access/tokens.js');
       const tokens = Tokens.at(k.home);
       // The webhooks and Web Push of this server's cards, as keel serve and keel worker send their own.
       const store = k.store;
       const alerts = store
-        ? await (await import('../server/alerts.js')).Alerts.start({
+        ? await (await import('../server/alerts/alerts.js')).Alerts.start({
             config: k.getConfig(),
             store,
             tokens,
@@ -817,7 +817,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       else io.out(`Token ${t.name} (${t.id}): ${t.groups.length ? `groups ${t.groups.join(', ')}` : 'in no group'}.\n`);
     });
   const tokenFile = async () => {
-    const { Tokens } = await import('../server/tokens.js');
+    const { Tokens } = await import('../server/access/tokens.js');
     return Tokens.at(keelHome(io.env));
   };
 

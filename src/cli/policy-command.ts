@@ -222,7 +222,7 @@ async function principalOf(as: string | undefined, io: Io): Promise<Principal> {
   if (as === undefined) return { kind: 'user', name: osUser(), groups: [] };
   const [name, groupList] = as.split(/:(.*)/s, 2);
   if (!name) throw new KeelError('bad_input', '--as needs a name: a token from keel tokens, or NAME:GROUP1,GROUP2');
-  const { Tokens } = await import('../server/tokens.js');
+  const { Tokens } = await import('../server/access/tokens.js');
   const token = Tokens.at(keelHome(io.env))
     .list()
     .find((t) => t.name === name && !t.revoked_at) as { name: string; role: string; groups?: readonly string[] } | undefined;

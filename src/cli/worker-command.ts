@@ -32,9 +32,9 @@ Examples:
     .action(async (o: { concurrency?: number }) => {
       const { Keel } = await import('../keel/keel.js');
       const { PostgresStore } = await import('../store/postgres.js');
-      const { startWorker } = await import('../server/worker.js');
-      const { Alerts } = await import('../server/alerts.js');
-      const { Tokens } = await import('../server/tokens.js');
+      const { startWorker } = await import('../server/workers/worker.js');
+      const { Alerts } = await import('../server/alerts/alerts.js');
+      const { Tokens } = await import('../server/access/tokens.js');
       const keel = new Keel({ env: io.env, defaultPluginDirs: [BUNDLED_PLUGINS] });
       try {
         const store = keel.store;

@@ -22,7 +22,7 @@ function delegateSchema(z: typeof Zod) {
   });
 }
 
-/** What `keel serve` can tell a webhook about (src/server/notify.ts sends them). */
+/** What `keel serve` can tell a webhook about (src/server/alerts/notify.ts sends them). */
 export const NOTIFY_EVENTS = ['approval_created', 'run_paused', 'run_failed'] as const;
 
 /** The longest a webhook retry waits: the backoff doubles up to this. */

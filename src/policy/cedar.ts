@@ -29,7 +29,6 @@ type Cedar = typeof CedarWasm;
 export type { Principal } from '../types/index.js';
 export type { PolicyRequest, PolicyVerdict } from './gate.js';
 
-
 /** How one tool's calls are evaluated: its preparsed set and what to send. */
 interface Plan {
   setId: string | null;

@@ -14,19 +14,19 @@ import { ownerAlive } from '../loop/run.js';
 import { PostgresStore } from '../store/postgres.js';
 import type { LoopEvent, RunStatus, Store } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { Alerts } from './alerts.js';
-import { createApp } from './app.js';
-import { dropRest } from './bodies.js';
-import { Hub, LegRunner } from './runner.js';
-import { Tokens, WebSessions } from './tokens.js';
-import { handToQueue, startWorker } from './worker.js';
+import { Tokens, WebSessions } from './access/tokens.js';
+import { Alerts } from './alerts/alerts.js';
+import { createApp } from './api/app.js';
+import { dropRest } from './http/bodies.js';
+import { Hub, LegRunner } from './workers/runner.js';
+import { handToQueue, startWorker } from './workers/worker.js';
 
 /**
  * S3: a request answered before its body was read whole — a 413 past KEEL_MAX_BODY_BYTES first,
  * `POST /login` included, or any answer that needed none of it — has the rest of its body read and
  * dropped (never kept), so a client that goes on sending, as curl, browsers and fetch do, reads
  * the answer instead of a connection reset mid-upload (issue 40); one still sending after
- * LINGER_MS is cut off. `keel mcp serve` does the same (bodies.ts). @hono/node-server's own clean-up
+ * LINGER_MS is cut off. `keel mcp serve` does the same (http/bodies.ts). @hono/node-server's own clean-up
  * (autoCleanupIncoming, off here) cut such a client off after 500 ms, which a 60 MB upload outlasts.
  */
 function dropUnreadBodies(listener: RequestListener): RequestListener {

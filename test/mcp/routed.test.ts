@@ -11,8 +11,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type CallToolResult, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Keel } from '../../src/keel/keel.js';
-import { serveMcpHttp } from '../../src/server/mcp.js';
-import { Tokens } from '../../src/server/tokens.js';
+import { Tokens } from '../../src/server/access/tokens.js';
+import { serveMcpHttp } from '../../src/server/mcp/mcp.js';
 import { calls, FIXTURES, tempHome } from '../support/helpers.js';
 import { byTool, routeCards } from '../support/routed.js';
 

@@ -9,7 +9,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { verifySignature } from '../../src/server/notify.js';
+import { verifySignature } from '../../src/server/alerts/notify.js';
 import { calls, FIXTURES, ROOT, script, tempHome } from '../support/helpers.js';
 import { events, readUntil, testServer } from '../support/server.js';
 

@@ -1,5 +1,5 @@
 /**
- * Webhook notifications (src/server/notify.ts) against a real HTTP receiver on 127.0.0.1, and the
+ * Webhook notifications (src/server/alerts/notify.ts) against a real HTTP receiver on 127.0.0.1, and the
  * `notify:` section of config.yaml.
  */
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { ConfigSchema, loadConfig, type NotifyTarget } from '../../src/config/config.js';
-import { MAX_QUEUE, MAX_STRING_CHARS, type Notification, Notifier, verifySignature } from '../../src/server/notify.js';
+import { MAX_QUEUE, MAX_STRING_CHARS, type Notification, Notifier, verifySignature } from '../../src/server/alerts/notify.js';
 import type { AuditRecord } from '../../src/types/store.js';
 import { tempHome } from '../support/helpers.js';
 

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { SERVICE_WORKER_JS } from '../../src/server/console-push.js';
+import { SERVICE_WORKER_JS } from '../../src/server/console/push.js';
 import { CHROMIUM_ARGS, testChromium } from '../support/chromium.js';
 import { script } from '../support/helpers.js';
 import { type TestServer, testServer } from '../support/server.js';

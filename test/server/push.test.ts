@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { Tokens } from '../../src/server/access/tokens.js';
 import {
   addressProblem,
   CARD_BODY,
@@ -20,8 +21,7 @@ import {
   plainTitle,
   pushSubject,
   QUESTION_TITLE,
-} from '../../src/server/push.js';
-import { Tokens } from '../../src/server/tokens.js';
+} from '../../src/server/alerts/push.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/types/index.js';

@@ -110,7 +110,7 @@ for (const kind of ['sqlite', 'postgres'] as const) {
 
     // A single answer by a finance token (groups given later with keel tokens groups' function), once.
     const second = await pausedOn(s, 'r2', 'trash_email', { ids: ['m3'] });
-    const tokens = (await import('../../src/server/tokens.js')).Tokens.at(s.home);
+    const tokens = (await import('../../src/server/access/tokens.js')).Tokens.at(s.home);
     tokens.setGroups('ana-phone', { add: ['finance'] });
     const now = await s.api('POST', `/v1/approvals/${second.card}`, { token: s.approver, body: { decision: 'approve' } });
     assert.equal(now.status, 200, 'a running server sees a token’s new groups at its next request');

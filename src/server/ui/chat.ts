@@ -12,10 +12,10 @@ import type { ContinueOptions, Keel, RunOptions } from '../../keel/keel.js';
 import type { Leg } from '../../loop/legs.js';
 import type { PauseSummary, Store, StoredEvent } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
-import { problemBody } from '../problems.js';
-import type { Hub } from '../runner.js';
-import type { UiChatBody } from '../schemas.js';
-import { allows, type Role } from '../tokens.js';
+import { allows, type Role } from '../access/tokens.js';
+import { problemBody } from '../http/problems.js';
+import type { UiChatBody } from '../http/schemas.js';
+import type { Hub } from '../workers/runner.js';
 import { applyChunks, assistantMessageId, type Chunk, ChunkMapper, parseConfirmationId, type UiMessage, userMessageId } from './chunks.js';
 
 export type UiChatRequest = z.output<typeof UiChatBody>;

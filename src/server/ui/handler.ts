@@ -9,10 +9,10 @@ import type { Keel } from '../../keel/keel.js';
 import { type ModelClient, ModelError } from '../../models/types.js';
 import type { AppTool } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
-import { STATUS_OF } from '../problems.js';
-import { Hub, LegRunner } from '../runner.js';
-import { UiChatBody } from '../schemas.js';
-import { allows, type Role } from '../tokens.js';
+import { allows, type Role } from '../access/tokens.js';
+import { STATUS_OF } from '../http/problems.js';
+import { UiChatBody } from '../http/schemas.js';
+import { Hub, LegRunner } from '../workers/runner.js';
 import { type ChatActor, problemResponse, UiChat } from './chat.js';
 
 export interface ChatHandlerOptions {

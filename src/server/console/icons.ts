@@ -4,7 +4,7 @@
  * maskable icon, so a launcher may cut it to a circle or a squircle). No image file ships.
  */
 import { deflateSync } from 'node:zlib';
-import { ICON_BLUE, ICON_SHAPES } from './console-assets.js';
+import { ICON_BLUE, ICON_SHAPES } from './assets.js';
 
 /** The shapes' 32-unit grid, scaled by this about its centre: what a maskable icon keeps. */
 const SAFE = 0.8;

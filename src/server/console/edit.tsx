@@ -9,8 +9,8 @@
  * valid. Every value is escaped by Hono JSX; no script is needed (the form works without one).
  */
 import type { FC } from 'hono/jsx';
-import type { ApprovalRecord, ToolSpec } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
+import type { ApprovalRecord, ToolSpec } from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
 
 type Field =
   | { kind: 'string'; name: string; multiline: boolean }

@@ -5,9 +5,9 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { Principal } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
-import { groupProblem } from '../util/groups.js';
+import type { Principal } from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
+import { groupProblem } from '../../util/groups.js';
 
 export type Role = 'viewer' | 'approver' | 'admin';
 export const ROLES: readonly Role[] = ['viewer', 'approver', 'admin'];

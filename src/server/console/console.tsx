@@ -9,19 +9,29 @@ import type { Context, Hono } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { html } from 'hono/html';
 import type { Child, FC } from 'hono/jsx';
-import { groupSources } from '../approvals/card.js';
-import { type Answerer, mayAnswer, onlyGroups } from '../approvals/who.js';
-import { isMcpSession, type Keel } from '../keel/keel.js';
-import type { Leg } from '../loop/legs.js';
-import { untrustedRead } from '../loop/result.js';
-import type { Registry } from '../plugin-host/host.js';
-import type { ApprovalRecord, CallRecord, Message, Mode, RunState, RunSummary, Store, ToolSpec, UntrustedSource } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
-import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './console-assets.js';
-import { BatchCheck, BatchForm, BatchResults, batchSelection, EditForm, editedArguments } from './console-edit.js';
-import { AppHead, mountPushConsole } from './console-push.js';
-import type { Push } from './push.js';
-import { allows, type Role, tokenPrincipal, type WebSessions } from './tokens.js';
+import { groupSources } from '../../approvals/card.js';
+import { type Answerer, mayAnswer, onlyGroups } from '../../approvals/who.js';
+import { isMcpSession, type Keel } from '../../keel/keel.js';
+import type { Leg } from '../../loop/legs.js';
+import { untrustedRead } from '../../loop/result.js';
+import type { Registry } from '../../plugin-host/host.js';
+import type {
+  ApprovalRecord,
+  CallRecord,
+  Message,
+  Mode,
+  RunState,
+  RunSummary,
+  Store,
+  ToolSpec,
+  UntrustedSource,
+} from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
+import { allows, type Role, tokenPrincipal, type WebSessions } from '../access/tokens.js';
+import type { Push } from '../alerts/push.js';
+import { CONSOLE_CSS, CONSOLE_JS, FAVICON_SVG, faviconIco } from './assets.js';
+import { BatchCheck, BatchForm, BatchResults, batchSelection, EditForm, editedArguments } from './edit.js';
+import { AppHead, mountPushConsole } from './push.js';
 
 interface Who {
   name: string;
@@ -33,8 +43,7 @@ interface Who {
 const answerer = (who: Who): Answerer => ({ name: who.name, role: who.role, groups: who.groups, kind: 'token' });
 
 /** A9: may the logged-in token answer this card (its role, and its groups for a routed card)? */
-const mayAnswerCard = (who: Who, a: ApprovalRecord): boolean =>
-  allows(who.role, 'approver') && mayAnswer(a.card, answerer(who));
+const mayAnswerCard = (who: Who, a: ApprovalRecord): boolean => allows(who.role, 'approver') && mayAnswer(a.card, answerer(who));
 
 export interface ConsoleDeps {
   keel: Keel;
@@ -420,9 +429,16 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
       return await f();
     } catch (err) {
       if (!(err instanceof KeelError)) throw err;
-      const status = { not_found: 404, bad_input: 400, expired: 410, config: 422, conflict: 409, not_paused: 409, unavailable: 503, forbidden: 403 }[
-        err.code
-      ];
+      const status = {
+        not_found: 404,
+        bad_input: 400,
+        expired: 410,
+        config: 422,
+        conflict: 409,
+        not_paused: 409,
+        unavailable: 503,
+        forbidden: 403,
+      }[err.code];
       return page(c, status, 'Not done', <p class="error">{err.message}</p>, who, csrf);
     }
   }

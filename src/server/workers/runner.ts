@@ -4,8 +4,8 @@
  * where the live streams (SSE) and the webhooks pick it up; the journal in the store stays the
  * source of truth, so a stream that reads from it after a wake-up misses nothing.
  */
-import type { Leg } from '../loop/legs.js';
-import type { LoopEvent } from '../types/index.js';
+import type { Leg } from '../../loop/legs.js';
+import type { LoopEvent } from '../../types/index.js';
 
 type Listener = (m: { run_id: string; delta?: string }) => void;
 

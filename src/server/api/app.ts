@@ -12,29 +12,29 @@ import { getCookie } from 'hono/cookie';
 import { cors } from 'hono/cors';
 import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { z } from 'zod';
-import type { Answerer } from '../approvals/who.js';
-import type { Keel } from '../keel/keel.js';
-import type { Leg } from '../loop/legs.js';
-import { toResult } from '../loop/result.js';
-import { allowedModel } from '../models/index.js';
-import { SCRIPT_MAX_BYTES } from '../models/script.js';
-import { ModelError } from '../models/types.js';
-import type { RunEvent, RunSummary, Store, StoredEvent } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
-import { storableText } from '../util/text.js';
-import { mountConsole } from './console.js';
-import { PROBLEM_TITLES, problemBody, STATUS_OF } from './problems.js';
+import type { Answerer } from '../../approvals/who.js';
+import type { Keel } from '../../keel/keel.js';
+import type { Leg } from '../../loop/legs.js';
+import { toResult } from '../../loop/result.js';
+import { allowedModel } from '../../models/index.js';
+import { SCRIPT_MAX_BYTES } from '../../models/script.js';
+import { ModelError } from '../../models/types.js';
+import type { RunEvent, RunSummary, Store, StoredEvent } from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
+import { storableText } from '../../util/text.js';
+import { allows, type Role, type Tokens, tokenPrincipal, type WebSessions } from '../access/tokens.js';
 import {
   MAX_SUBSCRIPTIONS_PER_OWNER as MAX_SUBSCRIPTIONS,
   Push,
   PushInfoSchema,
   PushSubscribeBody,
   PushSubscriptionSchema,
-} from './push.js';
-import type { Hub, LegRunner } from './runner.js';
-import * as S from './schemas.js';
-import { allows, type Role, type Tokens, tokenPrincipal, type WebSessions } from './tokens.js';
-import { UiChat } from './ui/chat.js';
+} from '../alerts/push.js';
+import { mountConsole } from '../console/console.js';
+import { PROBLEM_TITLES, problemBody, STATUS_OF } from '../http/problems.js';
+import * as S from '../http/schemas.js';
+import { UiChat } from '../ui/chat.js';
+import type { Hub, LegRunner } from '../workers/runner.js';
 
 export interface ServerDeps {
   keel: Keel;
@@ -736,7 +736,7 @@ export function createApp(d: ServerDeps): Hono {
     },
   );
 
-  // S7: Web Push. Subscriptions are an approver's or admin's own (they answer cards); src/server/push.ts says what is sent.
+  // S7: Web Push. Subscriptions are an approver's or admin's own (they answer cards); src/server/alerts/push.ts says what is sent.
   route(
     {
       method: 'get',

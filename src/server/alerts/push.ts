@@ -51,12 +51,12 @@ import { isIP, type LookupFunction } from 'node:net';
 import { hostname as machineName } from 'node:os';
 import type * as WebPush from 'web-push';
 import { z } from 'zod';
-import { mayAnswer } from '../approvals/who.js';
-import type { LoopEvent, Pause, PushSubscriptionRecord, Store, VapidKeys } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
-import { optionalImport } from '../util/optional.js';
-import { storableText, truncate } from '../util/text.js';
-import { allows, type Role, type Tokens } from './tokens.js';
+import { mayAnswer } from '../../approvals/who.js';
+import type { LoopEvent, Pause, PushSubscriptionRecord, Store, VapidKeys } from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
+import { optionalImport } from '../../util/optional.js';
+import { storableText, truncate } from '../../util/text.js';
+import { allows, type Role, type Tokens } from '../access/tokens.js';
 
 /** Subscriptions one token may hold (a phone, a laptop, a few browsers). */
 export const MAX_SUBSCRIPTIONS_PER_OWNER = 10;

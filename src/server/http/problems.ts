@@ -3,7 +3,7 @@
  * chat endpoint an application mounts): one table of titles, one mapping of Keel's error kinds to
  * statuses, so the two never disagree.
  */
-import type { KeelError } from '../util/errors.js';
+import type { KeelError } from '../../util/errors.js';
 
 export const PROBLEM_TITLES: Record<number, string> = {
   400: 'Bad request',

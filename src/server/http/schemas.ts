@@ -3,8 +3,8 @@
  * OpenAPI document (`/v1/openapi.json`) is generated from the same schemas, so the two cannot drift.
  */
 import { z } from 'zod';
-import { MAX_BATCH } from '../approvals/respond.js';
-import { GROUP_NAME } from '../util/groups.js';
+import { MAX_BATCH } from '../../approvals/respond.js';
+import { GROUP_NAME } from '../../util/groups.js';
 
 const MAX_REQUEST = 100_000;
 

@@ -13,9 +13,9 @@
  */
 import type { Context, Hono } from 'hono';
 import type { Child, FC } from 'hono/jsx';
-import { iconPng } from './app-icons.js';
-import { MAX_LABEL_CHARS, type Push, type PushSubscriptionView } from './push.js';
-import { allows, type Role } from './tokens.js';
+import { allows, type Role } from '../access/tokens.js';
+import { MAX_LABEL_CHARS, type Push, type PushSubscriptionView } from '../alerts/push.js';
+import { iconPng } from './icons.js';
 
 interface Who {
   name: string;

@@ -40,11 +40,11 @@ import {
   type Task,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
-import { buildCard, describeCall, renderCardText, sourcesLine, undoSentence } from '../approvals/card.js';
-import { CLIENT_GONE, recordApprovalAnswer } from '../approvals/respond.js';
-import { type Answerer, mayAnswer } from '../approvals/who.js';
-import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../keel/keel.js';
-import { DEFAULT_LIMITS } from '../loop/deps.js';
+import { buildCard, describeCall, renderCardText, sourcesLine, undoSentence } from '../../approvals/card.js';
+import { CLIENT_GONE, recordApprovalAnswer } from '../../approvals/respond.js';
+import { type Answerer, mayAnswer } from '../../approvals/who.js';
+import { isMcpSession, type Keel, limitsFromEnv, MCP_MODEL_PREFIX } from '../../keel/keel.js';
+import { DEFAULT_LIMITS } from '../../loop/deps.js';
 import {
   admitReply,
   type CallPolicy,
@@ -54,17 +54,17 @@ import {
   prepareApproval,
   prepareCall,
   whenAborted,
-} from '../loop/pipeline.js';
-import { RunWriter } from '../loop/run.js';
-import { SAY } from '../loop/sentences.js';
-import type { Registry } from '../plugin-host/host.js';
-import { deriveGateState, type GateState, noteUntrusted, type PolicyEvaluator, type PolicyVerdict, readView } from '../policy/gate.js';
-import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Principal, Store, ToolCall, ToolSpec } from '../types/index.js';
-import { KeelError } from '../util/errors.js';
-import { callKey, canonicalJson } from '../util/json.js';
-import type { Alerts } from './alerts.js';
-import { dropRest } from './bodies.js';
-import { allows, type Tokens } from './tokens.js';
+} from '../../loop/pipeline.js';
+import { RunWriter } from '../../loop/run.js';
+import { SAY } from '../../loop/sentences.js';
+import type { Registry } from '../../plugin-host/host.js';
+import { deriveGateState, type GateState, noteUntrusted, type PolicyEvaluator, type PolicyVerdict, readView } from '../../policy/gate.js';
+import type { ApprovalCard, ApprovalRecord, CallRecord, LoopEvent, Mode, Principal, Store, ToolCall, ToolSpec } from '../../types/index.js';
+import { KeelError } from '../../util/errors.js';
+import { callKey, canonicalJson } from '../../util/json.js';
+import { allows, type Tokens } from '../access/tokens.js';
+import type { Alerts } from '../alerts/alerts.js';
+import { dropRest } from '../http/bodies.js';
 
 export interface McpServeOptions {
   keel: Keel;

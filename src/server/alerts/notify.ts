@@ -43,9 +43,9 @@
  * are in its data.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { NOTIFY_EVENTS, NOTIFY_MAX_BACKOFF_MS, type NotifyTarget } from '../config/config.js';
-import type { AuditRecord } from '../types/store.js';
-import { redact } from '../util/redact.js';
+import { NOTIFY_EVENTS, NOTIFY_MAX_BACKOFF_MS, type NotifyTarget } from '../../config/config.js';
+import type { AuditRecord } from '../../types/store.js';
+import { redact } from '../../util/redact.js';
 
 export type NotifyEventType = 'approval_created' | 'run_paused' | 'run_failed';
 

@@ -5,11 +5,11 @@
  * those it takes from the queue, `keel mcp serve` for its sessions' cards — and a leg is driven by
  * one process at a time, so each event is sent once, whichever process drove it.
  */
-import type { KeelConfig } from '../config/config.js';
-import type { LoopEvent, Store } from '../types/index.js';
+import type { KeelConfig } from '../../config/config.js';
+import type { LoopEvent, Store } from '../../types/index.js';
+import type { Tokens } from '../access/tokens.js';
 import { Notifier } from './notify.js';
 import { Push } from './push.js';
-import type { Tokens } from './tokens.js';
 
 export class Alerts {
   private constructor(

@@ -7,13 +7,13 @@
  * unknown outcome and never run again. On stop, running legs pause at a safe point and are queued
  * again for another worker.
  */
-import type { Keel } from '../keel/keel.js';
-import type { Leg } from '../loop/legs.js';
-import { processOwner } from '../loop/run.js';
-import { LEG_QUEUE, type LegJob, type PostgresStore } from '../store/postgres.js';
-import type { LoopEvent } from '../types/index.js';
-import { crashPoint } from '../util/crash.js';
-import { KeelError } from '../util/errors.js';
+import type { Keel } from '../../keel/keel.js';
+import type { Leg } from '../../loop/legs.js';
+import { processOwner } from '../../loop/run.js';
+import { LEG_QUEUE, type LegJob, type PostgresStore } from '../../store/postgres.js';
+import type { LoopEvent } from '../../types/index.js';
+import { crashPoint } from '../../util/crash.js';
+import { KeelError } from '../../util/errors.js';
 
 /** Why a worker paused a run when it was stopped: the run is queued again at once. */
 export const WORKER_STOPPED = 'the worker was stopped';
