@@ -1,3 +1,8 @@
+/**
+ * Approval cards: what a call shows the person asked (the plugin's describe, or the raw call), how
+ * a card is built from a pause's calls, and to whom it is routed. Never lets a plugin's or a
+ * model's text decide what the card asks or who may answer it.
+ */
 import type { ApprovalCard, ApprovalItem, CardText, Confirmation, ToolSpec, UntrustedSource } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';

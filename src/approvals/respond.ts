@@ -1,3 +1,8 @@
+/**
+ * The one way a card is answered: recorded once (audited, journalled), edits re-checked, routing
+ * (A9) enforced, from the API, the CLI, chat and the library alike. Never answers a card twice, and
+ * never lets anything but a person's answer approve.
+ */
 import { deriveGateState, type PolicyVerdict } from '../policy/gate.js';
 import type { ApprovalItem, ApprovalRecord, CallRecord, Store, ToolSpec } from '../types/index.js';
 import { MAX_ARGS_CHARS, MAX_ARGS_DEPTH, overBounds } from '../util/bounds.js';

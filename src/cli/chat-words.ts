@@ -1,3 +1,7 @@
+/**
+ * What `keel chat` says to a person about each call and warning, in its own short words instead of
+ * the core's sentences to the model. Never prints a model's, tool's or plugin's text unescaped.
+ */
 import { SAY } from '../loop/sentences.js';
 import { SUBMIT_TOOL } from '../policy/gate.js';
 import type { CallRecord, Mode, RunResult } from '../types/index.js';

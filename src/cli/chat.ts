@@ -1,3 +1,7 @@
+/**
+ * `keel chat`: a conversation in the terminal, its slash commands, and cards and questions answered
+ * inline. A line from the model or a tool is never read as a command, and never approves.
+ */
 import { createInterface, type Interface } from 'node:readline';
 import { renderCard, renderConfirmation } from '../approvals/card.js';
 import type { Keel, PauseResponder } from '../keel/keel.js';

@@ -1,3 +1,7 @@
+/**
+ * Colour for the CLI's status words, on a terminal only. Never colours text that has not been
+ * escaped for the terminal first.
+ */
 import { randomBytes } from 'node:crypto';
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * `keel demo`: the reference assistant working the scenarios in examples/ end to end, each checked
+ * against what it must show. Never reports a scenario passed that it did not check.
+ */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -1,3 +1,7 @@
+/**
+ * The owner's edited arguments for a card's call, as the CLI and chat take them. Never accepts
+ * anything but a JSON object.
+ */
 import { KeelError } from '../util/errors.js';
 
 /**

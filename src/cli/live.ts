@@ -1,3 +1,7 @@
+/**
+ * Live terminal output: streamed model text and a spinner while Keel waits. Only on a terminal;
+ * never on piped, --json or --quiet output.
+ */
 import type { LoopEvent, RunResult } from '../types/index.js';
 
 /**

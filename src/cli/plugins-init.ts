@@ -1,3 +1,7 @@
+/**
+ * `keel plugins init`: a new plugin folder, or one drafted from an MCP server's tool list. Never
+ * declares a tool's effect weaker than the server's annotations say.
+ */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Tool, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';

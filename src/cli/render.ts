@@ -1,3 +1,7 @@
+/**
+ * How the CLI shows runs, calls and events as text. Never prints a model's, tool's or plugin's text
+ * without escaping it for the terminal.
+ */
 import { renderCard, renderConfirmation } from '../approvals/card.js';
 import { untrustedRead } from '../loop/result.js';
 import type { PluginReport } from '../plugin-host/types.js';

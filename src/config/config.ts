@@ -1,3 +1,7 @@
+/**
+ * config.yaml: its schema (limits, delegates, webhooks, Web Push, the policy file) and how it is
+ * read. Never starts Keel on a config it could not read: a mistake is named with its place.
+ */
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';

@@ -1,3 +1,7 @@
+/**
+ * What one leg of a run is given: the pool, the model, the store, the limits, the session's mode.
+ * Holds no state of its own.
+ */
 import type { ModelClient } from '../models/types.js';
 import type { Registry } from '../plugin-host/host.js';
 import type { PolicyEvaluator } from '../policy/gate.js';

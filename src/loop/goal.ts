@@ -1,3 +1,7 @@
+/**
+ * Goal mode's progress: which criteria the model reported verified, and how often it is sent back.
+ * Never marks a goal met that was not reported so.
+ */
 import type { CallRecord, Contract } from '../types/index.js';
 import type { RunView } from './run.js';
 

@@ -1,3 +1,7 @@
+/**
+ * Menus (declared tools and the system prompt) remembered per pool and key, so runs over one
+ * registry share them. Never serves a menu made for another mode or contract.
+ */
 import type { Registry } from '../plugin-host/host.js';
 import { buildMenu, type Menu, type Shortlist } from '../prompt/menu.js';
 import { renderContract, systemPrompt } from '../prompt/prompt.js';

@@ -1,3 +1,7 @@
+/**
+ * A run's state as the result its caller gets: status, answer, steps, card, what a halt means.
+ * Never says a task is done that was halted.
+ */
 import type {
   ApprovalCard,
   ApprovalItem,

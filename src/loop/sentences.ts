@@ -1,3 +1,7 @@
+/**
+ * Every sentence the core writes into a tool result (SAY): one table, so a refusal reads the same
+ * everywhere. Nothing outside this file writes such a sentence.
+ */
 import type { Mode } from '../types/index.js';
 
 /** R31: the last line of a find_tools result names what joined the menu; the run reads it back from its trace. */

@@ -1,3 +1,7 @@
+/**
+ * The seq of a run's next model request (replayed calls included). Never counts a call an
+ * interruption cut short as answered.
+ */
 import type { RequestTrace } from '../types/index.js';
 
 /**

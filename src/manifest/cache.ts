@@ -1,3 +1,7 @@
+/**
+ * Validated manifests by content hash, under KEEL_HOME/cache. Never keeps a manifest that failed
+ * validation.
+ */
 import * as crypto from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

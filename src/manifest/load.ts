@@ -1,3 +1,7 @@
+/**
+ * Reading and checking a plugin's plugin.yaml (M1–M6): every problem named with its place. Never
+ * mounts a tool whose declaration did not validate.
+ */
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';

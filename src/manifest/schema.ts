@@ -1,3 +1,7 @@
+/**
+ * The manifest's schema: a tool's declaration (effect, confirm, approval, output …) and its
+ * normalised form. Never accepts a field it does not know (M4).
+ */
 import { createRequire } from 'node:module';
 import type { z as Zod } from 'zod';
 import { type Declaration, type DeclarationFields, EFFECTS, type Effect, type Gate } from '../types/index.js';

@@ -1,3 +1,7 @@
+/**
+ * A model spec (`script:FILE`, `ollama:…`, `openai:…`, …) to a client, providers loaded lazily.
+ * Never loads a provider a run does not use.
+ */
 import { realpath } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import type { Env } from '../types/env.js';

@@ -1,3 +1,7 @@
+/**
+ * Real models through pi-ai: where a spec points, requests and streamed replies mapped to the
+ * loop's shapes. Never sends a key to a host the spec did not name, nor shows one in an error.
+ */
 import type * as PiAi from '@mariozechner/pi-ai';
 import type { Message, ToolCall, ToolDeclaration } from '../types/index.js';
 import { optionalImport } from '../util/optional.js';

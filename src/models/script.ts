@@ -1,3 +1,7 @@
+/**
+ * The scripted model (P2): replies read from a YAML file, for deterministic runs. Never answers
+ * with a tool the request did not declare, unless the script says so.
+ */
 import { constants, readFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';

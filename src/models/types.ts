@@ -1,3 +1,7 @@
+/**
+ * The one thing the loop needs from a model (ModelClient) and the shapes it speaks. No provider's
+ * own types cross this line.
+ */
 import type { Message, ToolCall, ToolDeclaration } from '../types/index.js';
 
 export interface ModelRequest {

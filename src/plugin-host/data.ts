@@ -1,3 +1,7 @@
+/**
+ * `keel data reset`: each plugin that keeps data resets it. Never touches data of a plugin that
+ * exports no reset.
+ */
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { loadManifestFile } from '../manifest/load.js';

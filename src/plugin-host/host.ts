@@ -1,3 +1,7 @@
+/**
+ * Mounting plugins: loading their entries, registering their tools under their declarations, and
+ * reporting what failed or drifted. Never registers a tool its manifest does not declare.
+ */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';

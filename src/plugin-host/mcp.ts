@@ -1,3 +1,7 @@
+/**
+ * An MCP server as a plugin: started, its tools listed and checked against the manifest's
+ * declarations. Never takes a server's annotations over the manifest's declaration.
+ */
 import { existsSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

@@ -1,3 +1,6 @@
+/**
+ * What mounting plugins reports: each plugin's status and the rows that say why. Data only.
+ */
 import type { Effect, Gate, Mode, ToolDefinition, ToolSpec } from '../types/index.js';
 
 export type PluginStatus = 'loaded' | 'degraded' | 'failed';

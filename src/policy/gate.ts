@@ -1,3 +1,7 @@
+/**
+ * The gate, one pure function for every tool call. Never performs I/O: what it needs (the
+ * operator policy's verdict included) is passed in.
+ */
 import type { CallRecord, Mode, Principal, ToolSpec, UntrustedSource } from '../types/index.js';
 import { callKey } from '../util/json.js';
 

@@ -1,3 +1,7 @@
+/**
+ * The fresh mode check around every handler (C5): a call refused by the session's mode when it
+ * runs. Never lets a handler run in a mode that forbids it.
+ */
 import type { Mode, ToolContext, ToolSpec } from '../types/index.js';
 import { executableInMode } from './gate.js';
 

@@ -1,3 +1,7 @@
+/**
+ * Words that mean the same to the shortlist (synonyms, other languages), folded alike. Data and its
+ * parser only.
+ */
 import { stemmer } from 'stemmer';
 
 /*

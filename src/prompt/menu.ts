@@ -1,3 +1,7 @@
+/**
+ * The menu: which tools a turn declares to the model, ranked and capped, with find_tools when some
+ * are left off. Never decides whether a call may run: that is the gate's.
+ */
 import { denialOf, executableInMode, SUBMIT_TOOL } from '../policy/gate.js';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { DeclaredTool, Mode, ToolSpec } from '../types/index.js';

@@ -1,3 +1,7 @@
+/**
+ * The system prompt: each tool's declaration with its effect mark, the mode, the contract,
+ * guidance. A tool's mark comes from its declaration, never from the plugin's own words.
+ */
 import { denialOf } from '../policy/gate.js';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { Contract, DeclaredTool, Mode, ToolSpec } from '../types/index.js';

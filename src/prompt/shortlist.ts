@@ -1,3 +1,7 @@
+/**
+ * The per-turn shortlist: a BM25F ranking of tools against the request. Ranks only; never decides
+ * what may run.
+ */
 import * as crypto from 'node:crypto';
 import { stemmer } from 'stemmer';
 import { FIND_TOOLS } from '../tools/builtins.js';

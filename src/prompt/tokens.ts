@@ -1,3 +1,7 @@
+/**
+ * Token counts for the trace, with the optional ai-tokenizer. Counts only; never changes what is
+ * sent.
+ */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { DeclaredTool } from '../types/index.js';
 import { isInstalled, missingPackage, optionalImport } from '../util/optional.js';

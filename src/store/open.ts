@@ -1,3 +1,7 @@
+/**
+ * Which store a Keel opens: KEEL_STORE (SQLite path or PostgreSQL URL) or keel.db under KEEL_HOME.
+ * Never opens a URL it cannot parse.
+ */
 import { statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Store } from '../types/index.js';

@@ -1,3 +1,7 @@
+/**
+ * The task tools: delegates from config.yaml started as runs of their own, waited on, listed and
+ * stopped, within their limits (D1–D6). Never gives a delegate a tool its parent may not use.
+ */
 import type { DelegateConfig, KeelConfig } from '../config/config.js';
 import { SAY } from '../loop/sentences.js';
 import { awaitTask, ended, taskResult } from '../loop/tasks.js';

@@ -1,3 +1,7 @@
+/**
+ * The core's own tools (ask_user, memory_*, find_tools, …) and their declarations, in code. Never
+ * declares a core tool weaker than what it does.
+ */
 import { normalizeDeclaration, type ToolDeclarationInput } from '../manifest/schema.js';
 import type { MemoryStore, SchemaVerdicts, ToolContext, ToolDefinition, ToolSpec } from '../types/index.js';
 import { truncate } from '../util/text.js';

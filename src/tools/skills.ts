@@ -1,3 +1,7 @@
+/**
+ * Skills: folders of instructions, each offered to the model as a read tool that returns its text.
+ * Never runs code from a skill.
+ */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { normalizeDeclaration, TOOL_NAME } from '../manifest/schema.js';

@@ -1,3 +1,7 @@
+/**
+ * Tool specs: a definition checked and compiled (its parameters' JSON Schema), with its normalised
+ * declaration. Never registers a tool whose schema does not compile.
+ */
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ErrorObject, ValidateFunction } from 'ajv';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';

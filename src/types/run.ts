@@ -1,3 +1,7 @@
+/**
+ * The shared vocabulary of runs: messages, calls, records, pauses, events, results. Types only;
+ * imports nothing of Keel's but types.
+ */
 import type { CardText, Effect, Mode, UntrustedSource } from './tools.js';
 
 /** A tool call as the model asked for it. `args` is absent when the arguments did not parse. */

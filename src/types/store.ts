@@ -1,3 +1,7 @@
+/**
+ * What a store must do (RunStore, ApprovalStore, MemoryStore, …), the contract both stores meet.
+ * Types only.
+ */
 import type { ApprovalCard, ApprovalItem, Contract, EndReason, RunEvent, RunState, RunStatus, StoredEvent } from './run.js';
 import type { Mode } from './tools.js';
 

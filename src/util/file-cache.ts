@@ -1,3 +1,7 @@
+/**
+ * Values remembered across processes by content hash under KEEL_HOME/cache. A lost entry costs only
+ * speed; never a wrong value.
+ */
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 

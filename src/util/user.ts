@@ -1,3 +1,6 @@
+/**
+ * Who is acting, for the audit: the OS account. Never taken from a model or a tool.
+ */
 import { userInfo } from 'node:os';
 
 /**

@@ -1,3 +1,6 @@
+/**
+ * YAML parsing, the parser loaded on first use. Never loaded by a run that reads no YAML.
+ */
 import * as crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FileCache } from './file-cache.js';
