@@ -39,7 +39,7 @@ export function mountConsole(app: Hono, d: ConsoleDeps): void {
   app.get('/assets/console.js', (c) =>
     c.body(CONSOLE_JS, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'max-age=300' }),
   );
-  // The icon, drawn in code (console-assets.ts): an SVG for browsers that take one, an ICO at the path every browser asks for.
+  // The icon, drawn in code (assets.ts): an SVG for browsers that take one, an ICO at the path every browser asks for.
   app.get('/favicon.svg', (c) => c.body(FAVICON_SVG, 200, { 'content-type': 'image/svg+xml', 'cache-control': 'max-age=86400' }));
   app.get('/favicon.ico', (c) =>
     c.body(faviconIco() as Uint8Array<ArrayBuffer>, 200, { 'content-type': 'image/x-icon', 'cache-control': 'max-age=86400' }),
