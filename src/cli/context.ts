@@ -11,6 +11,7 @@ import type { Keel } from '../keel/keel.js';
 import type { LoopEvent, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
+import { forTerminal } from '../util/terminal.js';
 import type { Remote } from './remote.js';
 
 /** Keel's version, from its package.json. */
@@ -89,12 +90,18 @@ export function collectList(v: string, prev: string[]): string[] {
 }
 
 /** A yes/no question on the terminal (only called when stdin is a TTY). */
-export async function askYesNo(question: string): Promise<boolean> {
+export async function askYesNo(
+  question: string,
+  streams: { input: NodeJS.ReadableStream; output: NodeJS.WritableStream } = { input: process.stdin, output: process.stdout },
+): Promise<boolean> {
   const { createInterface } = await import('node:readline/promises');
-  const rl = createInterface({ input: process.stdin, output: process.stdout });
+  const rl = createInterface({ input: streams.input, output: streams.output });
+  // The question may hold a run's own question, a model's words: escaped for the terminal as all
+  // the CLI prints (readline writes it straight to the output, past the io the CLI escapes).
+  const shown = forTerminal(question);
   try {
     for (;;) {
-      const a = (await rl.question(question)).trim().toLowerCase();
+      const a = (await rl.question(shown)).trim().toLowerCase();
       if (a === 'y' || a === 'yes') return true;
       if (a === 'n' || a === 'no') return false;
     }
