@@ -1,0 +1,155 @@
+/**
+ * The live streams: a run's events and the inbox's, as Server-Sent Events read from the journal,
+ * resumable with Last-Event-ID. Never sends an event twice nor out of order, and never loses one
+ * across a reconnect: what goes out is what the store holds, after the id the client last saw.
+ */
+import type { Context } from 'hono';
+import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { RunEvent, StoredEvent } from '../../types/index.js';
+import type { Api } from './context.js';
+import { HttpProblem } from './route.js';
+
+/** The inbox's events: cards and questions as they come and go, runs as they start and end. */
+const INBOX_TYPES: RunEvent['type'][] = ['run_started', 'paused', 'run_finished', 'approval_answered'];
+
+function inboxName(e: RunEvent): string {
+  if (e.type === 'paused') return e.pause.kind === 'approval' ? 'approval_created' : 'run_paused';
+  return e.type;
+}
+
+function isFinal(e: RunEvent): boolean {
+  return e.type === 'run_finished' && (e.result.status === 'done' || e.result.status === 'failed');
+}
+
+/** Declares the two live streams: a run's events, then the inbox's. */
+export function eventRoutes(api: Api): void {
+  const { d, route } = api;
+  const { keel, store, hub } = d;
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/runs/:id/events',
+      summary:
+        "A run's events as Server-Sent Events, each with an id: reconnect with Last-Event-ID to get what you missed, then the live stream",
+      role: 'viewer',
+      ok: { status: 200, description: 'text/event-stream', sse: true },
+      errors: [400, 401, 404],
+    },
+    async (c) => {
+      const runId = c.req.param('id') as string;
+      const run = await keel.getRun(runId);
+      const after = lastEventId(c) ?? 0;
+      if (run.status === 'done' || run.status === 'failed') {
+        const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
+        // Nothing more will come: 204 tells an EventSource not to reconnect.
+        if (!rest.length) return c.body(null, 204);
+      }
+      return streamSSE(c, (stream) => follow(stream, runId, after));
+    },
+  );
+
+  route(
+    {
+      method: 'get',
+      path: '/v1/events',
+      summary: 'Inbox events as Server-Sent Events: cards created and answered, questions, runs started and finished',
+      role: 'viewer',
+      ok: { status: 200, description: 'text/event-stream', sse: true },
+      errors: [400, 401],
+    },
+    async (c) => {
+      // Without Last-Event-ID the inbox starts now (the lists say what is pending already).
+      const after = lastEventId(c) ?? (await store.latestEventId());
+      return streamSSE(c, (stream) => follow(stream, '*', after));
+    },
+  );
+
+  /**
+   * Streams journal rows after `after` — of one run, or the inbox's of every run ('*') — then
+   * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
+   * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
+   */
+  async function follow(stream: SSEStreamingApi, runId: string, after: number): Promise<void> {
+    let last = after;
+    let closed = false;
+    let wake: (() => void) | undefined;
+    const deltas: string[] = [];
+    let streaming = false;
+    /** Set by a wake-up that came while the stream was busy: the next read must not wait. */
+    let dirty = false;
+    const poke = () => {
+      dirty = true;
+      wake?.();
+      wake = undefined;
+    };
+    const unsubscribe = hub.subscribe(runId, (m) => {
+      if (m.delta !== undefined) {
+        if (deltas.length < 1000) deltas.push(m.delta);
+      }
+      poke();
+    });
+    stream.onAbort(() => {
+      closed = true;
+      poke();
+    });
+    const query = runId === '*' ? { types: INBOX_TYPES } : { run_id: runId };
+    let idleSince = Date.now();
+    try {
+      while (!closed) {
+        const rows: StoredEvent[] = await store.listEvents({ ...query, after: last, limit: 200 });
+        // One write per wake-up: a step's events (and its deltas) go out together.
+        let out = '';
+        let final = false;
+        for (const r of rows) {
+          const name = runId === '*' ? inboxName(r.event) : r.event.type;
+          out += `id: ${r.id}\nevent: ${name}\ndata: ${JSON.stringify({ id: r.id, run_id: r.run_id, at: r.at, ...r.event })}\n\n`;
+          last = r.id;
+          if (r.event.type === 'model_request') streaming = true;
+          if (r.event.type === 'assistant' || r.event.type === 'run_finished') streaming = false;
+          if (runId !== '*' && isFinal(r.event)) final = true;
+        }
+        // A delta belongs to the reply being streamed: one that comes after its reply is dropped.
+        for (const text of deltas.splice(0)) {
+          if (streaming && !final) out += `event: text_delta\ndata: ${JSON.stringify({ run_id: runId, text })}\n\n`;
+        }
+        if (out) {
+          await stream.write(out);
+          idleSince = Date.now();
+        }
+        if (final || closed) break;
+        if (rows.length === 200) continue;
+        if (Date.now() - idleSince > 15_000) {
+          await stream.write(': keep-alive\n\n');
+          idleSince = Date.now();
+        }
+        if (!dirty) {
+          await new Promise<void>((res) => {
+            const timer = setTimeout(poke, d.pollMs);
+            wake = () => {
+              clearTimeout(timer);
+              res();
+            };
+          });
+        }
+        dirty = false;
+        // Let the rest of a burst land first: one read and one write for all of it.
+        await new Promise((res) => setImmediate(res));
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+}
+
+/** Last-Event-ID (or ?after=, for clients that cannot set headers): the id of the last event seen. */
+function lastEventId(c: Context): number | undefined {
+  const raw = c.req.header('last-event-id') ?? c.req.query('after');
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new HttpProblem(400, 'Last-Event-ID must be the id of an event this server sent', [
+      { field: 'header.last-event-id', message: 'not an event id' },
+    ]);
+  }
+  return Number(raw);
+}
