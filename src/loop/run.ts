@@ -95,12 +95,12 @@ export class RunWriter {
   /** Events held back for the next save, which journals them in its own write (see `defer`). */
   private deferred: { e: LoopEvent; onlyInMode?: Mode }[] = [];
 
-  /** A leg of this process holds the run from now (see LEGS_HERE). */
+  /** A leg of this process holds the run from now (see LEGS_HERE in owners.ts). */
   legBegins(): void {
     if (this.store) legBegun(this.s.id);
   }
 
-  /** The leg that held the run is over (ended, paused, stopped or failed): see LEGS_HERE. */
+  /** The leg that held the run is over (ended, paused, stopped or failed): see LEGS_HERE in owners.ts. */
   legEnds(): void {
     legOver(this.s.id);
   }
