@@ -2,10 +2,11 @@
  * The run module: the only code that changes and saves a run's state. A run is started, claimed
  * from a pause (answer, approval), taken over from a dead process, moved through its steps by the
  * engine, and ended — each through a method here, so the trace is written one way and only grows.
+ * The claims' rules are in claims.ts, who owns a run in owners.ts; RunWriter alone holds and saves
+ * the state they claim. Never stores a run but through `save` (or the unstorable run's one write),
+ * and never shows an event before the save that journals it.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { permanentStoreError } from '../store/errors.js';
 import type {
   Answer,
@@ -34,110 +35,16 @@ import { crashPoint } from '../util/crash.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
 import { storableValue } from '../util/text.js';
+import type { ApprovalPause, QuestionPause } from './claims.js';
+import * as claims from './claims.js';
 import { toRunEvent } from './journal.js';
+import { legBegun, legOver, processOwner } from './owners.js';
+
+export type { ApprovalPause, QuestionPause, TaskPauseOf } from './claims.js';
+export { legHere, ownerAlive, ownerGone, ownerOf, processOwner } from './owners.js';
 
 /** A run as everyone but its writer sees it: read-only. */
 export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };
-
-const PROC = existsSync('/proc/self/stat');
-
-/**
- * A process's state letter and start time (clock ticks after boot) from /proc/PID/stat (Linux):
- * `gone` when there is no such process, undefined when it cannot be read (no /proc, or hidden).
- */
-function procStat(pid: number): { state: string; start: string } | 'gone' | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' && PROC ? 'gone' : undefined;
-  }
-  // The command name (field 2) is in parentheses and may hold spaces or parentheses itself.
-  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: rest[0], start: rest[19] };
-}
-
-/**
- * How a run records the process that drives it: `HOST:PID:START`, START being the process's start
- * time where the OS tells it (Linux), so a PID reused after the owner died is not taken for it.
- */
-export function ownerOf(pid: number): string {
-  const st = procStat(pid);
-  return typeof st === 'object' ? `${hostname()}:${pid}:${st.start}` : `${hostname()}:${pid}`;
-}
-
-const OWNER = ownerOf(process.pid);
-/** This process, as recorded in a run it drives. */
-export function processOwner(): string {
-  return OWNER;
-}
-
-/**
- * R18: runs a leg of this process has claimed and not yet ended — being driven here, or about to
- * be. The store cannot tell this process's live legs from its failed ones (both carry its owner),
- * so a takeover by this same process asks here: a live leg of its own is never taken over (a
- * cancel racing an approve's leg in one server), a leg of its own that ended mid-run may be.
- */
-const LEGS_HERE = new Set<string>();
-
-/** Whether a leg of this process holds the run now (see LEGS_HERE). */
-export function legHere(runId: string): boolean {
-  return LEGS_HERE.has(runId);
-}
-
-/**
- * Whether the process that owns a run may still be driving it. On this host we ask the OS: the
- * PID must exist, not be a zombie (killed, not yet reaped by its parent), and — when the owner
- * recorded a start time — have started then, not be a later process that reuses the PID. A run
- * owned elsewhere is assumed alive until it has been silent for `staleMs` (a store with leases
- * also refuses to take over a run whose lease is valid).
- */
-export function ownerAlive(owner: string | null, updatedAt: string, staleMs = 10 * 60_000): boolean {
-  if (!owner) return false;
-  const [host, pidText, start] = owner.split(':');
-  if (owner === OWNER) return false;
-  if (host === hostname()) {
-    const pid = Number(pidText);
-    if (!Number.isInteger(pid) || pid <= 0) return false;
-    let another = false;
-    try {
-      process.kill(pid, 0);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-      another = true; // another user's process: /proc may hide it (hidepid)
-    }
-    const st = procStat(pid);
-    if (st === 'gone') return another;
-    if (st === undefined) return true; // the OS does not say more: the PID exists
-    if (st.state === 'Z' || st.state === 'X') return false; // a zombie: dead, only not yet reaped
-    return start === undefined || st.start === start;
-  }
-  return Date.now() - Date.parse(updatedAt) < staleMs;
-}
-
-/**
- * The owner is another process on this host that is verifiably gone (exited, a zombie, or its PID
- * reused): a lease it held is renewed by no one and does not stop a takeover.
- */
-export function ownerGone(owner: string | null): boolean {
-  if (!owner || owner === OWNER || owner.split(':')[0] !== hostname()) return false;
-  return !ownerAlive(owner, new Date(0).toISOString());
-}
-
-/**
- * A takeover was refused: another process took the run first, or its owner still holds its lease
- * (issue 27.3: a valid lease always wins, however old the run's last save).
- */
-async function refusedTakeover(store: RunStore, s: RunState): Promise<KeelError> {
-  const now = await store.loadRun(s.id);
-  if (now?.status === 'running' && now.owner === s.owner && now.pause_seq === s.pause_seq) {
-    return new KeelError(
-      'conflict',
-      `run ${s.id} is running in process ${s.owner ?? 'unknown'}, which still holds its lease: wait for it, or stop that process, then try again`,
-    );
-  }
-  return new KeelError('conflict', `run ${s.id} was just taken by another process`);
-}
 
 /**
  * C5: told the session's mode as each save of a run read it from the store, so a switch made in
@@ -188,14 +95,14 @@ export class RunWriter {
   /** Events held back for the next save, which journals them in its own write (see `defer`). */
   private deferred: { e: LoopEvent; onlyInMode?: Mode }[] = [];
 
-  /** A leg of this process holds the run from now (see LEGS_HERE). */
+  /** A leg of this process holds the run from now (see LEGS_HERE in owners.ts). */
   legBegins(): void {
-    if (this.store) LEGS_HERE.add(this.s.id);
+    if (this.store) legBegun(this.s.id);
   }
 
-  /** The leg that held the run is over (ended, paused, stopped or failed): see LEGS_HERE. */
+  /** The leg that held the run is over (ended, paused, stopped or failed): see LEGS_HERE in owners.ts. */
   legEnds(): void {
-    LEGS_HERE.delete(this.s.id);
+    legOver(this.s.id);
   }
 
   get state(): RunView {
@@ -258,48 +165,8 @@ export class RunWriter {
     answer: Answer,
     clock?: () => Date,
   ): Promise<{ run: RunWriter; pause: QuestionPause }> {
-    const s = await loadOrThrow(store, runId);
-    const pause = s.pause;
-    if (s.status !== 'paused' || !pause) {
-      throw new KeelError('not_paused', `run ${runId} is not waiting for an answer (status ${s.status}${s.reason ? `, ${s.reason}` : ''})`);
-    }
-    if (pause.kind === 'approval') {
-      throw new KeelError(
-        'not_paused',
-        `run ${runId} is waiting for approval ${pause.approval_id}, not for an answer: answer the approval`,
-        `keel approvals approve|reject ${pause.approval_id}`,
-      );
-    }
-    if (pause.kind === 'task') {
-      throw new KeelError(
-        'not_paused',
-        `run ${runId} waits for its delegate's task ${pause.task_id} (run ${pause.child_run}), not for an answer: it goes on when that run ends`,
-        `keel runs show ${pause.child_run}`,
-      );
-    }
-    if (pause.kind !== 'ask_user') {
-      throw new KeelError(
-        'not_paused',
-        `run ${runId} was ${pause.why}, not asked a question: continue it without an answer`,
-        `keel resume ${runId}`,
-      );
-    }
-    // R16: a confirmation is a decision, not free text. Refused before the claim: the pause stays open.
-    if (pause.confirm && answer.confirm === undefined) {
-      throw new KeelError(
-        'bad_input',
-        `run ${runId} asks the user to confirm ${pause.confirm.tools.join(', ')}: answer with --yes or --no (and --answer TEXT if you like)`,
-      );
-    }
-    if (!pause.confirm && !answer.text.trim()) {
-      throw new KeelError('bad_input', `run ${runId} asks a question (${pause.question}): answer it with --answer TEXT`);
-    }
-    if (!(await store.claimPause(runId, pause.seq, processOwner()))) {
-      throw new KeelError('conflict', `run ${runId} was already resumed from this question; it cannot be resumed twice`);
-    }
-    crashPoint('claim');
-    s.owner = processOwner();
-    return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
+    const { state, pause } = await claims.claimForAnswer(store, runId, answer);
+    return { run: new RunWriter(state, store, clock ?? (() => new Date())), pause };
   }
 
   /**
@@ -311,97 +178,27 @@ export class RunWriter {
     approval: ApprovalRecord,
     clock?: () => Date,
   ): Promise<{ run: RunWriter; pause: ApprovalPause }> {
-    const s = await loadOrThrow(store, approval.run_id);
-    const pause = s.pause;
-    if (pause?.kind !== 'approval' || pause.approval_id !== approval.id) {
-      throw new KeelError('not_paused', `run ${s.id} is not waiting for approval ${approval.id} (status ${s.status})`);
-    }
-    if (approval.status === 'pending') throw new KeelError('not_paused', `approval ${approval.id} has not been answered yet`);
-    const alive = s.status === 'running' && (ownerAlive(s.owner, s.updated_at) || (s.owner === OWNER && legHere(s.id)));
-    const claimed =
-      s.status === 'paused'
-        ? await store.claimPause(s.id, pause.seq, processOwner())
-        : s.status === 'running' && !alive && (await store.takeOver(s.id, pause.seq, s.owner, processOwner(), ownerGone(s.owner)));
-    if (!claimed && s.status === 'running' && !alive) throw await refusedTakeover(store, s);
-    if (!claimed) {
-      throw new KeelError(
-        'conflict',
-        `run ${s.id} is already being continued after approval ${approval.id} (by ${s.owner ?? 'another process'})`,
-      );
-    }
-    crashPoint('claim');
-    s.owner = processOwner();
-    return { run: new RunWriter(s, store, clock ?? (() => new Date())), pause };
+    const { state, pause } = await claims.claimForApproval(store, approval);
+    return { run: new RunWriter(state, store, clock ?? (() => new Date())), pause };
   }
 
   /**
-   * Takes a run to carry it on or end it without an answer: a paused run (its pause claimed, as
-   * once-only as an answer), or a run whose process died mid-leg (taken over from the dead owner).
-   * A run still driven by a live process, or already finished, is refused.
+   * Takes a run to carry it on or end it without an answer: a paused run (its pause claimed), or a
+   * run whose process died mid-leg (taken over). See claims.ts.
    */
   static async claimStalled(store: RunStore, runId: string, clock?: () => Date, loaded?: RunState): Promise<RunWriter> {
-    // Issue 38: a caller that has checked the state it loaded (claimToCancel) passes it: the claim
-    // is then conditional on that state (owner and pause), never on a newer one it did not check.
-    const s = loaded ?? (await loadOrThrow(store, runId));
-    if (s.status === 'done' || s.status === 'failed') {
-      throw new KeelError(
-        'not_paused',
-        `run ${runId} is ${s.status}${s.reason ? ` (${s.reason})` : ''} already: there is nothing to continue or cancel`,
-      );
-    }
-    if (s.status === 'running' && (ownerAlive(s.owner, s.updated_at) || (s.owner === OWNER && legHere(runId)))) {
-      throw new KeelError(
-        'conflict',
-        `run ${runId} is running in process ${s.owner}: wait for it, or stop that process (Ctrl-C), then try again`,
-      );
-    }
-    const claimed =
-      s.status === 'paused'
-        ? await store.claimPause(runId, s.pause_seq, processOwner())
-        : await store.takeOver(runId, s.pause_seq, s.owner, processOwner(), ownerGone(s.owner));
-    if (!claimed)
-      throw s.status === 'paused'
-        ? new KeelError('conflict', `run ${runId} was just taken by another process`)
-        : await refusedTakeover(store, s);
-    crashPoint('claim');
-    s.owner = processOwner();
-    return new RunWriter(s, store, clock ?? (() => new Date()));
+    return new RunWriter(await claims.claimStalled(store, runId, loaded), store, clock ?? (() => new Date()));
   }
 
-  /**
-   * Issue 40: takes a run to cancel it, as claimStalled does, except that a paused run's pending
-   * cards are closed in the claim's own transaction (their ids returned), and a run whose card was
-   * answered first is refused: that answer carries the run on. An approve and a cancel of one run
-   * have one winner, and the card says which.
-   */
+  /** Issue 40: takes a run to cancel it, its paused run's pending cards closed in the claim (see claims.ts). */
   static async claimToCancel(
     store: RunStore,
     runId: string,
     close: { actor: string; reason: string; at: string },
     clock?: () => Date,
   ): Promise<{ run: RunWriter; closed: string[] }> {
-    const s = await loadOrThrow(store, runId);
-    // Handed to the queue (S4: running, no owner) at its approval pause: its card was answered and
-    // a worker carries that answer out; taking the run over here would strand the answer.
-    if (s.status === 'running' && s.owner === null && s.pause?.kind === 'approval') {
-      throw new KeelError(
-        'conflict',
-        `run ${runId} can no longer be cancelled: its approval ${s.pause.approval_id} was answered, and a worker carries the run on with that answer`,
-      );
-    }
-    if (s.status !== 'paused') return { run: await RunWriter.claimStalled(store, runId, clock, s), closed: [] };
-    const closed = await store.claimToCancel(runId, s.pause_seq, processOwner(), close);
-    if (!closed) {
-      throw new KeelError(
-        'conflict',
-        s.pause?.kind === 'approval'
-          ? `run ${runId} can no longer be cancelled: its approval ${s.pause.approval_id} was answered just now, and the run goes on with that answer`
-          : `run ${runId} was just taken by another process`,
-      );
-    }
-    crashPoint('claim');
-    s.owner = processOwner();
-    return { run: new RunWriter(s, store, clock ?? (() => new Date())), closed };
+    const { state, closed } = await claims.claimToCancel(store, runId, close);
+    return { run: new RunWriter(state, store, clock ?? (() => new Date())), closed };
   }
 
   /**
@@ -410,9 +207,8 @@ export class RunWriter {
    * a run already being continued picks the mode up from its session instead.
    */
   static async switchPausedMode(store: RunStore, runId: string, mode: Mode): Promise<void> {
-    const s = await store.loadRun(runId);
-    if (s?.status !== 'paused' || !s.pause || s.mode === mode) return;
-    if (!(await store.claimPause(runId, s.pause.seq, processOwner()))) return;
+    const s = await claims.claimForModeSwitch(store, runId, mode);
+    if (!s) return;
     const w = new RunWriter(s, store, () => new Date());
     w.switchMode(mode, 'while paused');
     await w.save(); // still 'paused' at the same pause: the claim is released
@@ -649,14 +445,4 @@ export class RunWriter {
     if (announce) this.deferred.push({ e: announce(this.s) });
     return this.save();
   }
-}
-
-export type QuestionPause = Extract<Pause, { kind: 'ask_user' }>;
-export type ApprovalPause = Extract<Pause, { kind: 'approval' }>;
-export type TaskPauseOf = Extract<Pause, { kind: 'task' }>;
-
-async function loadOrThrow(store: RunStore, runId: string): Promise<RunState> {
-  const s = await store.loadRun(runId);
-  if (!s) throw new KeelError('not_found', `no run ${runId} in the store`, 'keel runs list shows the runs');
-  return s;
 }
