@@ -1,7 +1,7 @@
 /**
  * The embedded store (S4): one SQLite file (WAL), safe to share between processes — the default store.
  * This class is its face: each method hands its work to the file of its concern in src/store/sqlite/
- * (schema, runs, blobs, journal, leases, approvals, memories, push), with the state one store keeps.
+ * (schema, runs, blobs, journal, leases, approvals, sessions, push), with the state one store keeps.
  * Never holds logic of its own beyond opening and closing: what a method does is in its concern's file.
  */
 import type {
@@ -30,10 +30,10 @@ import * as approvals from './sqlite/approvals.js';
 import { blobStatements } from './sqlite/blobs.js';
 import * as journal from './sqlite/journal.js';
 import * as leases from './sqlite/leases.js';
-import * as memories from './sqlite/memories.js';
 import * as push from './sqlite/push.js';
 import * as runs from './sqlite/runs.js';
 import { openDatabase } from './sqlite/schema.js';
+import * as sessions from './sqlite/sessions.js';
 import { newState, type SqliteState } from './sqlite/state.js';
 
 export interface SqliteStoreOptions {
@@ -60,7 +60,7 @@ export class SqliteStore implements Store {
       ...blobStatements(db),
       ...leases.leaseStatements(db),
       ...approvals.approvalStatements(db),
-      ...memories.memoryStatements(db),
+      ...sessions.sessionStatements(db),
     });
   }
 
@@ -82,11 +82,11 @@ export class SqliteStore implements Store {
   }
 
   getSession(id: string): Promise<SessionRecord | undefined> {
-    return runs.getSession(this.st, id);
+    return sessions.getSession(this.st, id);
   }
 
   saveSession(s: SessionRecord): Promise<void> {
-    return runs.saveSession(this.st, s);
+    return sessions.saveSession(this.st, s);
   }
 
   listRuns(q: RunQuery = {}): Promise<RunSummary[]> {
@@ -178,19 +178,19 @@ export class SqliteStore implements Store {
   }
 
   memoryAdd(text: string, untrusted?: string): Promise<Memory> {
-    return memories.memoryAdd(this.st, text, untrusted);
+    return sessions.memoryAdd(this.st, text, untrusted);
   }
 
   memorySearch(query: string, limit: number): Promise<Memory[]> {
-    return memories.memorySearch(this.st, query, limit);
+    return sessions.memorySearch(this.st, query, limit);
   }
 
   memoryUpdate(id: number, patch: { text?: string; status?: Memory['status']; untrusted?: string | null }): Promise<Memory | undefined> {
-    return memories.memoryUpdate(this.st, id, patch);
+    return sessions.memoryUpdate(this.st, id, patch);
   }
 
   addFeedback(runId: string, text: string): Promise<void> {
-    return memories.addFeedback(this.st, runId, text);
+    return sessions.addFeedback(this.st, runId, text);
   }
 
   pushKeys(candidate?: VapidKeys): Promise<VapidKeys | undefined> {

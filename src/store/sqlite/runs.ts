@@ -1,9 +1,9 @@
 /**
  * The SQLite store's runs (R18, R19, R26): a run's row, created and saved field by field as it changes,
  * its trace loaded whole (an older Keel's rows, then the parts each save added to the journal), the
- * runs listed, its session's record, and how often each tool ran (R23). Never rewrites a run's trace:
- * a save that would shrink it is refused, and a save from a process that lost the run's lease keeps
- * nothing (its transaction rolls back).
+ * runs listed, and how often each tool ran (R23). Never rewrites a run's trace: a save that would
+ * shrink it is refused, and a save from a process that lost the run's lease keeps nothing (its
+ * transaction rolls back).
  */
 import type Database from 'better-sqlite3';
 import type {
@@ -16,7 +16,6 @@ import type {
   RunQuery,
   RunState,
   RunSummary,
-  SessionRecord,
   ToolUsage,
 } from '../../types/index.js';
 import { type StepRow, stepRow, stepsFrom, toolsBlob } from '../trace.js';
@@ -359,28 +358,6 @@ export async function loadRun(st: SqliteState, id: string): Promise<RunState | u
   });
   st.written.delete(id);
   return run;
-}
-
-export async function getSession(st: SqliteState, id: string): Promise<SessionRecord | undefined> {
-  const r = shaped(st, 'SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
-  if (!r) return undefined;
-  return {
-    id: r.id as string,
-    mode: r.mode as SessionRecord['mode'],
-    last_run_id: (r.last_run_id as string | null) ?? null,
-    contract: r.contract ? JSON.parse(r.contract as string) : null,
-    updated_at: r.updated_at as string,
-  };
-}
-
-export async function saveSession(st: SqliteState, s: SessionRecord): Promise<void> {
-  write(st, () => {
-    shaped(
-      st,
-      `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
-    ).run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
-  });
 }
 
 export async function listRuns(st: SqliteState, q: RunQuery = {}): Promise<RunSummary[]> {

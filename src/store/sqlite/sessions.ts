@@ -1,14 +1,15 @@
 /**
- * The SQLite store's memories (what `memory_correct` keeps and `memory_search` finds) and the feedback
- * left on runs. Never loses where a memory came from (U2): a memory written by a run that had read
- * untrusted content keeps its source through every update unless the update says otherwise.
+ * The SQLite store's sessions (each one's mode, last run and contract), the memories `memory_correct`
+ * keeps and `memory_search` finds, and the feedback left on runs. Never loses where a memory came from
+ * (U2): a memory written by a run that had read untrusted content keeps its source through every
+ * update unless the update says otherwise.
  */
 import type Database from 'better-sqlite3';
-import type { Memory } from '../../types/index.js';
+import type { Memory, SessionRecord } from '../../types/index.js';
 import { write } from './journal.js';
-import type { Row, SqliteState } from './state.js';
+import { type Row, type SqliteState, shaped } from './state.js';
 
-export function memoryStatements(db: Database.Database): Record<string, Database.Statement> {
+export function sessionStatements(db: Database.Database): Record<string, Database.Statement> {
   const p = (sql: string) => db.prepare(sql);
   return {
     memoryAdd: p("INSERT INTO memories (text, status, created_at, updated_at, untrusted) VALUES (?, 'active', ?, ?, ?)"),
@@ -16,6 +17,28 @@ export function memoryStatements(db: Database.Database): Record<string, Database
     memoryActive: p("SELECT * FROM memories WHERE status = 'active' ORDER BY id"),
     feedback: p('INSERT INTO feedback (run_id, text, at) VALUES (?, ?, ?)'),
   };
+}
+
+export async function getSession(st: SqliteState, id: string): Promise<SessionRecord | undefined> {
+  const r = shaped(st, 'SELECT * FROM sessions WHERE id = ?').get(id) as Row | undefined;
+  if (!r) return undefined;
+  return {
+    id: r.id as string,
+    mode: r.mode as SessionRecord['mode'],
+    last_run_id: (r.last_run_id as string | null) ?? null,
+    contract: r.contract ? JSON.parse(r.contract as string) : null,
+    updated_at: r.updated_at as string,
+  };
+}
+
+export async function saveSession(st: SqliteState, s: SessionRecord): Promise<void> {
+  write(st, () => {
+    shaped(
+      st,
+      `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(id) DO UPDATE SET mode = excluded.mode, last_run_id = excluded.last_run_id, contract = excluded.contract, updated_at = excluded.updated_at`,
+    ).run(s.id, s.mode, s.last_run_id, s.contract ? JSON.stringify(s.contract) : null, s.updated_at);
+  });
 }
 
 export async function memoryAdd(st: SqliteState, text: string, untrusted?: string): Promise<Memory> {
