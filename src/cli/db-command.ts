@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { keelHome } from '../config/paths.js';
 import { KeelError } from '../util/errors.js';
 import { redact } from '../util/redact.js';
+import { examples } from './help.js';
 import type { Io } from './main.js';
 import { registerWorker } from './worker-command.js';
 
@@ -26,11 +27,6 @@ function storeSpec(io: Io): { postgres: string } | { sqlite: string } {
 
 const pad = (v: number) => String(v).padStart(4, '0');
 
-/** Examples for each help, in the format of every other command's. */
-function examples(rows: [string, string][]): string {
-  const lines = rows.flatMap(([cmd, comment]) => (comment ? [`  # ${comment}`, `  $ ${cmd}`] : [`  $ ${cmd}`]));
-  return `\nExamples:\n${lines.join('\n')}\n`;
-}
 const URL_EXAMPLE = 'postgres://keel:PASSWORD@db.internal:5432/keel';
 
 export function registerDb(program: Command, io: Io): void {

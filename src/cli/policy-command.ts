@@ -13,6 +13,8 @@ import type { Principal } from '../policy/cedar.js';
 import { MODES, type Mode, type ToolSpec, type UntrustedSource } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
+import { collectList } from './context.js';
+import { examples } from './help.js';
 import type { Io } from './main.js';
 
 const EXAMPLES: Record<string, [string, string][]> = {
@@ -36,15 +38,6 @@ const EXAMPLES: Record<string, [string, string][]> = {
     ['keel policy explain post_url --args \'{"url": "https://x"}\' --read-from read_email', 'after the run read an email'],
   ],
 };
-
-function examples(rows: [string, string][]): string {
-  const lines = rows.flatMap(([cmd, comment]) => (comment ? [`  # ${comment}`, `  $ ${cmd}`] : [`  $ ${cmd}`]));
-  return `\nExamples:\n${lines.join('\n')}\n`;
-}
-
-function collectList(v: string, prev: string[]): string[] {
-  return [...prev, v];
-}
 
 export function registerPolicy(
   program: Command,
