@@ -41,7 +41,7 @@ import { toRunEvent } from './journal.js';
 import { legBegun, legOver, processOwner } from './owners.js';
 
 export type { ApprovalPause, QuestionPause, TaskPauseOf } from './claims.js';
-export { legHere, ownerAlive, ownerGone, ownerOf, processOwner } from './owners.js';
+export { legHere, legOver, ownerAlive, ownerGone, ownerOf, processOwner } from './owners.js';
 
 /** A run as everyone but its writer sees it: read-only. */
 export type RunView = { readonly [K in keyof RunState]: RunState[K] extends (infer U)[] ? readonly U[] : RunState[K] };

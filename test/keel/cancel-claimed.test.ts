@@ -14,6 +14,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Keel } from '../../src/keel/keel.js';
+import { legHere } from '../../src/loop/run.js';
+import { handToQueue } from '../../src/server/workers/worker.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/types/index.js';
@@ -92,4 +94,18 @@ test('R18/A3 (postgres): an approve handed to the queue between the cancel’s c
     decisions.map((d) => `${d.action} by ${d.actor}`),
     ['approved by ana-phone'],
   );
+});
+
+test('R18 (postgres): a leg handed to the queue is no longer held by this process; the cancel is still refused (a worker carries the answer out)', async (t) => {
+  const home = tempHome();
+  const store = new PostgresStore(withSchema(await testPgUrl(), freshSchema()));
+  const { keel, runId, card, model } = await pausedOnCard(home, store);
+  t.after(() => keel.close());
+  const { leg } = await keel.answerApproval(card, 'approve', { actor: 'ana-phone', model });
+  assert.ok(leg);
+  assert.equal(legHere(runId), true, 'the approve’s leg holds the run');
+  assert.equal(await handToQueue(store, leg), true);
+  assert.equal(legHere(runId), false, 'handed over: a server that queues every leg keeps no entry per run');
+  await assert.rejects(keel.cancel(runId, { actor: 'ben' }), conflict);
+  assert.equal((await store.getApproval(card))?.status, 'approved');
 });

@@ -20,10 +20,7 @@ export function chatRoutes(api: Api): void {
     keel,
     store,
     hub,
-    submit: (leg) => {
-      runner.submit(leg);
-      hub.wake(leg.run_id);
-    },
+    runner,
     pollMs: d.pollMs,
     startOptions: async (body) => {
       if (d.state() !== 'ok') throw new HttpProblem(503, 'the server is stopping: it takes no new runs');

@@ -15,7 +15,7 @@ import { KeelError } from '../../util/errors.js';
 import { allows, type Role } from '../access/tokens.js';
 import { problemBody } from '../http/problems.js';
 import type { UiChatBody } from '../http/schemas.js';
-import type { Hub } from '../workers/runner.js';
+import type { Hub, LegRunner } from '../workers/runner.js';
 import { applyChunks, assistantMessageId, type Chunk, ChunkMapper, parseConfirmationId, type UiMessage, userMessageId } from './chunks.js';
 
 export type UiChatRequest = z.output<typeof UiChatBody>;
@@ -35,7 +35,7 @@ export interface UiChatDeps {
   store: Store;
   hub: Hub;
   /** Drives (or queues) a leg: keel serve's runner, or the handler's own. */
-  submit(leg: Leg): void;
+  runner: Pick<LegRunner, 'submit'>;
   /** How often a stream looks at the journal without a wake-up (runs another process works). */
   pollMs: number;
   /** What a new run is started with (the model, checked by the caller; plugin folders; app tools). Throws to refuse. */
@@ -148,6 +148,12 @@ export class UiChat {
 
   constructor(private readonly d: UiChatDeps) {}
 
+  /** A leg to the runner, and the chat's streams woken to follow it. */
+  private submit(leg: Leg): void {
+    this.d.runner.submit(leg);
+    this.d.hub.wake(leg.run_id);
+  }
+
   private serial<T>(id: string, f: () => Promise<T>): Promise<T> {
     const prev = this.busy.get(id) ?? Promise.resolve();
     const next = prev.then(f, f);
@@ -244,8 +250,7 @@ export class UiChat {
             this.d.continueOptions,
           );
           await this.audit(who, 'answer_question', run.id, { confirm: r.approved, via: 'ui_chat' });
-          this.d.submit(leg);
-          this.d.hub.wake(run.id);
+          this.submit(leg);
         } else {
           const { approval, leg } = await this.d.keel.answerApproval(id, r.approved ? 'approve' : 'reject', {
             ...this.d.continueOptions,
@@ -254,7 +259,7 @@ export class UiChat {
             // A9: the one answer path checks who may answer a routed card.
             who: { name: who.name, role: who.role, groups: [...(who.groups ?? [])], kind: who.kind ?? 'token' },
           });
-          if (leg) this.d.submit(leg);
+          if (leg) this.submit(leg);
           this.d.hub.wake(run.id);
           if (approval.status === 'expired')
             notices.push(notice('expired', `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`, id));
@@ -300,8 +305,7 @@ export class UiChat {
         const leg = await keel.answerRun(last.id, { text }, this.d.continueOptions);
         await this.audit(who, 'answer_question', last.id, { confirm: null, via: 'ui_chat' });
         await this.audit(who, 'ui_chat_message', key, { run_id: last.id, seq });
-        this.d.submit(leg);
-        this.d.hub.wake(last.id);
+        this.submit(leg);
         return this.replayPlan(last.id, seq);
       }
       const opts = await this.d.startOptions(body);
@@ -315,7 +319,7 @@ export class UiChat {
       });
       await this.audit(who, 'start_run', leg.run_id, { mode: body.mode ?? null, session: chatId, via: 'ui_chat' });
       await this.audit(who, 'ui_chat_message', key, { run_id: leg.run_id });
-      this.d.submit(leg);
+      this.submit(leg);
       return {
         start: { type: 'start', messageId: assistantMessageId(leg.run_id) },
         notices: [],

@@ -70,10 +70,7 @@ export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) =
     keel,
     store,
     hub,
-    submit: (leg) => {
-      runner.submit(leg);
-      hub.wake(leg.run_id);
-    },
+    runner,
     pollMs: o.pollMs ?? 500,
     startOptions: async (body) => {
       if (body.model !== undefined && body.model !== (typeof o.model === 'string' ? o.model : undefined))

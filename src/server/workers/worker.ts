@@ -9,7 +9,7 @@
  */
 import type { Keel } from '../../keel/keel.js';
 import type { Leg } from '../../loop/legs.js';
-import { processOwner } from '../../loop/run.js';
+import { legOver, processOwner } from '../../loop/run.js';
 import { LEG_QUEUE, type LegJob, type PostgresStore } from '../../store/postgres.js';
 import type { LoopEvent } from '../../types/index.js';
 import { crashPoint } from '../../util/crash.js';
@@ -44,6 +44,9 @@ export async function handToQueue(store: PostgresStore, leg: Leg): Promise<boole
     // Not queued: the lease is let go, so the run is reaped and queued once it runs out.
     store.release(leg.run_id);
     throw err;
+  } finally {
+    // R18: queued (or taken by another process): no leg of this process holds the run any more.
+    legOver(leg.run_id);
   }
 }
 
