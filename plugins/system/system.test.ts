@@ -20,6 +20,7 @@ const tool = (name: string, effect: 'read' | 'write' | 'destructive', via: 'regi
   guidance: false,
   contract_modes: 'hide' as const,
   output: 'trusted' as const,
+  open_world: false,
   via,
 });
 

@@ -53,6 +53,7 @@ export function buildCard(
         lines: i.card.lines,
         undo: t ? undoSentence(t) : 'cannot be undone',
         call: `${i.tool}(${canonicalJson(i.args)})`,
+        ...(i.outside?.length ? { outside: i.outside.map((o) => ({ ...o })) } : {}),
       };
     }),
     request,

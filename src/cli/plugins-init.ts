@@ -88,7 +88,7 @@ function effectNote(a: ToolAnnotations | undefined, effect: Effect): string {
         : a?.destructiveHint === true
           ? `${hint(a, 'readOnlyHint')}, destructiveHint: true`
           : `${hint(a, 'readOnlyHint')}, destructiveHint unset (MCP default: true)`;
-  return ` ${why}; ${hint(a, 'idempotentHint')}; ${hint(a, 'openWorldHint')}`;
+  return ` ${why}; ${hint(a, 'idempotentHint')}`;
 }
 
 /** A plugin name from the server's own name: `secure-filesystem-server` → `secure-filesystem`. */
@@ -129,7 +129,7 @@ export function draftManifest(input: {
   const serverLabel = `${input.server.name}${input.server.version ? ` ${input.server.version}` : ''}`;
   const drafted: McpDraft['tools'] = [];
   const skipped: string[] = [];
-  const tools: Record<string, { effect: Effect }> = {};
+  const tools: Record<string, { effect: Effect; open_world: boolean }> = {};
   for (const t of input.tools) {
     const name = keelToolName(t.name);
     if (tools[name]) {
@@ -137,7 +137,8 @@ export function draftManifest(input: {
       continue;
     }
     const effect = effectFromAnnotations(t.annotations);
-    tools[name] = { effect };
+    // O1: the server's openWorldHint, written out (MCP's default when it says nothing: true).
+    tools[name] = { effect, open_world: t.annotations?.openWorldHint !== false };
     drafted.push({ name, mcp_name: t.name, effect });
   }
   const manifest = {
@@ -160,6 +161,9 @@ export function draftManifest(input: {
     if (pair && isScalar(pair.key) && notes.length) pair.key.commentBefore = notes.map((n) => ` ${n}`).join('\n');
     const effectNode = doc.getIn(['tools', d.name, 'effect'], true);
     if (isScalar(effectNode)) effectNode.comment = effectNote(t.annotations, d.effect);
+    const worldNode = doc.getIn(['tools', d.name, 'open_world'], true);
+    if (isScalar(worldNode))
+      worldNode.comment = ` ${hint(t.annotations, 'openWorldHint')}${t.annotations?.openWorldHint === undefined ? ' (MCP default: true)' : ''}`;
   }
   const yaml = doc.toString({ lineWidth: 0 });
   const parsed = parseManifest(yaml, 'plugin.yaml (draft)', input.name);

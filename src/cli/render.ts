@@ -200,6 +200,7 @@ export function renderPlugins(plugins: PluginReport[], summary = true): string {
         t.undo && `undo=${t.undo}`,
         t.contract_modes === 'declare' && 'contract_modes=declare',
         t.output === 'untrusted' && 'output=untrusted',
+        t.open_world && 'open_world',
         t.after_untrusted && `after_untrusted=${t.after_untrusted}`,
         t.via === 'declareTool' && 'own loop',
         t.denied && paint('red', 'DENIED'),

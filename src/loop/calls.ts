@@ -73,7 +73,8 @@ export async function* runCalls(
               pending: { question: question !== undefined, approvals: approvals.length > 0 },
               policy: leg.callPolicy(),
             });
-      const prepared: Ready = first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args, first.verdict) : first;
+      const prepared: Ready =
+        first.kind === 'needs_card' ? await prepareApproval(call.id, first.tool, first.args, first.verdict, first.outside) : first;
       const rec = (outcome: CallRecord['outcome'], result: string, is_error: boolean, by_core: boolean): CallRecord => ({
         step,
         call_id: call.id,

@@ -7,6 +7,7 @@
  */
 import type { GateState } from '../policy/gate.js';
 import { deriveGateState, readView, UNRECORDED_PRINCIPAL } from '../policy/gate.js';
+import { type OwnWords, ownWordsOf, userTexts } from '../policy/own-words.js';
 import type { Menu } from '../prompt/menu.js';
 import { waitForCount } from '../prompt/tokens.js';
 import type { CallRecord, LoopEvent, Mode, RequestTrace, ToolSpec } from '../types/index.js';
@@ -27,7 +28,9 @@ const MOST_USED = 50;
  * way a leg gets it, so no rebuild forgets what the run has read.
  */
 export function gateOf(s: RunView, deps: EngineDeps): GateState {
-  return deriveGateState(s.steps, deps.store !== null, s.inherited_untrusted);
+  // O2: the user's own words, read from the run's record only when an open-world call needs them.
+  let own: OwnWords | undefined;
+  return deriveGateState(s.steps, deps.store !== null, s.inherited_untrusted, () => (own ??= ownWordsOf(userTexts(s))));
 }
 
 /** One leg's state (see RunLeg): made with the leg, read and changed only by the engine's own files. */

@@ -21,6 +21,7 @@ import type {
   EffectRecord,
   Mode,
   Outcome,
+  OutsideValue,
   ToolCall,
   ToolOutput,
   ToolSpec,
@@ -73,8 +74,8 @@ type Decided =
   | { kind: 'repeat_of_card'; call_id: string }
   /** R17: the run pauses for the user's answer. */
   | { kind: 'ask_user'; question: string }
-  /** A1: the call needs the owner's card: `prepareApproval` checks it and words it. */
-  | { kind: 'needs_card'; tool: ToolSpec; args: Record<string, unknown> }
+  /** A1: the call needs the owner's card: `prepareApproval` checks it and words it; `outside`: the values its card marks (O2). */
+  | { kind: 'needs_card'; tool: ToolSpec; args: Record<string, unknown>; outside?: OutsideValue[] }
   /**
    * `key`: the call's repeat key (callKey), for the gate to remember the call by once it ran (R13).
    * `allowed_after_untrusted`: the operator rule that let this write run although the run read untrusted content (U4).
@@ -126,6 +127,7 @@ export function prepareCall(x: PrepareInput): Prepared {
     admissible: x.menu.admissible(call.name),
     argsProblem,
     key,
+    ...(argsProblem ? {} : { args }),
     mode: x.mode,
     state: x.gate,
     ...(policy && tool ? { verdict: () => (verdict ??= policy(tool, args)) } : {}),
@@ -173,7 +175,9 @@ function decided(x: PrepareInput, decision: Decision, tool: ToolSpec | undefined
     case 'needs_approval':
       // decide() returns needs_approval only for a pool tool.
       if (x.pending.question) return answered('invalid_arguments', SAY.notQueued(call.name, SAY.questionPendingForApproval));
-      return { kind: 'needs_card', tool: tool as ToolSpec, args };
+      return decision.outside
+        ? { kind: 'needs_card', tool: tool as ToolSpec, args, outside: decision.outside }
+        : { kind: 'needs_card', tool: tool as ToolSpec, args };
     case 'run':
       return decision.allowed_after_untrusted
         ? { kind: 'execute', tool: tool as ToolSpec, args, key, allowed_after_untrusted: decision.allowed_after_untrusted }
@@ -190,10 +194,13 @@ export async function prepareApproval(
   tool: ToolSpec,
   args: Record<string, unknown>,
   verdict?: PolicyVerdict,
+  outside?: readonly OutsideValue[],
 ): Promise<Ready> {
   const problem = await validateProblem(tool, args);
   if (problem) return { kind: 'answered', outcome: 'invalid_arguments', result: SAY.notQueued(tool.name, problem) };
   const item: ApprovalItem = { call_id: callId, tool: tool.name, args, card: describeCall(tool, args) };
+  // O2: the card marks an open-world call's values that did not come from the user.
+  if (outside?.length) item.outside = outside.map((o) => ({ ...o }));
   // A9/PC11: a card an `@ask` permit made says which policies asked; a policy's `@approvers` routes any card.
   if (verdict?.decision === 'ask') item.policy = [...(verdict.asked_by ?? verdict.policies)];
   if (verdict?.approvers?.length) item.approvers = [...verdict.approvers];

@@ -186,6 +186,7 @@ export const PLAIN_FIELDS = {
     editable: isBoolean,
     contract_modes: oneOf('declare', 'hide'),
     output: oneOf('trusted', 'untrusted'),
+    open_world: isBoolean,
   } satisfies Record<ToolDeclarationField, Check>,
   mcp: {
     command: filled,

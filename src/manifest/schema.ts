@@ -38,6 +38,12 @@ function build(z: typeof Zod) {
         .describe(
           "untrusted: results carry words written by someone other than the user (email, web pages, others' files); after one, a yes covers only the exact calls shown (default trusted).",
         ),
+      open_world: z
+        .boolean()
+        .optional()
+        .describe(
+          "true: the call's arguments reach a party other than the user and this deployment (web fetch, search, weather, maps, translation); after an untrusted read such a call runs unseen only with the user's own values (default false).",
+        ),
     })
     .describe('One tool the plugin registers, and what it does to the world.');
 
@@ -104,6 +110,7 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
     ...(d.idempotent !== undefined ? { idempotent: d.idempotent } : {}),
     ...(d.editable !== undefined ? { editable: d.editable } : {}),
     ...(d.output === 'untrusted' ? { output: 'untrusted' as const } : {}),
+    ...(d.open_world !== undefined ? { open_world: d.open_world } : {}),
   };
 }
 

@@ -14,6 +14,7 @@ import { definitionProblem, makeToolSpec } from '../tools/spec.js';
 import type { AppTool, ToolDefinition, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { APP_PLUGIN, appReport, checkAppTools } from './app-tools.js';
+import { mcpOpenWorld } from './mcp-hints.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
 export const ENTRY_NAMES = ['index.ts', 'index.js', 'index.mjs'];
@@ -132,6 +133,7 @@ function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
     contract_modes: d.contract_modes,
     undo: d.undo,
     output: d.output ?? 'trusted',
+    open_world: d.open_world === true,
     ...(p?.after_untrusted ? { after_untrusted: p.after_untrusted } : {}),
     via,
   };
@@ -268,10 +270,12 @@ async function mountFolders(dirs: readonly string[], opts: MountOptions): Promis
       }
       let spec: ToolSpec;
       // U1: an MCP server's results are others' words unless the operator trusts that server (policy.trusted_mcp).
-      const declared =
+      let declared =
         manifest.mcp && declaration.output !== 'untrusted' && !policy.trustsMcp(report.name)
           ? { ...declaration, output: 'untrusted' as const }
           : declaration;
+      // O1: an MCP tool whose manifest leaves `open_world` out takes the server's openWorldHint (MCP's default: true).
+      if (manifest.mcp && declared.open_world === undefined) declared = { ...declared, open_world: mcpOpenWorld(def) ?? true };
       try {
         spec = makeToolSpec(def, report.name, declared, manifestCache);
       } catch (err) {

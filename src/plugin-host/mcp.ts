@@ -9,6 +9,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { type CallToolResult, type ContentBlock, ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Manifest } from '../manifest/schema.js';
 import type { CardText, ToolDefinition, ToolOutput } from '../types/index.js';
+import { noteOpenWorldHint } from './mcp-hints.js';
 import type { PluginAPI } from './types.js';
 
 export type McpSection = NonNullable<Manifest['mcp']>;
@@ -245,17 +246,19 @@ export function describeMcpCall(mcpName: string, serverName: string, args: Recor
   };
 }
 
-/** One listed MCP tool as a Keel tool definition (its declaration comes from the manifest, never the annotations). */
+/** One listed MCP tool as a Keel tool definition (its declaration comes from the manifest; only an absent `open_world` takes the server's hint, O1). */
 export function mcpToolDefinition(server: McpServer, tool: Tool): ToolDefinition {
   // `$schema` is metadata: ajv here speaks draft-07 only, and some providers reject the keyword.
   const { $schema: _ignored, ...parameters } = tool.inputSchema as Record<string, unknown>;
-  return {
+  const def: ToolDefinition = {
     name: keelToolName(tool.name),
     description: tool.description?.trim() || `${tool.title ?? tool.name} (MCP server ${server.serverName})`,
     parameters,
     execute: (args, ctx) => server.call(tool.name, args, ctx.signal),
     describe: (args) => describeMcpCall(tool.name, server.serverName, args),
   };
+  noteOpenWorldHint(def, tool.annotations?.openWorldHint);
+  return def;
 }
 
 /**

@@ -43,6 +43,8 @@ export interface ToolRow {
   undo?: string;
   /** Whether the tool's results carry words from outside the user (`untrusted`). */
   output: 'trusted' | 'untrusted';
+  /** O1: whether the call's arguments reach a party other than the user and this deployment. */
+  open_world: boolean;
   /** An operator rule lets this write run as before after the run read untrusted content. */
   after_untrusted?: 'allow';
   /**

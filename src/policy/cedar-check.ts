@@ -26,6 +26,8 @@ export interface PolicyEntry {
   at: string;
   ask: boolean;
   approvers?: string[];
+  /** O4: a permit annotated `@after_untrusted("allow")`: the calls it lets through run without a card after untrusted reads. */
+  after_untrusted?: true;
   /** The tools its resource scope can reach: null for any tool. */
   scope: { tools?: ReadonlySet<string>; plugin?: string } | null;
 }
@@ -45,6 +47,15 @@ export interface Needs {
   context: Set<string> | 'all';
   /** Argument names read (`context.args.X`), or all of them. */
   args: Set<string> | 'all';
+}
+
+/** The annotations a policy may carry (PC1, PC11, O4): any other is an error, with the nearest of these. */
+export const ANNOTATIONS = ['id', 'ask', 'approvers', 'after_untrusted'] as const;
+
+/** Where an annotation is written in a policy (its `@`), for file:line:col; the policy's start when not found. */
+function annotationAt(where: (i: number) => string, part: string, offset: number, name: string): string {
+  const m = new RegExp(`@\\s*${name}\\b`).exec(part);
+  return where(offset + (m?.index ?? 0));
 }
 
 /** The policies of a file and its problems (errors and warnings), in the file's order. */
@@ -92,11 +103,27 @@ export function entriesOf(
       diagnostics.push({ severity: 'error', at: head, message: '@id("…") must name the policy' });
     if (ids.has(id)) diagnostics.push({ severity: 'error', at: head, message: `@id("${id}") names two policies`, policy: id });
     ids.add(id);
+    // A misspelt safety annotation must never be silent: `@aks` would remove the very card it meant to add.
+    for (const name of Object.keys(ann))
+      if (!ANNOTATIONS.includes(name as (typeof ANNOTATIONS)[number]))
+        diagnostics.push({
+          severity: 'error',
+          at: annotationAt(where, part, offset, name),
+          message: `unknown annotation @${name}${nearest(name, new Set(ANNOTATIONS))}; Keel knows ${ANNOTATIONS.map((a) => `@${a}`).join(', ')}`,
+          policy: id,
+        });
+    if (ann.after_untrusted !== undefined && ann.after_untrusted !== 'allow')
+      diagnostics.push({
+        severity: 'error',
+        at: annotationAt(where, part, offset, 'after_untrusted'),
+        message: `@after_untrusted takes one value, "allow" (got ${JSON.stringify(ann.after_untrusted)})`,
+        policy: id,
+      });
     const approvers = ann.approvers?.split(/[\s,]+/).filter(Boolean);
     if (ann.approvers !== undefined && !approvers?.length)
       diagnostics.push({ severity: 'error', at: head, message: '@approvers("GROUP") must name one or more groups', policy: id });
     if (p.effect === 'forbid')
-      for (const a of ['ask', 'approvers'] as const)
+      for (const a of ['ask', 'approvers', 'after_untrusted'] as const)
         if (ann[a] !== undefined)
           diagnostics.push({ severity: 'warning', at: head, message: `@${a} on a forbid has no effect`, policy: id });
     // PC2: every tool and plugin a policy names must be mounted: a misspelt name is a policy that never applies.
@@ -118,6 +145,7 @@ export function entriesOf(
       at: head,
       ask: ann.ask !== undefined && p.effect === 'permit',
       ...(approvers?.length && p.effect === 'permit' ? { approvers } : {}),
+      ...(ann.after_untrusted === 'allow' && p.effect === 'permit' ? { after_untrusted: true as const } : {}),
       scope: scopeOf(p.resource),
       text: part,
       offset,

@@ -3,7 +3,7 @@
  * `keel policy schema` prints and `keel policy check` validates against, and the conversion of a
  * call's arguments into the values Cedar sees. See docs/decisions/0011-cedar-operator-policy.md.
  *
- * - `Keel::Tool::"NAME"` (parent `Keel::Plugin::"NAME"`): effect, gate (the declared gate), plugin, output.
+ * - `Keel::Tool::"NAME"` (parent `Keel::Plugin::"NAME"`): effect, gate (the declared gate), plugin, output, open_world (O1).
  * - `Keel::User::"NAME"`: whoever started the run, whatever its kind (kind, role — "" when none —, groups).
  * - `Keel::Action::"call"`, with the context: args, mode, session, untrusted, read_from, time, hour, minute, weekday.
  *
@@ -128,7 +128,7 @@ export function unionArgs(tools: readonly ToolSpec[]): Extract<CedarType, { kind
 export function schemaFor(args: Extract<CedarType, { kind: 'Record' }>): string {
   return `namespace Keel {
   entity Plugin;
-  entity Tool in [Plugin] = { effect: String, gate: String, plugin: String, output: String };
+  entity Tool in [Plugin] = { effect: String, gate: String, plugin: String, output: String, open_world: Bool };
   entity User = { kind: String, role: String, groups: Set<String> };
   action call appliesTo {
     principal: [User],
@@ -180,7 +180,10 @@ export function schemaJsonFor(args: Extract<CedarType, { kind: 'Record' }>): Rec
     Keel: {
       entityTypes: {
         Plugin: {},
-        Tool: { memberOfTypes: ['Plugin'], shape: record({ effect: str, gate: str, plugin: str, output: str }) },
+        Tool: {
+          memberOfTypes: ['Plugin'],
+          shape: record({ effect: str, gate: str, plugin: str, output: str, open_world: { type: 'Boolean' } }),
+        },
         User: { shape: record({ kind: str, role: str, groups: { type: 'Set', element: str } }) },
       },
       actions: {

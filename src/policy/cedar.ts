@@ -79,7 +79,15 @@ export class CedarPolicy {
     private readonly diagnostics: readonly PolicyDiagnostic[],
   ) {
     this.hash = createHash('sha1').update(text).digest('hex').slice(0, 12);
-    this.policies = entries.map(({ id, effect, at, ask, approvers, scope }) => ({ id, effect, at, ask, approvers, scope }));
+    this.policies = entries.map(({ id, effect, at, ask, approvers, after_untrusted, scope }) => ({
+      id,
+      effect,
+      at,
+      ask,
+      approvers,
+      ...(after_untrusted ? { after_untrusted } : {}),
+      scope,
+    }));
     this.hasAsk = entries.some((e) => e.ask);
     this.hasApprovers = entries.some((e) => e.approvers);
     this.order = new Map(entries.map((e, i) => [e.id, i]));
@@ -186,10 +194,13 @@ export class CedarPolicy {
     const by = policies.map((id) => plan.byId.get(id)).filter((e): e is Entry => e !== undefined);
     const approvers = [...new Set(by.flatMap((e) => e.approvers ?? []))];
     const asked = by.filter((e) => e.ask).map((e) => e.id);
+    // O4: the determining permits annotated @after_untrusted("allow") let the call run without a card after untrusted reads.
+    const allowed = by.filter((e) => e.after_untrusted).map((e) => e.id);
     return {
       decision: asked.length ? 'ask' : 'permit',
       policies,
       ...(asked.length ? { asked_by: asked } : {}),
+      ...(allowed.length ? { after_untrusted: allowed } : {}),
       ...(approvers.length ? { approvers } : {}),
       ...extra,
     };
@@ -234,7 +245,13 @@ export class CedarPolicy {
       args,
       tool: {
         uid: { type: 'Keel::Tool', id: tool.name },
-        attrs: { effect: d.effect, gate: tool.policy?.declared_gate ?? tool.gate, plugin: tool.plugin, output: d.output ?? 'trusted' },
+        attrs: {
+          effect: d.effect,
+          gate: tool.policy?.declared_gate ?? tool.gate,
+          plugin: tool.plugin,
+          output: d.output ?? 'trusted',
+          open_world: d.open_world === true,
+        },
         parents: [{ type: 'Keel::Plugin', id: tool.plugin }],
       },
     };

@@ -4,6 +4,7 @@
  */
 import type { CallRecord, Mode, Principal, ToolSpec, UntrustedSource } from '../types/index.js';
 import { callKey } from '../util/json.js';
+import { type OutsideValue, type OwnWords, outsideValues, ownWordsOf } from './own-words.js';
 
 /**
  * The gate: one pure function deciding what happens to a tool call, in the order
@@ -16,8 +17,11 @@ export type Decision =
   | { kind: 'ask_user' }
   /** R15: held; `declined` when the user already said no to this tool in this run (R16). */
   | { kind: 'hold_for_confirmation'; declined: boolean }
-  /** `narrowed`: the card exists only because the run read untrusted content (U3): a yes no longer covers this call. */
-  | { kind: 'needs_approval'; narrowed?: true }
+  /**
+   * `narrowed`: the card exists only because the run read untrusted content (U3): a yes no longer covers this call.
+   * `outside`: an open-world call's values that are not the user's own (O2), for the card to mark.
+   */
+  | { kind: 'needs_approval'; narrowed?: true; outside?: OutsideValue[] }
   /** U5: the person already refused this exact call in this run: refused at once, never asked again. */
   | { kind: 'declined_call' }
   | { kind: 'refuse_approval' }
@@ -65,6 +69,8 @@ export interface GateState {
   declinedCalls: Set<string>;
   /** The keys of the calls held since the last answered question: what its yes or no covers. */
   heldCalls: Set<string>;
+  /** O2: the user's own words in this session (requests, answers, edits), made on first use. */
+  own?: () => OwnWords;
   /** `untrusted` as handlers are lent it: frozen, made again only when a read joins it (see readView). */
   view?: readonly UntrustedSource[];
 }
@@ -81,6 +87,8 @@ export interface PolicyVerdict {
   approvers?: string[];
   /** For `ask`: the `@ask` permits among `policies` (what the card says asked for it). */
   asked_by?: string[];
+  /** O4: the permits among `policies` annotated `@after_untrusted("allow")`: the call runs without a card after untrusted reads. */
+  after_untrusted?: string[];
   /** Evaluation errors Cedar reported (a policy skipped), for the trace. */
   errors?: string[];
 }
@@ -119,11 +127,16 @@ export interface GateInput {
   argsProblem?: string;
   /** `tool + canonical args` (see callKey). */
   key: string;
+  /** The call's arguments, once well-formed: an open-world call's values are looked at (O2). */
+  args?: Record<string, unknown>;
   mode: Mode;
   state: GateState;
   /** PC8: the operator's policy for this call, when a policy file is configured: asked only once the call is known and well-formed. */
   verdict?: () => PolicyVerdict | undefined;
 }
+
+/** O2: no words at all (a gate state built without the run's record: every value is someone else's). */
+const NO_WORDS: OwnWords = ownWordsOf([]);
 
 /** U2: how the trace names the core's own exception (a tool that marks what it writes untrusted). */
 export const CARRIES_PROVENANCE = 'core: marks what it writes or starts as untrusted';
@@ -171,21 +184,36 @@ export function decide(input: GateInput): Decision {
   // and whatever the person consented to before: a policy tightens, never loosens.
   if (tool.gate === 'approval' || verdict?.decision === 'ask')
     return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
-  // A read changes nothing: what it has read is recorded once it ran (a read an operator rule tightened is gated as a write).
-  if (tool.gate === 'none' && tool.declaration.effect === 'read') return { kind: 'run' };
   // U3: once words from outside the user are in the run, a yes covers only the exact calls the
   // person was shown; every other write waits on a card pinned to its arguments — unless an
-  // operator rule lets this write run as before (U4, audited).
+  // operator rule lets this write run as before (U4, audited) or a Cedar permit says so (O4).
   const narrowed = state.untrusted.length > 0;
   const exception = narrowed
-    ? (tool.policy?.after_untrusted && tool.policy.rule) || (tool.carriesProvenance && CARRIES_PROVENANCE)
+    ? (tool.policy?.after_untrusted && tool.policy.rule) ||
+      (verdict?.after_untrusted?.length && `policy ${verdict.after_untrusted.join(', ')}`) ||
+      (tool.carriesProvenance && CARRIES_PROVENANCE) ||
+      undefined
     : undefined;
+  // O2: after outside words, an open-world call whose values are not all the user's own would send
+  // someone else's choice of data out: the person sees that exact call first (a yes covers only it).
+  const outside =
+    narrowed && tool.declaration.open_world && !state.consentedCalls.has(input.key)
+      ? outsideValues(input.args ?? {}, tool.parameters, state.own?.() ?? NO_WORDS)
+      : undefined;
+  const leaves = outside !== undefined && outside.length > 0;
+  // A read changes nothing: what it has read is recorded once it ran (a read an operator rule tightened is gated as a write).
+  if (tool.gate === 'none' && tool.declaration.effect === 'read') {
+    if (!leaves) return { kind: 'run' };
+    if (exception) return { kind: 'run', allowed_after_untrusted: exception };
+    return state.canPause ? { kind: 'needs_approval', narrowed: true, outside } : { kind: 'refuse_approval' };
+  }
   if (narrowed && !exception) {
     if (state.consentedCalls.has(input.key)) return { kind: 'run' };
     // Never asked about yet: held, and the confirmation shows exactly these calls (R15).
     const asked = state.consentAll || state.consented.has(tool.name) || state.declined.has(tool.name);
     if (tool.gate === 'confirm_once' && !asked) return { kind: 'hold_for_confirmation', declined: false };
-    return state.canPause ? { kind: 'needs_approval', narrowed: true } : { kind: 'refuse_approval' };
+    if (!state.canPause) return { kind: 'refuse_approval' };
+    return leaves ? { kind: 'needs_approval', narrowed: true, outside } : { kind: 'needs_approval', narrowed: true };
   }
   const run: Decision = exception ? { kind: 'run', allowed_after_untrusted: exception } : { kind: 'run' };
   if (tool.gate === 'none') return run;
@@ -270,8 +298,14 @@ export function readView(state: GateState): readonly UntrustedSource[] {
   return state.view;
 }
 
-export function deriveGateState(records: readonly CallRecord[], canPause: boolean, inherited: readonly UntrustedSource[] = []): GateState {
+export function deriveGateState(
+  records: readonly CallRecord[],
+  canPause: boolean,
+  inherited: readonly UntrustedSource[] = [],
+  own?: () => OwnWords,
+): GateState {
   const state: GateState = {
+    ...(own ? { own } : {}),
     untrusted: inherited.map((u) => Object.freeze({ ...u })),
     consentedCalls: new Set(),
     declinedCalls: new Set(),

@@ -128,8 +128,13 @@ export class OperatorPolicy {
     if (rule?.deny) policy.deny = true;
     if (rule?.modes) policy.modes = rule.modes;
     if (source && gate !== declared) policy.gate_source = source;
-    // U4: only a write without a card can be let through; a card is shown whatever the run has read.
-    if (rule?.after_untrusted === 'allow' && gate !== 'approval' && spec.declaration.effect === 'write') policy.after_untrusted = 'allow';
+    // U4/O4: only a write without a card, or an open-world call, can be let through; a card is shown whatever the run has read.
+    if (
+      rule?.after_untrusted === 'allow' &&
+      gate !== 'approval' &&
+      (spec.declaration.effect === 'write' || spec.declaration.open_world === true)
+    )
+      policy.after_untrusted = 'allow';
     return { ...spec, gate, policy };
   }
 

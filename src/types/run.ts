@@ -2,7 +2,7 @@
  * The shared vocabulary of runs: messages, calls, records, pauses, events, results. Types only;
  * imports nothing of Keel's but types.
  */
-import type { CardText, Effect, Mode, UntrustedSource } from './tools.js';
+import type { CardText, Effect, Mode, OutsideValue, UntrustedSource } from './tools.js';
 
 /** A tool call as the model asked for it. `args` is absent when the arguments did not parse. */
 export interface ToolCall {
@@ -161,6 +161,8 @@ export interface ApprovalItem {
   policy?: string[];
   /** the groups a policy's `@approvers` routes this call's card to (any one suffices). */
   approvers?: string[];
+  /** O2: an open-world call's values that are not the user's own (what its card marks). */
+  outside?: OutsideValue[];
 }
 
 export interface ApprovalCard {
@@ -175,6 +177,8 @@ export interface ApprovalCard {
     original?: { title: string; lines: string[]; call: string };
     /** Who edited it. */
     edited_by?: string;
+    /** O2: the call sends its arguments out (open_world), and these values of them did not come from the user. */
+    outside?: OutsideValue[];
   }[];
   request: string;
   /**

@@ -35,6 +35,8 @@ export interface Declaration {
    * the person was shown (see UntrustedSource).
    */
   output?: 'trusted' | 'untrusted';
+  /** O1: the call's arguments reach a party other than the user and this deployment (absent: not declared, false). */
+  open_world?: boolean;
 }
 
 /**
@@ -69,6 +71,13 @@ export interface ToolContext {
   signal: AbortSignal;
   /** What the run has read from outside the user so far (empty when nothing): a tool that stores what it is given marks it untrusted. */
   untrusted?: readonly UntrustedSource[];
+}
+
+/** O2: one value of an open-world call that did not come from the user: where it is in the arguments, and (cut short) what it is. */
+export interface OutsideValue {
+  /** `url`, `items[0].city`, `headers.X-Code (key)`. */
+  path: string;
+  value: string;
 }
 
 /** An approval card in the plugin's own words. */
@@ -114,6 +123,12 @@ export interface DeclarationFields {
   contract_modes?: 'declare' | 'hide';
   /** `untrusted`: the results carry words written by someone other than the user (email, web pages, others' documents). Default `trusted`. */
   output?: 'trusted' | 'untrusted';
+  /**
+   * `true`: the call's arguments reach a party other than the user and this deployment (a web fetch, a
+   * search engine, a weather, maps or translation API, a URL it opens): reads and writes alike. After
+   * the run has read untrusted content, such a call runs unseen only with the user's own values (O2).
+   */
+  open_world?: boolean;
 }
 
 /**

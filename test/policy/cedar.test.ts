@@ -263,7 +263,7 @@ test("PC3: the generated schema types each tool's arguments (a number as Long, a
   const s = p.schemaText();
   assert.match(s, /pay \(finance, write\): \{ amount: Long, to: String \}/);
   assert.match(s, /post_url \(web, write\): \{ url: String, tags\?: Set<String> \}/);
-  assert.match(s, /entity Tool in \[Plugin\] = \{ effect: String, gate: String, plugin: String, output: String \}/);
+  assert.match(s, /entity Tool in \[Plugin\] = \{ effect: String, gate: String, plugin: String, output: String, open_world: Bool \}/);
   assert.match(s, /args: \{ amount\?: Long, to\?: String, query\?: String, path\?: String, url\?: String, tags\?: Set<String> \}/);
   const cedar = await loadCedar();
   assert.equal(cedar.checkParseSchema(s).type, 'success');

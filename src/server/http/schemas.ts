@@ -328,6 +328,8 @@ export const PluginsSchema = z.object({
           guidance: z.boolean(),
           contract_modes: z.string(),
           output: z.enum(['trusted', 'untrusted']),
+          /** O1: the call's arguments reach a party other than the user and this deployment. */
+          open_world: z.boolean(),
           after_untrusted: z.literal('allow').optional(),
           via: z.string(),
           undo: z.string().optional(),
