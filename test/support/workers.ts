@@ -69,14 +69,14 @@ export async function until<T>(what: string, f: () => Promise<T | undefined>, ms
  * A deployment for one test: a schema of its own on the test cluster, a Keel home, a store on it for
  * the test's own reads, and `keel serve` on that store (queueing legs), with its admin token.
  */
-export async function pgDeployment(t: TestContext, prefix: string, env: Record<string, string>) {
+export async function pgDeployment(t: TestContext, prefix: string, env: Record<string, string>, args: string[] = []) {
   const url = withSchema(await testPgUrl(), freshSchema());
   const home = tempHome(prefix);
   t.after(() => rmSync(home, { recursive: true, force: true }));
   const all = { KEEL_HOME: home, KEEL_STORE: url, KEEL_COUNT_TOKENS: '0', ...env };
   const store = new PostgresStore(url);
   t.after(() => store.close());
-  const srv = await cliServer(home, all);
+  const srv = await cliServer(home, all, args);
   children.push(srv.child);
   const admin = /admin token: (\S+)/.exec(srv.stdout())?.[1] ?? '';
   assert.ok(admin, `keel serve printed its admin token: ${srv.stdout()}`);
