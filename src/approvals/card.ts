@@ -138,6 +138,8 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
     for (const l of item.lines) out.push([2, l]);
     out.push([2, `${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`]);
     out.push([2, `exact call: ${item.call}`]);
+    // O2: the values of an open-world call that did not come from the user: each marked, as it leaves.
+    for (const o of item.outside ?? []) out.push([2, `not from you, sent out: ${o.path} = ${JSON.stringify(o.value)}`]);
     // A7 (issue 40): an edited call is shown as it runs; what the model asked for is kept beside it.
     if (item.original) {
       out.push([2, `edited by ${item.edited_by ?? 'the approver'}; was: ${item.original.title}`]);

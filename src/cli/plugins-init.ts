@@ -1,6 +1,7 @@
 /**
  * `keel plugins init`: a new plugin folder, or one drafted from an MCP server's tool list. Never
- * declares a tool's effect weaker than the server's annotations say.
+ * declares a tool's effect weaker than the server's annotations say, and writes each tool's
+ * `open_world` from its openWorldHint (O1; MCP's default when it says nothing: true).
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -110,11 +111,13 @@ function firstLine(text: string | undefined, max = 110): string | undefined {
 const HEADER = (commandLine: string, server: string) =>
   [
     ` Drafted by \`keel plugins init --from-mcp "${commandLine}"\` from the tool annotations of ${server}.`,
-    ' REVIEW EACH EFFECT BEFORE MOUNTING. Annotations are the server’s hints, not guarantees, and Keel',
-    ' never reads them: the effect declared here alone decides how each call is gated.',
+    ' REVIEW EACH EFFECT BEFORE MOUNTING. Annotations are the server’s hints, not guarantees: the effect',
+    ' declared here alone decides how each call is gated.',
     '   read         runs without asking',
     '   write        the user is asked once per run before the first write (confirm: once)',
     '   destructive  an approval card for every call',
+    ' open_world (from openWorldHint) says whether the arguments reach a party other than the user: after',
+    ' the run read untrusted content, such a call with values the user did not write waits on a card.',
     ' A tool the server offers but this file does not declare is refused when the plugin mounts.',
   ].join('\n');
 

@@ -31,10 +31,14 @@ const GRAPH_PATH = '${KEEL_HOME}/graph.jsonl';
 type Drafted = {
   name: string;
   mcp: { command: string; args?: string[]; env?: Record<string, string> };
-  tools: Record<string, { effect: string }>;
+  tools: Record<string, { effect: string; open_world?: boolean }>;
 };
 
 const effects = (m: Drafted) => Object.fromEntries(Object.entries(m.tools).map(([k, v]) => [k, v.effect]));
+const worlds = (tools: Record<string, { open_world?: boolean }> | readonly { name: string; open_world?: boolean }[]) =>
+  Array.isArray(tools)
+    ? Object.fromEntries(tools.map((t) => [t.name, t.open_world]))
+    : Object.fromEntries(Object.entries(tools).map(([k, v]) => [k, v.open_world]));
 
 describe('keel plugins init --from-mcp (the real CLI)', () => {
   let home: string;
@@ -59,10 +63,9 @@ describe('keel plugins init --from-mcp (the real CLI)', () => {
     const text = readFileSync(file, 'utf8');
     assert.match(text, /^# Drafted by `keel plugins init --from-mcp "mcp-server-memory"` from the tool annotations of memory-server/);
     assert.match(text, /REVIEW EACH EFFECT BEFORE MOUNTING/);
-    assert.match(
-      text,
-      /\n {4}effect: destructive # readOnlyHint: false, destructiveHint: true; idempotentHint: true; openWorldHint: false\n/,
-    );
+    assert.match(text, /\n {4}effect: destructive # readOnlyHint: false, destructiveHint: true; idempotentHint: true\n/);
+    // O1: each tool's open_world, written from the server's openWorldHint, the hint beside it.
+    assert.match(text, /\n {2}delete_entities:\n {4}effect: destructive # [^\n]*\n {4}open_world: false # openWorldHint: false\n/);
     assert.match(text, /\n {2}# Delete multiple entities and their associated relations from the knowledge graph\n {2}delete_entities:\n/);
     const m = parse(text) as Drafted;
     assert.equal(m.name, 'memory');
@@ -88,6 +91,9 @@ describe('keel plugins init --from-mcp (the real CLI)', () => {
       [['memory', 'loaded', 0, 0]],
     );
     assert.deepEqual(Object.fromEntries(plugins[0].tools.map((t) => [t.name, t.effect])), effects(m));
+    // server-memory says openWorldHint: false for every tool (the graph is a local file).
+    assert.deepEqual(worlds(m.tools), Object.fromEntries(Object.keys(m.tools).map((k) => [k, false])));
+    assert.deepEqual(worlds(plugins[0].tools), worlds(m.tools), 'plugins check shows what the draft declares');
   });
 
   test('an existing plugin.yaml is kept unless --force', async () => {
@@ -142,6 +148,23 @@ describe('keel plugins init --from-mcp (the real CLI)', () => {
     assert.match(text, /reset_station:\n {4}effect: destructive # readOnlyHint unset, destructiveHint unset \(MCP default: true\)/);
     const check = await keel(['plugins', 'check', out, '--json'], home);
     assert.equal(check.code, 0, check.stdout);
+  });
+
+  test('O1: open_world per tool from openWorldHint — true, false, and unset (MCP default: true) — each with its hint as a comment; plugins check shows the same (world_hints fixture)', async () => {
+    const out = join(home, 'world');
+    const server = join(ROOT, 'test', 'fixtures', 'mcp', 'world_hints', 'server.mjs');
+    const r = await keel(['plugins', 'init', '--from-mcp', `node ${server}`, '--out', out], home);
+    assert.equal(r.code, 0, r.stderr);
+    const text = readFileSync(join(out, 'plugin.yaml'), 'utf8');
+    assert.match(text, /open_world \(from openWorldHint\) says whether the arguments reach a party other than the user/);
+    assert.match(text, /\n {2}lookup:\n {4}effect: read # [^\n]*\n {4}open_world: true # openWorldHint: true\n/);
+    assert.match(text, /\n {2}tally:\n {4}effect: read # [^\n]*\n {4}open_world: false # openWorldHint: false\n/);
+    assert.match(text, /\n {2}echo:\n {4}effect: read # [^\n]*\n {4}open_world: true # openWorldHint unset \(MCP default: true\)\n/);
+    const want = { lookup: true, tally: false, echo: true };
+    assert.deepEqual(worlds((parse(text) as Drafted).tools), want);
+    const check = await keel(['plugins', 'check', out, '--json'], home);
+    assert.equal(check.code, 0, check.stderr + check.stdout);
+    assert.deepEqual(worlds((JSON.parse(check.stdout) as { plugins: PluginReport[] }).plugins[0].tools), want);
   });
 });
 

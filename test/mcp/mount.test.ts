@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Keel } from '../../src/keel/keel.js';
 import { mountPlugins, type Registry, registryHealthy } from '../../src/plugin-host/host.js';
 import {
   describeMcpCall,
@@ -15,7 +16,7 @@ import {
 import type { PluginReport } from '../../src/plugin-host/types.js';
 import { OperatorPolicy } from '../../src/policy/operator.js';
 import type { ToolContext, ToolSpec } from '../../src/types/index.js';
-import { tempHome } from '../support/helpers.js';
+import { json, keel, tempHome } from '../support/helpers.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MCP = join(ROOT, 'test', 'fixtures', 'mcp');
@@ -317,5 +318,65 @@ describe('MCP: a server whose tool names are not Keel names (test/fixtures/mcp/o
     assert.deepEqual(await run(tool(r, 'get_weather'), { city: 'Oslo' }), { content: 'Oslo: 18°C\nlight wind', is_error: false });
     assert.deepEqual(await run(tool(r, 'get_weather'), { city: 'Atlantis' }), { content: 'no station in Atlantis', is_error: true });
     assert.equal(tool(r, 'reset_station').describe!({}).title, 'reset_station on MCP server Weather Station MCP');
+  });
+});
+
+describe('O1: an MCP tool is open_world as its manifest declares; a manifest that leaves it out takes the server’s openWorldHint (unset: true)', () => {
+  // test/fixtures/mcp/world_hints/server.mjs: lookup openWorldHint true, tally false, echo unset.
+  // world_hints declares no open_world; world_declared declares each against its hint.
+  const HINTS = join(MCP, 'world_hints');
+  const DECLARED = join(MCP, 'world_declared');
+  const fromHint = { lookup: true, tally: false, echo: true };
+  const declared = { lookup: false, tally: true, echo: false };
+  let home: string;
+  before(() => {
+    home = tempHome('keel-mcp-world-');
+  });
+  after(() => rmSync(home, { recursive: true, force: true }));
+
+  const worlds = (rows: readonly { name: string; open_world?: boolean }[]) => Object.fromEntries(rows.map((t) => [t.name, t.open_world]));
+
+  for (const [dir, want, why] of [
+    [HINTS, fromHint, 'absent from the manifest, the hint decides (unset → MCP’s default, true)'],
+    [DECLARED, declared, 'the manifest’s value wins over the hint, either way'],
+  ] as const) {
+    test(`mounting ${dir.split('/').pop()}: ${why}; the gate and plugins check see the same`, async () => {
+      const r = await mountPlugins([dir], { home });
+      try {
+        assert.equal(registryHealthy(r), true, JSON.stringify(r.plugins));
+        assert.deepEqual(
+          Object.fromEntries(['lookup', 'tally', 'echo'].map((n) => [n, tool(r, n).declaration.open_world])),
+          want,
+          'the declaration the gate reads',
+        );
+        assert.deepEqual(worlds(plugin(r, dir.split('/').pop() ?? '').tools), want, 'the plugin report’s rows');
+      } finally {
+        await r.close();
+      }
+    });
+  }
+
+  test('keel plugins check --json and keel.tools() show open_world for each', async () => {
+    for (const [dir, want] of [
+      [HINTS, fromHint],
+      [DECLARED, declared],
+    ] as const) {
+      const check = await keel(['plugins', 'check', dir, '--json'], { KEEL_HOME: home });
+      assert.equal(check.code, 0, check.stderr + check.stdout);
+      const { plugins } = json<{ plugins: PluginReport[] }>(check);
+      assert.deepEqual(worlds(plugins[0].tools), want, `plugins check ${dir}`);
+      const k = new Keel({ home });
+      try {
+        assert.deepEqual(worlds(await k.tools({ pluginDirs: [dir] })), want, `keel.tools() ${dir}`);
+      } finally {
+        await k.close();
+      }
+    }
+    // The text report names it too: only where it is true.
+    const text = await keel(['plugins', 'check', HINTS], { KEEL_HOME: home });
+    assert.equal(text.code, 0, text.stderr);
+    const line = (name: string) => text.stdout.split('\n').find((l) => new RegExp(`\\b${name}\\b`).test(l)) ?? '';
+    assert.match(line('lookup'), /open_world/);
+    assert.doesNotMatch(line('tally'), /open_world/);
   });
 });

@@ -10,9 +10,25 @@ import { type CallPolicy, type ExecuteContext, executeCall, type Prepared, prepa
 import type { RunWriter } from '../../loop/run.js';
 import type { Registry } from '../../plugin-host/host.js';
 import { deriveGateState, type GateState, noteUntrusted, type PolicyEvaluator, readView } from '../../policy/gate.js';
+import { type OwnWords, ownWordsOf } from '../../policy/own-words.js';
 import type { CallRecord, Mode, Store, ToolCall, ToolSpec } from '../../types/index.js';
 import { type McpIdentity, type McpServeOptions, text } from './options.js';
 import { listed, type PoolWatch, toMcpTool } from './pool.js';
+
+/**
+ * O2: the words an MCP session holds of its user's: none. The client's model makes every call and
+ * the session never sees what its user typed, so after the session read untrusted content every
+ * string and number of an open-world call counts as outside, and the call waits on a card.
+ */
+const NO_USER_WORDS: OwnWords = ownWordsOf([]);
+
+/** What the gate said of a call it let run, for the session's trace (PC11, U4/O4). */
+export interface RunNote {
+  /** U4/O4: the operator rule or `@after_untrusted("allow")` permit that let it run after untrusted content. */
+  allowed_after_untrusted?: string;
+  /** PC11: the operator's policies that decided the call. */
+  policy?: string[];
+}
 
 /** One MCP connection's Keel session, as far as a call through the gate needs it; cards.ts and session.ts build on it. */
 export abstract class SessionCalls {
@@ -30,7 +46,7 @@ export abstract class SessionCalls {
     /** PC8: the operator's Cedar policy, when one is configured. */
     protected readonly cedar: { current(): PolicyEvaluator } | undefined,
   ) {
-    this.gate = deriveGateState([], true);
+    this.gate = deriveGateState([], true, [], () => NO_USER_WORDS);
   }
 
   protected get registry(): Registry {
@@ -85,9 +101,10 @@ export abstract class SessionCalls {
     mode: Mode,
     signal: AbortSignal,
     approval?: string,
+    note?: RunNote,
   ) {
     const ex = await executeCall(this.context(signal, mode, approval), tool, call.id, args);
-    return this.finish({ ...call, args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran', ex.untrusted);
+    return this.finish({ ...call, args }, tool, ex.outcome, ex.content, ex.is_error, ex.outcome !== 'ran', ex.untrusted, note);
   }
 
   protected context(signal: AbortSignal, mode: Mode, approval_id?: string): ExecuteContext {
@@ -114,6 +131,7 @@ export abstract class SessionCalls {
     isError: boolean,
     byCore: boolean,
     untrusted?: string,
+    note?: RunNote,
   ): Promise<CallToolResult> {
     const record: CallRecord = {
       step: this.seq,
@@ -125,6 +143,9 @@ export abstract class SessionCalls {
       is_error: isError,
       effect: tool?.declaration.effect,
       by_core: byCore,
+      // PC11: the policies that decided the call; U4/O4: the exception that let it run after untrusted content.
+      ...(note?.policy?.length ? { policy: [...note.policy] } : {}),
+      ...(note?.allowed_after_untrusted ? { allowed_after_untrusted: note.allowed_after_untrusted } : {}),
     };
     // U2: the session's client has read words from outside the user: its consents narrow from here on.
     if (untrusted !== undefined) {

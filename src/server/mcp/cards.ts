@@ -15,7 +15,7 @@ import { isMcpSession } from '../../keel/keel.js';
 import { prepareApproval } from '../../loop/pipeline.js';
 import { SAY } from '../../loop/sentences.js';
 import type { PolicyVerdict } from '../../policy/gate.js';
-import type { ApprovalCard, ApprovalRecord, LoopEvent, ToolCall, ToolSpec } from '../../types/index.js';
+import type { ApprovalCard, ApprovalRecord, LoopEvent, OutsideValue, ToolCall, ToolSpec } from '../../types/index.js';
 import { callKey, canonicalJson } from '../../util/json.js';
 import { SessionCalls } from './calls.js';
 import { answererOf, approvalTtlMs, text } from './options.js';
@@ -121,16 +121,18 @@ export abstract class SessionCards extends SessionCalls {
 
   /**
    * A1: the card for a call — the exact call (approval), or the tool for the rest of the session
-   * (consent) — stored with the manifest's undo and KEEL_APPROVAL_TTL_MINUTES' expiry. An invalid
-   * call gets its result instead.
+   * (consent) — stored with the manifest's undo and KEEL_APPROVAL_TTL_MINUTES' expiry; an
+   * open-world call's card marks the values the gate found outside the user's words (O2). An
+   * invalid call gets its result instead.
    */
   protected async makeCard(
     call: ToolCall,
     tool: ToolSpec,
     kind: Flight['kind'],
     verdict?: PolicyVerdict,
+    outside?: readonly OutsideValue[],
   ): Promise<string | CallToolResult> {
-    const ready = await prepareApproval(call.id, tool, call.args ?? {}, verdict);
+    const ready = await prepareApproval(call.id, tool, call.args ?? {}, verdict, outside);
     if (ready.kind !== 'approval')
       return this.finish(call, tool, 'invalid_arguments', ready.kind === 'answered' ? ready.result : '', true, true);
     const now = new Date();

@@ -11,8 +11,13 @@
  *   notifications) and returns naming the card, where to answer it, and that calling again with the
  *   same arguments gets the outcome. Identical calls share one card and one execution (the side-effect
  *   ledger); the same call made after it ran gets its recorded outcome;
- * - a client that supports MCP tasks may make a write or destructive call a task: `input_required`
- *   while its card waits (however long), then `completed` or `failed`; `tasks/cancel` rejects the card;
+ * - once the session has read untrusted content (U2), a write the person was not shown waits on a
+ *   card pinned to its arguments (U3), and so does an open-world call (O2: `openWorldHint` in the
+ *   list is the declared `open_world`): the session holds none of its user's words, so every string
+ *   and number of such a call is marked on its card as not from the user; a no is remembered (O3);
+ * - a client that supports MCP tasks may make a call that can wait a task (a write, a destructive
+ *   call, an open-world read): `input_required` while its card waits (however long), then
+ *   `completed` or `failed`; `tasks/cancel` rejects the card;
  * - over HTTP the bearer token's name answers and audits, bodies are limited to KEEL_MAX_BODY_BYTES,
  *   and a session idle past the timeout has lost its client; a session whose client is gone closes
  *   its pending cards (`client_gone`), unless `keepCards` leaves them to the owner;

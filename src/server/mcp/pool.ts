@@ -15,9 +15,18 @@ export function listed(reg: Registry): ToolSpec[] {
 }
 
 /**
+ * Whether a call of the tool may wait on a card or a confirmation: a write or a destructive call,
+ * and an open-world read (O2: after the session read untrusted content it may wait on a card).
+ */
+export function mayWait(t: ToolSpec): boolean {
+  return t.declaration.effect !== 'read' || t.declaration.open_world === true;
+}
+
+/**
  * MCP annotations from the manifest's declaration, and whether the call may run as an MCP task
- * (S3): a write or a destructive call may wait on a card or a confirmation, so a client that
- * supports tasks may make it one (`optional`); a read never waits and is not one (`forbidden`).
+ * (S3): a call that may wait (mayWait) may be made one by a client that supports tasks
+ * (`optional`); a closed-world read never waits and is not one (`forbidden`). `openWorldHint` is
+ * the declared `open_world` (O1), never MCP's default: a tool that does not declare it is closed.
  */
 export function toMcpTool(t: ToolSpec): Tool {
   const effect = t.declaration.effect;
@@ -25,12 +34,13 @@ export function toMcpTool(t: ToolSpec): Tool {
     name: t.name,
     description: t.description,
     inputSchema: t.parameters as Tool['inputSchema'],
-    execution: { taskSupport: effect === 'read' ? 'forbidden' : 'optional' },
+    execution: { taskSupport: mayWait(t) ? 'optional' : 'forbidden' },
     annotations: {
       title: t.name,
       readOnlyHint: effect === 'read',
       destructiveHint: effect === 'destructive',
       ...(t.declaration.idempotent !== undefined ? { idempotentHint: t.declaration.idempotent } : {}),
+      openWorldHint: t.declaration.open_world === true,
     },
   };
 }
@@ -93,6 +103,6 @@ export class PoolWatch {
 
 const names = (reg: Registry) =>
   listed(reg)
-    .map((t) => `${t.name}:${t.declaration.effect}:${t.gate}`)
+    .map((t) => `${t.name}:${t.declaration.effect}:${t.gate}:${t.declaration.open_world === true}`)
     .sort()
     .join(',');

@@ -16,18 +16,19 @@ import { admitReply } from '../../loop/pipeline.js';
 import { RunWriter } from '../../loop/run.js';
 import { SAY } from '../../loop/sentences.js';
 import type { PolicyVerdict } from '../../policy/gate.js';
-import type { Mode, ToolCall, ToolSpec } from '../../types/index.js';
+import type { Mode, OutsideValue, ToolCall, ToolSpec } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
 import { callKey } from '../../util/json.js';
+import type { RunNote } from './calls.js';
 import { type Flight, type Progress, SessionCards } from './cards.js';
 import { approvalTtlMs, type McpIdentity, type McpServeOptions, text } from './options.js';
-import type { PoolWatch } from './pool.js';
+import { mayWait, type PoolWatch } from './pool.js';
 import { type ConnectionTasks, TASK_CANCELLED, TASK_POLL_MS, type TaskEntry, type TaskWatch } from './tasks.js';
 
 /** What a call does once the session has decided (one call at a time): see `decide`. */
 type Step =
   | { kind: 'result'; result: CallToolResult }
-  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; mode: Mode }
+  | { kind: 'execute'; tool: ToolSpec; args: Record<string, unknown>; mode: Mode; note: RunNote }
   | { kind: 'ask'; tool: ToolSpec }
   | { kind: 'wait'; flight: Flight; fresh: boolean };
 
@@ -82,7 +83,7 @@ export class McpSession extends SessionCards {
       case 'result':
         return step.result;
       case 'execute':
-        return this.execute(call, step.tool, step.args, step.mode, signal);
+        return this.execute(call, step.tool, step.args, step.mode, signal, undefined, step.note);
       case 'ask':
         await watch?.waiting(undefined, `Asking the user (by elicitation) to allow ${name} for the rest of this session: nothing has run.`);
         if (!(await this.askOnce(step.tool, call))) {
@@ -104,14 +105,15 @@ export class McpSession extends SessionCards {
    * a confirmation) waits on the user — however long: the client polls — then `completed` with the
    * call's result (its own error included), or `failed` saying why when the card was rejected or
    * expired or the user declined. The card is the one the console and `keel approvals` answer;
-   * `tasks/cancel` rejects it (`cancelTask`). A read never waits and is not a task (tools/list says so).
+   * `tasks/cancel` rejects it (`cancelTask`). A closed-world read never waits and is not a task
+   * (tools/list says so); an open-world read may wait on a card (O2), so it may be one.
    */
   async startTask(name: string, args: unknown, params: CreateTaskOptions, tasks: RequestTaskStore, store: ConnectionTasks): Promise<Task> {
     const tool = this.registry.byName.get(name);
-    if (tool?.declaration.effect === 'read') {
+    if (tool && !mayWait(tool)) {
       throw new McpError(
         ErrorCode.MethodNotFound,
-        `${name} only reads and never waits: call it without a task (tools/list: execution.taskSupport forbidden)`,
+        `${name} only reads, sends nothing out (no open_world) and never waits: call it without a task (tools/list: execution.taskSupport forbidden)`,
       );
     }
     // Kept while it waits (its card's expiry bounds that), and for as long again once it ended.
@@ -201,7 +203,10 @@ export class McpSession extends SessionCards {
           // Nothing to ask the user with: one card per session and tool, whose approval consents the tool.
           return this.flight(call, key, tool, 'consent');
         }
-        return { kind: 'result', result: await this.finish(call, tool, prepared.outcome, prepared.result, true, true) };
+        return {
+          kind: 'result',
+          result: await this.finish(call, tool, prepared.outcome, prepared.result, true, true, undefined, noteOf(prepared.verdict)),
+        };
       case 'repeat':
       case 'repeat_of_card':
       case 'ask_user':
@@ -210,10 +215,15 @@ export class McpSession extends SessionCards {
       case 'needs_card': {
         const kept = key && this.o.keepCards ? await this.keptCard(key) : undefined;
         if (kept) return this.keptFlight(kept, prepared.tool, call, key);
-        return this.flight(call, key, prepared.tool, 'approval', prepared.verdict);
+        // O2: an open-world call after untrusted content: its card marks the values that are not the user's.
+        return this.flight(call, key, prepared.tool, 'approval', prepared.verdict, prepared.outside);
       }
-      case 'execute':
-        return { kind: 'execute', tool: prepared.tool, args: prepared.args, mode };
+      case 'execute': {
+        // U4/O4: the exception that let it run after untrusted content is kept in its record, with the policies (PC11).
+        const note = noteOf(prepared.verdict);
+        if (prepared.allowed_after_untrusted) note.allowed_after_untrusted = prepared.allowed_after_untrusted;
+        return { kind: 'execute', tool: prepared.tool, args: prepared.args, mode, note };
+      }
     }
   }
 
@@ -228,11 +238,18 @@ export class McpSession extends SessionCards {
   }
 
   /** The call waits on a card: its own (approval), or its tool's consent card, made now if the tool has none pending. */
-  private async flight(call: ToolCall, key: string, tool: ToolSpec, kind: Flight['kind'], verdict?: PolicyVerdict): Promise<Step> {
+  private async flight(
+    call: ToolCall,
+    key: string,
+    tool: ToolSpec,
+    kind: Flight['kind'],
+    verdict?: PolicyVerdict,
+    outside?: readonly OutsideValue[],
+  ): Promise<Step> {
     const pending = kind === 'consent' ? this.consentCards.get(tool.name) : undefined;
     let card = pending;
     if (!card) {
-      const made = await this.makeCard(call, tool, kind, verdict);
+      const made = await this.makeCard(call, tool, kind, verdict, outside);
       if (typeof made !== 'string') return { kind: 'result', result: made };
       card = made;
       if (kind === 'consent') this.consentCards.set(tool.name, card);
@@ -272,4 +289,9 @@ export class McpSession extends SessionCards {
     if (this.run.state.status !== 'running') return;
     await this.run.end('done', 'session_closed', `MCP session closed after ${this.run.state.steps.length} call(s)`);
   }
+}
+
+/** PC11: what the session's trace keeps of the operator's verdict on a call. */
+function noteOf(verdict: PolicyVerdict | undefined): RunNote {
+  return verdict?.policies.length ? { policy: [...verdict.policies] } : {};
 }
