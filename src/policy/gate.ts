@@ -209,11 +209,12 @@ export function decide(input: GateInput): Decision {
   }
   if (narrowed && !exception) {
     if (state.consentedCalls.has(input.key)) return { kind: 'run' };
+    // O2: an open-world write carrying values the user did not write goes on a card that marks them.
+    if (leaves) return state.canPause ? { kind: 'needs_approval', narrowed: true, outside } : { kind: 'refuse_approval' };
     // Never asked about yet: held, and the confirmation shows exactly these calls (R15).
     const asked = state.consentAll || state.consented.has(tool.name) || state.declined.has(tool.name);
     if (tool.gate === 'confirm_once' && !asked) return { kind: 'hold_for_confirmation', declined: false };
-    if (!state.canPause) return { kind: 'refuse_approval' };
-    return leaves ? { kind: 'needs_approval', narrowed: true, outside } : { kind: 'needs_approval', narrowed: true };
+    return state.canPause ? { kind: 'needs_approval', narrowed: true } : { kind: 'refuse_approval' };
   }
   const run: Decision = exception ? { kind: 'run', allowed_after_untrusted: exception } : { kind: 'run' };
   if (tool.gate === 'none') return run;
