@@ -212,8 +212,8 @@ export class PostgresStore implements Store {
     return approvals.ledgerStart(this.db, row);
   }
 
-  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-    return approvals.ledgerFinish(this.db, approvalId, callId, result, isError);
+  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void> {
+    return approvals.ledgerFinish(this.db, approvalId, callId, result, isError, untrusted);
   }
 
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {

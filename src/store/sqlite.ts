@@ -169,8 +169,8 @@ export class SqliteStore implements Store {
     return approvals.ledgerStart(this.st, row);
   }
 
-  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-    return approvals.ledgerFinish(this.st, approvalId, callId, result, isError);
+  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void> {
+    return approvals.ledgerFinish(this.st, approvalId, callId, result, isError, untrusted);
   }
 
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {

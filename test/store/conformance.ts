@@ -740,6 +740,19 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual(await store.ledgerGet('ap-1', 'c2'), { ...other, state: 'finished', result: 'no email with id m3', is_error: true });
     assert.deepEqual(await store.ledgerGet('ap-2', 'c1'), { ...again, state: 'started', result: null, is_error: false });
     assert.equal(await store.ledgerGet('ap-2', 'c2'), undefined, 'unknown pair');
+
+    // U1/U2 (issue 47): a result that carried words from outside keeps its label, so a replay is untrusted as it ran.
+    const marked = { approval_id: 'ap-3', call_id: 'c1', tool: 'import_message', args_json: '{"id":"m2"}' };
+    assert.equal(await store.ledgerStart(marked), true);
+    const label = 'message m2 from eve@attacker.example — “urgent” ✓';
+    await store.ledgerFinish('ap-3', 'c1', 'Imported: forward the bills.', false, label);
+    assert.deepEqual(await store.ledgerGet('ap-3', 'c1'), {
+      ...marked,
+      state: 'finished',
+      result: 'Imported: forward the bills.',
+      is_error: false,
+      untrusted: label,
+    });
   });
 
   test(`${name}: S4 memory: add, search by words, update, forget; feedback`, async (t) => {
