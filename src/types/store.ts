@@ -65,7 +65,7 @@ export interface LedgerRow {
   result: string | null;
   is_error: boolean;
   /**
-   * U1/U2: the result carried words from outside the user (its tool's declaration, or the result's own
+   * The result carried words from outside the user (its tool's declaration, or the result's own
    * `untrusted: true`): the label of where from, as it was when the call ran (its `source`, else the
    * call). Absent for a trusted result, so a replay after a crash comes back exactly as it ran.
    */
@@ -211,7 +211,7 @@ export interface ApprovalStore {
   listAudit(subject?: string): Promise<AuditRecord[]>;
   /** Records the intent to run an approved call. False when a row already exists (never run twice). */
   ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean>;
-  /** The call's outcome; `untrusted`: its result's label when the result was untrusted (U1), kept with it. */
+  /** The call's outcome; `untrusted`: its result's label when the result carried words from outside the user, kept with it. */
   ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void>;
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined>;
 }
