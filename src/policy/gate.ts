@@ -168,8 +168,9 @@ export function decide(input: GateInput): Decision {
   // U5: a no is remembered: the very call the person refused is not put to them again.
   if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
   // PC8: an `@ask` permit puts the call on a card pinned to its arguments, whatever its declared gate
-  // and whatever the person consented to before: a policy tightens, never loosens.
-  if (tool.gate === 'approval' || verdict?.decision === 'ask')
+  // and whatever the person consented to before: a policy tightens, never loosens. A9: a call the
+  // policy routes (`@approvers`) that asks anyone at all is consented only on its routed card.
+  if (tool.gate === 'approval' || verdict?.decision === 'ask' || (verdict?.approvers?.length && tool.gate !== 'none'))
     return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
   // A read changes nothing: what it has read is recorded once it ran (a read an operator rule tightened is gated as a write).
   if (tool.gate === 'none' && tool.declaration.effect === 'read') return { kind: 'run' };
