@@ -24,6 +24,7 @@ import type {
   Mode,
   PushSubscriptionRecord,
   RunEvent,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -90,8 +91,8 @@ export class PostgresStore implements Store {
     return this.db.transaction(f);
   }
 
-  createRun(run: RunState): Promise<void> {
-    return this.runs.createRun(run);
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean> {
+    return this.runs.createRun(run, limit);
   }
 
   saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {

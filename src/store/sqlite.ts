@@ -17,6 +17,7 @@ import type {
   Mode,
   PushSubscriptionRecord,
   RunEvent,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -69,8 +70,8 @@ export class SqliteStore implements Store {
     leases.renewLeases(this.st);
   }
 
-  createRun(run: RunState): Promise<void> {
-    return runs.createRun(this.st, run);
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean> {
+    return runs.createRun(this.st, run, limit);
   }
 
   saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {

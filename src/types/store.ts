@@ -87,7 +87,13 @@ export interface Memory {
  * same store; only the process that holds a run (it created or claimed it) saves it.
  */
 export interface RunStore {
-  createRun(run: RunState): Promise<void>;
+  /**
+   * Stores a new run. With `limit` (a delegate's run), only while fewer than
+   * `limit.activeDelegates` delegates' runs are running or paused in the whole store — counted and
+   * inserted atomically, whichever processes start delegates at once; false when refused (nothing
+   * stored). True otherwise.
+   */
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean>;
   /**
    * Writes the run's fields and appends the messages, steps and requests the store does not have
    * yet, in one transaction. The transcript only grows: a run with fewer messages, steps or
@@ -151,6 +157,11 @@ export interface RunStore {
    * by name, at most `limit` (what fills a menu whose request matches no tool).
    */
   toolUsage(limit: number): Promise<ToolUsage[]>;
+}
+
+/** How many delegates' runs (runs with a parent) may be running or paused at once in a store. */
+export interface RunLimit {
+  activeDelegates: number;
 }
 
 /** An event a save appends to the run's journal (see saveRun); `id` is set by the store. */
