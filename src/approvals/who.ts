@@ -15,12 +15,14 @@ import { KeelError } from '../util/errors.js';
  *   stdio): the operator, who holds the store file itself, may answer any card.
  * - `app`: an application through the library (`keel.approve()`): the application is the authority
  *   and names its own actor.
+ * - `app_user`: a person an application's own authentication signed in, answering through its chat
+ *   (`chatHandler`'s actor): the groups the application gives apply, as a token's do.
  */
 export interface Answerer {
   name: string;
   role?: string;
   groups: readonly string[];
-  kind: 'token' | 'user' | 'mcp' | 'app';
+  kind: 'token' | 'user' | 'mcp' | 'app' | 'app_user';
 }
 
 /** A card's groups, or none (a card with an empty list is not routed). */
@@ -30,8 +32,8 @@ export function approversOf(card: Pick<ApprovalCard, 'approvers'>): readonly str
 
 /**
  * A9: may `who` answer `card`? A card without approvers: yes (roles are checked where they are, as
- * before). With approvers: a token (or an MCP client's token) in one of the groups; the machine's
- * own user and an application, always.
+ * before). With approvers: a token (or an MCP client's token, or an application's signed-in user) in
+ * one of the groups; the machine's own user and an application itself, always.
  */
 export function mayAnswer(card: Pick<ApprovalCard, 'approvers'>, who: Answerer): boolean {
   // Not routed: roles decide. Routed to no group at all (its calls' policies share none: card.ts

@@ -186,7 +186,10 @@ export function registerPolicy(
               : 'forbidden: no permit matches (Cedar denies by default)'
             : verdict.decision === 'ask'
               ? 'ask: an approval card pinned to these arguments'
-              : `permit: the tool's declared gate (${tool.policy?.declared_gate ?? tool.gate})`;
+              : // A9: a routed call that asks anyone is consented only on its routed card, never a confirmation.
+                verdict.approvers?.length && tool.gate !== 'none'
+                ? `permit, routed: an approval card pinned to these arguments, never a confirmation (declared gate ${tool.policy?.declared_gate ?? tool.gate})`
+                : `permit: the tool's declared gate (${tool.policy?.declared_gate ?? tool.gate})`;
         const lines = [
           `${name} as ${principal.name} (${principal.kind}${principal.role ? `, ${principal.role}` : ''}${principal.groups.length ? `, groups ${principal.groups.join(', ')}` : ''}), mode ${o.mode}: ${what}`,
           ...verdict.policies.map((id) => `  by ${id}${atOf(p.policies, id)}`),

@@ -76,6 +76,8 @@ async function startChild(core: KeelCore, c: ChildStart): Promise<RunState> {
       notes: [...deps.notes, ...missingNote(c.delegate.name, c.delegate.tools, deps.registry.pool)],
       delegate: { parent, session_id: c.parent.session_id, untrusted: c.untrusted },
       id,
+      // D5: the store inserts the run only within max_total, atomically (RunLimitReached otherwise).
+      limit: { activeDelegates: c.max_total },
       // PC9: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
       ...(c.parent.principal ? { principal: c.parent.principal } : {}),
     }),

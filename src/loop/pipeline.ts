@@ -350,7 +350,10 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
       const row = await ledger.store.ledgerGet(ledger.approval_id, callId);
       if (row?.state === 'finished') {
         const done: Executed = { outcome: 'ran', content: row.result ?? '', is_error: row.is_error };
-        if (tool.declaration.output === 'untrusted') done.untrusted = untrustedLabel(tool, args, undefined);
+        // U1/U2: the result comes back as it ran — its own untrusted mark and source label kept by the
+        // ledger; the declaration still counts for a row written before the ledger kept them.
+        const label = row.untrusted ?? (tool.declaration.output === 'untrusted' ? untrustedLabel(tool, args, undefined) : undefined);
+        if (label !== undefined) done.untrusted = label;
         return done;
       }
       return { ...coreResult(SAY.unknownOutcome(tool.name)), unknown_outcome: true };
@@ -397,7 +400,7 @@ export async function executeCall(ctx: ExecuteContext, tool: ToolSpec, callId: s
   const storable = storableText(result.content);
   if (storable.replaced) result = { ...result, content: `${storable.text}\n${SAY.unstorableReplaced(storable.replaced)}` };
   if (ledger) {
-    await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error);
+    await ledger.store.ledgerFinish(ledger.approval_id, callId, result.content, result.is_error, result.untrusted);
     crashPoint('after-approved-call');
   }
   return result;

@@ -24,6 +24,7 @@ import type {
   Principal,
   RequestTrace,
   RunEvent,
+  RunLimit,
   RunState,
   RunStatus,
   RunStore,
@@ -81,6 +82,15 @@ export interface NewRun {
   parent?: TaskParent;
   /** The run's id, when its starter makes it (a delegate's, from its parent and task call); else a random one. */
   id?: string;
+  /** D5: a delegate's run is stored only within this limit, checked by the store as it inserts (RunLimitReached otherwise). */
+  limit?: RunLimit;
+}
+
+/** D5: the store refused a new delegate's run: the limit on delegates running at once in the store was reached. */
+export class RunLimitReached extends KeelError {
+  constructor(readonly limit: RunLimit) {
+    super('conflict', `no run started: ${limit.activeDelegates} delegates are already running or paused in this store`);
+  }
 }
 
 /** Holds one run's state and is the only thing that changes it; `save` is the only way it is stored. */
@@ -151,7 +161,8 @@ export class RunWriter {
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
     if (input.principal) s.principal = { ...input.principal, groups: [...input.principal.groups] };
     if (input.parent) s.parent = { ...input.parent };
-    await store?.createRun(s);
+    // A store written before limits returns nothing: only an explicit false is a refusal.
+    if (store && (await store.createRun(s, input.limit)) === false && input.limit) throw new RunLimitReached(input.limit);
     return new RunWriter(s, store, clock);
   }
 

@@ -181,8 +181,9 @@ export function decide(input: GateInput): Decision {
   // U5: a no is remembered: the very call the person refused is not put to them again.
   if (state.declinedCalls.has(input.key)) return { kind: 'declined_call' };
   // PC8: an `@ask` permit puts the call on a card pinned to its arguments, whatever its declared gate
-  // and whatever the person consented to before: a policy tightens, never loosens.
-  if (tool.gate === 'approval' || verdict?.decision === 'ask')
+  // and whatever the person consented to before: a policy tightens, never loosens. A9: a call the
+  // policy routes (`@approvers`) that asks anyone at all is consented only on its routed card.
+  if (tool.gate === 'approval' || verdict?.decision === 'ask' || (verdict?.approvers?.length && tool.gate !== 'none'))
     return state.canPause ? { kind: 'needs_approval' } : { kind: 'refuse_approval' };
   // U3: once words from outside the user are in the run, a yes covers only the exact calls the
   // person was shown; every other write waits on a card pinned to its arguments — unless an

@@ -155,4 +155,14 @@ CREATE INDEX runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL;
 ALTER TABLE runs ADD COLUMN principal JSONB;
 `,
   },
+  {
+    version: 7,
+    name: 'ledger_provenance',
+    sql: `
+-- U1/U2 (issue 47): an approved call's result that carried words from outside the user keeps its label
+-- (where from) in the ledger, so the result replayed after a crash comes back untrusted, as it ran
+-- (NULL: a trusted result).
+ALTER TABLE ledger ADD COLUMN untrusted JSONB;
+`,
+  },
 ];

@@ -24,6 +24,7 @@ import type {
   Mode,
   PushSubscriptionRecord,
   RunEvent,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -90,8 +91,8 @@ export class PostgresStore implements Store {
     return this.db.transaction(f);
   }
 
-  createRun(run: RunState): Promise<void> {
-    return this.runs.createRun(run);
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean> {
+    return this.runs.createRun(run, limit);
   }
 
   saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
@@ -212,8 +213,8 @@ export class PostgresStore implements Store {
     return approvals.ledgerStart(this.db, row);
   }
 
-  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-    return approvals.ledgerFinish(this.db, approvalId, callId, result, isError);
+  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void> {
+    return approvals.ledgerFinish(this.db, approvalId, callId, result, isError, untrusted);
   }
 
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {

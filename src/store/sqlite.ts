@@ -17,6 +17,7 @@ import type {
   Mode,
   PushSubscriptionRecord,
   RunEvent,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -69,8 +70,8 @@ export class SqliteStore implements Store {
     leases.renewLeases(this.st);
   }
 
-  createRun(run: RunState): Promise<void> {
-    return runs.createRun(this.st, run);
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean> {
+    return runs.createRun(this.st, run, limit);
   }
 
   saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
@@ -169,8 +170,8 @@ export class SqliteStore implements Store {
     return approvals.ledgerStart(this.st, row);
   }
 
-  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-    return approvals.ledgerFinish(this.st, approvalId, callId, result, isError);
+  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void> {
+    return approvals.ledgerFinish(this.st, approvalId, callId, result, isError, untrusted);
   }
 
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined> {

@@ -3,6 +3,7 @@
  * stopped, within their limits (D1–D6). Never gives a delegate a tool its parent may not use.
  */
 import type { DelegateConfig, KeelConfig } from '../config/config.js';
+import { RunLimitReached } from '../loop/run.js';
 import { SAY } from '../loop/sentences.js';
 import { awaitTask, ended, taskResult } from '../loop/tasks.js';
 import { coreTool } from '../tools/builtins.js';
@@ -35,6 +36,8 @@ export interface ChildStart {
   call_id: string;
   /** U2: what the parent had read from outside the user: its model wrote the prompt. */
   untrusted: readonly UntrustedSource[];
+  /** D5: the store starts the run only while fewer delegates than this are running or paused in it (RunLimitReached). */
+  max_total: number;
 }
 
 /** U2: the task family carries provenance: a delegate starts with what its parent had read, and its answer carries what it read. */
@@ -88,14 +91,23 @@ export class Subagents {
     const all = await this.host.activeChildren();
     if (all >= this.config.max_total) return { content: SAY.tooManyTasks(all, this.config.max_total, 'total'), is_error: true };
     const taskId = `tk_${children.length + 1}`;
-    const child = await this.host.startChild({
-      parent,
-      delegate: d,
-      prompt,
-      task_id: taskId,
-      call_id: ctx.call_id,
-      untrusted: ctx.untrusted ?? [],
-    });
+    let child: RunState;
+    try {
+      child = await this.host.startChild({
+        parent,
+        delegate: d,
+        prompt,
+        task_id: taskId,
+        call_id: ctx.call_id,
+        untrusted: ctx.untrusted ?? [],
+        max_total: this.config.max_total,
+      });
+    } catch (err) {
+      // D5: the count above is a hint; the store's own check as it inserts the run is the limit (runs started at once).
+      if (err instanceof RunLimitReached)
+        return { content: SAY.tooManyTasks(this.config.max_total, this.config.max_total, 'total'), is_error: true };
+      throw err;
+    }
     this.created++;
     return SAY.taskStarted(child.parent?.task_id ?? taskId, name);
   }

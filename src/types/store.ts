@@ -64,6 +64,12 @@ export interface LedgerRow {
   state: 'started' | 'finished';
   result: string | null;
   is_error: boolean;
+  /**
+   * The result carried words from outside the user (its tool's declaration, or the result's own
+   * `untrusted: true`): the label of where from, as it was when the call ran (its `source`, else the
+   * call). Absent for a trusted result, so a replay after a crash comes back exactly as it ran.
+   */
+  untrusted?: string;
 }
 
 export interface Memory {
@@ -81,7 +87,13 @@ export interface Memory {
  * same store; only the process that holds a run (it created or claimed it) saves it.
  */
 export interface RunStore {
-  createRun(run: RunState): Promise<void>;
+  /**
+   * Stores a new run. With `limit` (a delegate's run), only while fewer than
+   * `limit.activeDelegates` delegates' runs are running or paused in the whole store — counted and
+   * inserted atomically, whichever processes start delegates at once; false when refused (nothing
+   * stored). True otherwise.
+   */
+  createRun(run: RunState, limit?: RunLimit): Promise<boolean>;
   /**
    * Writes the run's fields and appends the messages, steps and requests the store does not have
    * yet, in one transaction. The transcript only grows: a run with fewer messages, steps or
@@ -147,6 +159,11 @@ export interface RunStore {
   toolUsage(limit: number): Promise<ToolUsage[]>;
 }
 
+/** How many delegates' runs (runs with a parent) may be running or paused at once in a store. */
+export interface RunLimit {
+  activeDelegates: number;
+}
+
 /** An event a save appends to the run's journal (see saveRun); `id` is set by the store. */
 export interface JournalEntry {
   event: RunEvent;
@@ -205,7 +222,8 @@ export interface ApprovalStore {
   listAudit(subject?: string): Promise<AuditRecord[]>;
   /** Records the intent to run an approved call. False when a row already exists (never run twice). */
   ledgerStart(row: Omit<LedgerRow, 'state' | 'result' | 'is_error'>): Promise<boolean>;
-  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean): Promise<void>;
+  /** The call's outcome; `untrusted`: its result's label when the result carried words from outside the user, kept with it. */
+  ledgerFinish(approvalId: string, callId: string, result: string, isError: boolean, untrusted?: string): Promise<void>;
   ledgerGet(approvalId: string, callId: string): Promise<LedgerRow | undefined>;
 }
 

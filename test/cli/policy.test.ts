@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { FIXTURES, json, keel, tempHome } from '../support/helpers.js';
+import { PAYMENTS } from '../support/policy.js';
 
 const home = tempHome('keel-cli-policy-');
 const env = { KEEL_HOME: home };
@@ -100,6 +101,26 @@ test('PC1: keel policy explain prints the decision and the ids of the policies t
     decision: 'forbid',
     policies: ['no-mail-after-outside'],
   });
+});
+
+test('A9/PC8 (issue 47): keel policy explain says a confirm-once write a plain @approvers permit routes gets a routed card, never a confirmation', async () => {
+  const file = join(home, 'routed.cedar');
+  writeFileSync(
+    file,
+    'permit (principal, action == Keel::Action::"call", resource);\n\n@id("finance-pays")\n@approvers("finance")\npermit (principal, action == Keel::Action::"call", resource in Keel::Plugin::"payments");\n',
+  );
+  const run = (...args: string[]) => keel(['policy', 'explain', ...args, '--file', file, '--plugins', PAYMENTS], env);
+  const pay = await run('pay', '--args', '{"to":"acme","amount":120}', '--as', 'bob:ops');
+  assert.equal(pay.code, 0, pay.stderr);
+  assert.match(
+    pay.stdout,
+    /^pay as bob \(token, groups ops\), mode agent: permit, routed: an approval card pinned to these arguments, never a confirmation \(declared gate confirm_once\)\n/,
+  );
+  assert.match(pay.stdout, /\n {2}approvers: finance\n$/);
+  // A read asks no one, routed or not: its declared gate.
+  const lookup = await run('lookup', '--args', '{"name":"acme"}', '--as', 'bob:ops');
+  assert.equal(lookup.code, 0, lookup.stderr);
+  assert.match(lookup.stdout, /mode agent: permit: the tool's declared gate \(none\)\n/);
 });
 
 test('keel policy explain: bad JSON, a bad mode, arguments the tool refuses, an unknown token or tool, and no policy file are exit 2, one line each', async () => {

@@ -150,3 +150,21 @@ test('PC11: prepare keeps the verdict for the trace and the card: policies that 
     assert.match(denied.result, /policy no-wipe/);
   }
 });
+
+test('A9/PC8 (issue 47): a plain permit that routes a call (@approvers) consents it only on a routed card — never a confirmation, nor a yes given before; a call that asks no one still runs', async () => {
+  const ROUTED: PolicyVerdict = { decision: 'permit', policies: ['all', 'finance-pays'], approvers: ['finance'] };
+  assert.deepEqual(gate(once, ROUTED).decision, { kind: 'needs_approval' }, 'a confirm-once write: a card, not a hold');
+  const consented = deriveGateState([], true);
+  consented.consented.add('create_reminder');
+  consented.consentAll = true;
+  assert.deepEqual(gate(once, ROUTED, { state: consented }).decision, { kind: 'needs_approval' }, 'an earlier yes covers no routed call');
+  assert.deepEqual(gate(destructive, ROUTED).decision, { kind: 'needs_approval' }, 'a destructive call keeps its card');
+  assert.deepEqual(gate(read, ROUTED).decision, { kind: 'run' }, 'a read asks no one');
+  assert.deepEqual(gate(never, ROUTED).decision, { kind: 'run' }, 'a confirm: never write asks no one');
+  assert.deepEqual(gate(once, PERMIT).decision, { kind: 'hold_for_confirmation', declined: false }, 'unrouted: its confirmation');
+  assert.deepEqual(gate(once, ROUTED, { state: deriveGateState([], false) }).decision, { kind: 'refuse_approval' }, 'no store');
+  // The card it makes is routed to the group.
+  const r = await prepareApproval('c1', once, {}, ROUTED);
+  assert.ok(r.kind === 'approval');
+  assert.deepEqual(r.item.approvers, ['finance']);
+});

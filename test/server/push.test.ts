@@ -19,12 +19,13 @@ import {
   maskArguments,
   Push,
   plainTitle,
+  pushMessage,
   pushSubject,
   QUESTION_TITLE,
 } from '../../src/server/alerts/push.js';
 import { PostgresStore } from '../../src/store/postgres.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
-import type { Store } from '../../src/types/index.js';
+import type { Pause, Store } from '../../src/types/index.js';
 import { calls, script, tempHome } from '../support/helpers.js';
 import { dropSchemas, freshSchema, testPgUrl, withSchema } from '../support/pg.js';
 import { type TestServer, testServer } from '../support/server.js';
@@ -330,6 +331,37 @@ test('S7: what a push may say — argument values masked, control and direction 
   assert.equal(pushSubject({ KEEL_PUSH_SUBJECT: 'https://example.com/contact' }), 'https://example.com/contact');
   assert.equal(pushSubject({}), undefined);
   assert.throws(() => pushSubject({ KEEL_PUSH_SUBJECT: 'ops@example.com' }), /mailto:/);
+});
+
+test('S7 (issue 47): the mask covers every value the title could quote — long arguments first, thousands of values, deep nesting, a title that spaces collapse', () => {
+  const quoted = 'ACME-9931-PAYROLL';
+  const title = `Delete ${quoted}`;
+  // A long argument before the one the title quotes (arguments may be 1,000,000 characters).
+  assert.equal(maskArguments(title, [{ note: 'x'.repeat(999_000), account: quoted }]), 'Delete …');
+  assert.equal(maskArguments(title, [{ note: 'lorem ipsum '.repeat(80_000) }, { account: quoted.toLowerCase() }]), 'Delete …');
+  // Past a thousand values, and deeper than ten levels.
+  const many = Array.from({ length: 5_000 }, (_, i) => `tag-${i}`);
+  assert.equal(maskArguments(title, [{ tags: many, account: quoted }]), 'Delete …');
+  let deep: unknown = { account: quoted };
+  for (let i = 0; i < 40; i++) deep = { next: deep };
+  assert.equal(maskArguments(title, [deep]), 'Delete …');
+  // What a push would carry: the title made plain and cut first, so the mask reads what the screen shows.
+  const pause = (cardTitle: string, args: Record<string, unknown>) =>
+    ({
+      kind: 'approval',
+      approval_id: 'apr_1',
+      card: { title: cardTitle },
+      items: [{ call_id: 'c1', tool: 'wipe', args }],
+    }) as unknown as Pause;
+  assert.equal(pushMessage('r1', pause(title, { note: 'y'.repeat(999_000), account: quoted }))?.title, 'Delete …');
+  assert.equal(pushMessage('r1', pause(`Delete${' '.repeat(2_000)}${quoted}`, { account: quoted }))?.title, 'Delete …');
+  assert.equal(pushMessage('r1', pause(`Delete\u200b${'\u202e'.repeat(1_500)}${quoted}`, { account: quoted }))?.title, 'Delete …');
+  // Reading a million characters of arguments once stays cheap.
+  const started = performance.now();
+  maskArguments(`${title} now, as finance asked in last week’s ticket about the payroll account`, [
+    { note: 'ø'.repeat(999_000), account: quoted },
+  ]);
+  assert.ok(performance.now() - started < 1_000, `masked in ${Math.round(performance.now() - started)} ms`);
 });
 
 test('S7: addresses a push never goes to — loopback, private, link-local, CGNAT, unspecified, multicast, metadata; the test switch lets loopback through, nothing else', () => {

@@ -278,6 +278,48 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.notEqual(store.kind, '');
   });
 
+  test(`${name}: D5 (issue 47) createRun with a limit counts the delegates' runs not over and inserts atomically — many at once, exactly the limit start`, async (t) => {
+    const store = await fresh(t);
+    const delegate = (id: string, over: Partial<RunState> = {}) =>
+      sampleRun(id, {
+        status: 'running',
+        reason: null,
+        pause: null,
+        owner: null,
+        parent: { run_id: 'run-parent', delegate: 'cleaner', depth: 1, task_id: 'tk_1', request: 'clean up' },
+        ...over,
+      });
+    const limit = { activeDelegates: 2 };
+    assert.equal(
+      await store.createRun(sampleRun('run-parent', { status: 'running', reason: null, pause: null, owner: null }), limit),
+      true,
+    );
+    assert.equal(
+      await store.createRun(sampleRun('run-top', { status: 'running', reason: null, pause: null, owner: null })),
+      true,
+      'no limit',
+    );
+    // Six started at once (on PostgreSQL, on as many connections): two are stored, four refused with nothing stored.
+    const made = await Promise.all([1, 2, 3, 4, 5, 6].map((i) => store.createRun(delegate(`run-d${i}`), limit)));
+    assert.equal(made.filter(Boolean).length, 2, JSON.stringify(made));
+    const kept = [1, 2, 3, 4, 5, 6].filter((_, i) => made[i]);
+    for (const [i, ok] of made.entries()) assert.equal((await store.loadRun(`run-d${i + 1}`)) !== undefined, ok, `run-d${i + 1}`);
+    assert.equal(
+      await store.createRun(
+        delegate('run-d7', { status: 'paused', reason: 'awaiting_user_input', pause: askPause(1), pause_seq: 1 }),
+        limit,
+      ),
+      false,
+    );
+    // A delegate's run that ended frees its place; runs without a parent never count.
+    const first = await store.loadRun(`run-d${kept[0]}`);
+    assert.ok(first);
+    await store.saveRun({ ...first, status: 'done', reason: 'final_answer', answer: 'done' });
+    assert.equal(await store.createRun(delegate('run-d8'), limit), true);
+    assert.equal(await store.createRun(delegate('run-d9'), limit), false);
+    assert.equal(await store.createRun(delegate('run-d10'), { activeDelegates: 3 }), true, 'a larger limit');
+  });
+
   test(`${name}: S4/R26 createRun + loadRun round-trip every RunState field (both pause kinds)`, async (t) => {
     const store = await fresh(t);
     const a = sampleRun('run-a');
@@ -740,6 +782,19 @@ export function storeConformance(name: string, open: () => Promise<Store> | Stor
     assert.deepEqual(await store.ledgerGet('ap-1', 'c2'), { ...other, state: 'finished', result: 'no email with id m3', is_error: true });
     assert.deepEqual(await store.ledgerGet('ap-2', 'c1'), { ...again, state: 'started', result: null, is_error: false });
     assert.equal(await store.ledgerGet('ap-2', 'c2'), undefined, 'unknown pair');
+
+    // U1/U2 (issue 47): a result that carried words from outside keeps its label, so a replay is untrusted as it ran.
+    const marked = { approval_id: 'ap-3', call_id: 'c1', tool: 'import_message', args_json: '{"id":"m2"}' };
+    assert.equal(await store.ledgerStart(marked), true);
+    const label = 'message m2 from eve@attacker.example — “urgent” ✓';
+    await store.ledgerFinish('ap-3', 'c1', 'Imported: forward the bills.', false, label);
+    assert.deepEqual(await store.ledgerGet('ap-3', 'c1'), {
+      ...marked,
+      state: 'finished',
+      result: 'Imported: forward the bills.',
+      is_error: false,
+      untrusted: label,
+    });
   });
 
   test(`${name}: S4 memory: add, search by words, update, forget; feedback`, async (t) => {

@@ -37,69 +37,119 @@ export function plainTitle(s: string, max = MAX_TITLE_CHARS): string {
   return truncate(t, max);
 }
 
-/** Every string (and number) in `args`, nested, at most `limit` of them. */
-function leaves(v: unknown, out: string[], limit: number, depth = 0): void {
-  if (out.length >= limit || depth > 10) return;
+/**
+ * Every string (and number) in `args`, nested, all of them: arguments are bounded where they enter a
+ * run (1,000,000 characters, 64 levels), and a title may quote any of them. `seen` guards a value
+ * reached twice (shared, or a cycle an application built).
+ */
+function leaves(v: unknown, out: string[], seen: Set<object>): void {
   if (typeof v === 'string') out.push(v);
   else if (typeof v === 'number' && Number.isFinite(v)) out.push(String(v));
-  else if (Array.isArray(v)) for (const x of v) leaves(x, out, limit, depth + 1);
-  else if (v && typeof v === 'object') for (const x of Object.values(v)) leaves(x, out, limit, depth + 1);
+  else if (v && typeof v === 'object' && !seen.has(v)) {
+    seen.add(v);
+    for (const x of Array.isArray(v) ? v : Object.values(v)) leaves(x, out, seen);
+  }
 }
 
-/** Lower case, one code unit for one (a letter whose lower case is longer is kept): indexes stay the same. */
+/** Each UTF-16 code unit's fold, looked up once (0: not yet). */
+const FOLDED = new Uint16Array(0x10000);
+
+/** Lower case of one code unit, or itself when its lower case is longer: indexes stay the same. */
+function foldUnit(c: number): number {
+  if (c < 0x80) return c >= 0x41 && c <= 0x5a ? c + 0x20 : c;
+  let f = FOLDED[c];
+  if (f === 0) {
+    const l = String.fromCharCode(c).toLowerCase();
+    f = FOLDED[c] = l.length === 1 ? l.charCodeAt(0) : c;
+  }
+  return f;
+}
+
 function fold(s: string): string {
   let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const l = s[i].toLowerCase();
-    out += l.length === 1 ? l : s[i];
-  }
+  for (let i = 0; i < s.length; i++) out += String.fromCharCode(foldUnit(s.charCodeAt(i)));
   return out;
 }
 
-/** How many characters of argument text a title is compared with, and how long a title may be. */
-const MASK_HAYSTACK = 50_000;
+/** How much of a title is looked at (a push shows MAX_TITLE_CHARS of it). */
 const MASK_TITLE = 1_000;
 /** A run of the title this long that also appears in an argument is masked; shorter values only as whole words. */
 const MASK_RUN = 4;
 
 /**
+ * The title's runs of MASK_RUN characters (folded) that appear in some value: indexed by their first
+ * and last two code units, so every value is read once, character by character, whatever its length
+ * and however many values there are — never a search per run, nor a copy of the values.
+ */
+function runsFound(low: string, values: readonly string[]): boolean[] {
+  const found: boolean[] = new Array(Math.max(0, low.length - MASK_RUN + 1)).fill(false);
+  const runs = new Map<number, Map<number, number[]>>();
+  for (let i = 0; i + MASK_RUN <= low.length; i++) {
+    const head = ((low.charCodeAt(i) << 16) | low.charCodeAt(i + 1)) >>> 0;
+    const tail = ((low.charCodeAt(i + 2) << 16) | low.charCodeAt(i + 3)) >>> 0;
+    let tails = runs.get(head);
+    if (!tails) runs.set(head, (tails = new Map()));
+    const at = tails.get(tail);
+    if (at) at.push(i);
+    else tails.set(tail, [i]);
+  }
+  let left = [...runs.values()].reduce((n, t) => n + t.size, 0);
+  for (const v of values) {
+    if (left === 0) break;
+    // a b c d: the value's last four code units, folded (no run spans two values).
+    let a = 0;
+    let b = 0;
+    let c = 0;
+    let d = 0;
+    for (let k = 0; k < v.length; k++) {
+      a = b;
+      b = c;
+      c = d;
+      d = foldUnit(v.charCodeAt(k));
+      if (k < MASK_RUN - 1) continue;
+      const tails = runs.get(((a << 16) | b) >>> 0);
+      const tail = ((c << 16) | d) >>> 0;
+      const at = tails?.get(tail);
+      if (!tails || !at) continue;
+      for (const i of at) found[i] = true;
+      tails.delete(tail);
+      if (--left === 0) break;
+    }
+  }
+  return found;
+}
+
+/**
  * `title` with the argument text in it replaced by "…": a plugin's card title may quote the call
  * ("Send \"Q3 numbers\" to bob@example.com"), whole or cut or joined otherwise ("Send email to
  * a@x.com, b@y.com" from "a@x.com,b@y.com"), and a push never carries the arguments. Every run of
- * MASK_RUN or more characters that also appears inside an argument value (a string or a number,
- * nested, compared case-insensitively) is masked, and a shorter value of two or three characters
- * where it stands as a whole word. It may mask a word the plugin wrote that an argument happens to
- * hold too: a push says less rather than more.
+ * MASK_RUN or more characters whose every MASK_RUN characters also appear inside an argument value
+ * (a string or a number, nested, compared case-insensitively) is masked — every value, however long
+ * the arguments and wherever the quoted one stands among them — and a shorter value of two or three
+ * characters where it stands as a whole word. It may mask a word the plugin wrote that an argument
+ * happens to hold too: a push says less rather than more.
  */
 export function maskArguments(title: string, args: readonly unknown[]): string {
   const values: string[] = [];
-  for (const a of args) leaves(a, values, 1000);
+  const seen = new Set<object>();
+  for (const a of args) leaves(a, values, seen);
   const t = title.slice(0, MASK_TITLE);
   const low = fold(t);
-  // NUL between values: no run spans two of them (a title made storable holds no NUL).
-  const hay = fold(values.join('\u0000')).slice(0, MASK_HAYSTACK);
   const masked = new Uint8Array(t.length);
-  for (let i = 0; i < t.length; ) {
-    // The longest run from i found in the arguments (every prefix of a match matches too).
-    let lo = 0;
-    let hi = t.length - i;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (hay.includes(low.slice(i, i + mid))) lo = mid;
-      else hi = mid - 1;
-    }
-    if (lo >= MASK_RUN) {
-      // The spaces around a run stay: "to …", not "to…".
-      let from = i;
-      let to = i + lo;
-      while (from < to && /\s/.test(t[from])) from++;
-      while (to > from && /\s/.test(t[to - 1])) to--;
-      masked.fill(1, from, to);
-      i += lo;
-    } else i++;
+  runsFound(low, values).forEach((hit, i) => {
+    if (hit) masked.fill(1, i, i + MASK_RUN);
+  });
+  // The spaces around a masked stretch stay: "to …", not "to…".
+  for (let i = 0; i < t.length; i++) {
+    if (!masked[i] || (i > 0 && masked[i - 1])) continue;
+    let to = i;
+    while (to < t.length && masked[to]) to++;
+    for (let k = i; k < to && /\s/.test(t[k]); k++) masked[k] = 0;
+    for (let k = to - 1; k >= i && /\s/.test(t[k]); k--) masked[k] = 0;
+    i = to;
   }
-  for (const v of new Set(values.map((x) => fold(x.trim())))) {
-    if (v.length < 2 || v.length >= MASK_RUN) continue;
+  for (const v of new Set(values.filter((x) => x.trim().length < MASK_RUN).map((x) => fold(x.trim())))) {
+    if (v.length < 2) continue;
     for (let at = low.indexOf(v); at !== -1; at = low.indexOf(v, at + 1)) {
       const before = low[at - 1] ?? ' ';
       const after = low[at + v.length] ?? ' ';
@@ -118,9 +168,11 @@ export function maskArguments(title: string, args: readonly unknown[]): string {
 export function pushMessage(runId: string, pause: Pause): PushMessage | undefined {
   const run = encodeURIComponent(runId);
   if (pause.kind === 'approval') {
+    // Made plain and cut first, then masked: the mask reads what a lock screen would show, however far
+    // into the plugin's title it stood before spaces collapsed and control characters went.
     const title = plainTitle(
       maskArguments(
-        pause.card.title,
+        plainTitle(pause.card.title),
         pause.items.flatMap((i) => [i.args, i.original_args ?? null]),
       ),
     );

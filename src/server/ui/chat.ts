@@ -257,7 +257,8 @@ export class UiChat {
             actor: who.name,
             reason: r.reason ?? null,
             // A9: the one answer path checks who may answer a routed card.
-            who: { name: who.name, role: who.role, groups: [...(who.groups ?? [])], kind: who.kind ?? 'token' },
+            // An application's signed-in user is held to the card's groups as a token is: not the app's own authority.
+            who: { name: who.name, role: who.role, groups: [...(who.groups ?? [])], kind: who.kind === 'app' ? 'app_user' : 'token' },
           });
           if (leg) this.submit(leg);
           this.d.hub.wake(run.id);
@@ -268,6 +269,9 @@ export class UiChat {
         if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
         // Answered elsewhere (the console, the CLI, another page), or refused: said here; the run's truth follows.
         notices.push(notice(err.code === 'conflict' ? 'conflict' : 'refused', err.message, id));
+        // Refused (A9: a card routed to groups the caller is not in): the card still waits for someone else, so
+        // its calls are settled in this chat as not answered — a page that sends on every answered card stops here.
+        if (err.code !== 'conflict') settle(r.calls, err.message);
       }
       join(
         run.id,

@@ -1,12 +1,14 @@
 /**
  * Issue 41: the chat endpoint as a handler an application mounts in its own route (a `Request` in,
  * a `Response` out: Next.js route handlers, Hono, anything with the Fetch API), behind the useChat
- * page it already has. The application's own authentication decides who calls (`actor`); the rest
- * is keel serve's endpoint: the same module (UiChat), the same answer path, the same stream.
+ * page it already has. The application's own authentication decides who calls (`actor`: a name, a
+ * role, groups); the rest is keel serve's endpoint: the same module (UiChat), the same answer path
+ * (A9: a routed card only by a caller in its groups), the same stream.
  */
 
 import type { Keel } from '../../keel/keel.js';
 import { type ModelClient, ModelError } from '../../models/types.js';
+import { GROUP_NAME } from '../../policy/principal.js';
 import type { AppTool } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
 import { allows, type Role } from '../access/tokens.js';
@@ -15,20 +17,27 @@ import { UiChatBody } from '../http/schemas.js';
 import { Hub, LegRunner } from '../workers/runner.js';
 import { type ChatActor, problemResponse, UiChat } from './chat.js';
 
+/** Who calls a chat, as the application's own authentication says (see `ChatHandlerOptions.actor`). */
+export interface ChatHandlerActor {
+  name: string;
+  /** `viewer` may only read the chat; `approver` (the default) and `admin` start runs and answer cards. */
+  role?: 'viewer' | 'approver' | 'admin';
+  /**
+   * The groups the user is in (names of a-z, 0-9, _ and -): a card a policy routes with
+   * `@approvers("finance")` is answered only by a user in finance, and the runs the user starts carry
+   * them for the policy's `principal.groups`. None: in no group.
+   */
+  groups?: readonly string[];
+}
+
 export interface ChatHandlerOptions {
   /**
-   * Who is calling, by the application's own authentication: a name (an approver: may start runs
-   * and answer cards), `{ name, role }` (a `viewer` may only read the chat), or nothing (refused, 401).
-   * The name is what the audit log records for each answer.
+   * Who is calling, by the application's own authentication: a name (an approver in no group: may
+   * start runs and answer cards not routed to a group), `{ name, role, groups }`, or nothing (refused,
+   * 401). The name is what the audit log records for each answer; each answer is held to the card's
+   * groups as any other answer is, and the runs the caller starts have them as their principal.
    */
-  actor(
-    req: Request,
-  ):
-    | string
-    | { name: string; role?: 'viewer' | 'approver' }
-    | null
-    | undefined
-    | Promise<string | { name: string; role?: 'viewer' | 'approver' } | null | undefined>;
+  actor(req: Request): string | ChatHandlerActor | null | undefined | Promise<string | ChatHandlerActor | null | undefined>;
   /** The model the chat's runs use: a spec (`openai:gpt-4o`, `script:FILE`) or a client of the application's own. A request may not choose another. */
   model?: string | ModelClient;
   /** Plugin folders the chat's runs use (default: the Keel's). */
@@ -83,10 +92,16 @@ export function chatHandler(keel: Keel, o: ChatHandlerOptions): (req: Request) =
   async function who(req: Request): Promise<ChatActor | undefined> {
     const a = await o.actor(req);
     if (a === null || a === undefined || a === '') return undefined;
-    if (typeof a === 'string') return { name: a, role: 'approver', kind: 'app' };
+    if (typeof a === 'string') return { name: a, role: 'approver', groups: [], kind: 'app' };
     if (typeof a.name !== 'string' || !a.name) return undefined;
-    const role: Role = a.role === 'viewer' ? 'viewer' : 'approver';
-    return { name: a.name, role, kind: 'app' };
+    const role: Role = a.role === 'viewer' || a.role === 'admin' ? a.role : 'approver';
+    // A9/PC9: the caller's groups, checked as a token's are: the application's mistake is its own (500), never a wider answer.
+    const groups = a.groups ?? [];
+    if (!Array.isArray(groups) || groups.some((g) => typeof g !== 'string' || !GROUP_NAME.test(g)))
+      throw new Error(
+        `chatHandler: actor(req) gave groups ${JSON.stringify(groups)}: a list of group names (a-z, 0-9, _ and -, at most 40)`,
+      );
+    return { name: a.name, role, groups: [...groups], kind: 'app' };
   }
 
   return async (req) => {

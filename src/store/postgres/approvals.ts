@@ -118,10 +118,18 @@ export async function ledgerStart(db: PgPool, row: Omit<LedgerRow, 'state' | 're
   return r.rowCount === 1;
 }
 
-export async function ledgerFinish(db: PgPool, approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
-  await db.q("UPDATE ledger SET state = 'finished', result = $1, is_error = $2 WHERE approval_id = $3 AND call_id = $4", [
+export async function ledgerFinish(
+  db: PgPool,
+  approvalId: string,
+  callId: string,
+  result: string,
+  isError: boolean,
+  untrusted?: string,
+): Promise<void> {
+  await db.q("UPDATE ledger SET state = 'finished', result = $1, is_error = $2, untrusted = $3 WHERE approval_id = $4 AND call_id = $5", [
     jsonb(result),
     isError,
+    untrusted === undefined ? null : jsonb(untrusted),
     approvalId,
     callId,
   ]);
@@ -130,7 +138,7 @@ export async function ledgerFinish(db: PgPool, approvalId: string, callId: strin
 export async function ledgerGet(db: PgPool, approvalId: string, callId: string): Promise<LedgerRow | undefined> {
   const r = (await db.q('SELECT * FROM ledger WHERE approval_id = $1 AND call_id = $2', [approvalId, callId])).rows[0];
   if (!r) return undefined;
-  return {
+  const row: LedgerRow = {
     approval_id: r.approval_id as string,
     call_id: r.call_id as string,
     tool: r.tool as string,
@@ -139,4 +147,7 @@ export async function ledgerGet(db: PgPool, approvalId: string, callId: string):
     result: r.result === null ? null : unjsonb<string>(r.result),
     is_error: r.is_error === true,
   };
+  // U1: the label the result carried when it ran (NULL: a trusted result, or a row from before migration 7).
+  if (r.untrusted !== null && r.untrusted !== undefined) row.untrusted = unjsonb<string>(r.untrusted);
+  return row;
 }

@@ -37,6 +37,8 @@ export const named = (name: string, text: string) => ({ name: `keel_${name}`, te
 export const LOCK_MIGRATE = 0x6b65656c; // 'keel'
 export const LOCK_JOURNAL = 0x6b65656d;
 export const LOCK_QUEUE = 0x6b65656e;
+/** D5: starting a delegate's run under a limit (one at a time per schema). */
+export const LOCK_DELEGATES = 0x6b65656f;
 
 /** A URL Keel accepts for PostgreSQL. */
 export function isPostgresUrl(spec: string): boolean {

@@ -11,6 +11,7 @@ import type {
   Mode,
   Principal,
   RequestTrace,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -19,7 +20,7 @@ import type {
 import { KeelError } from '../../util/errors.js';
 import { contentHash, type StepRow, stepRow, stepsFrom, toolsBlob } from '../trace.js';
 import { approvalParams, INSERT_APPROVAL } from './approvals.js';
-import { LOCK_JOURNAL, named, type Queryable } from './connection.js';
+import { LOCK_DELEGATES, LOCK_JOURNAL, named, type Queryable } from './connection.js';
 import { EVENTS_CHANNEL } from './journal.js';
 import { jsonArray, jsonb, unjsonb } from './json.js';
 import type { Leases } from './leases.js';
@@ -27,6 +28,9 @@ import type { PgPool } from './pool.js';
 
 /** How much of a run's trace the database holds: where its next save appends. */
 type Stored = { messages: number; steps: number; requests: number };
+/** D5: the delegates' runs not over, in the whole schema. */
+const ACTIVE_DELEGATES = "SELECT count(*) AS n FROM runs WHERE parent_run IS NOT NULL AND status IN ('running', 'paused')";
+
 const INSERT_RUN = named(
   'insert_run',
   `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal)
@@ -256,17 +260,29 @@ export class Runs {
     return out;
   }
 
-  async createRun(run: RunState): Promise<void> {
+  async createRun(run: RunState, limit?: RunLimit): Promise<boolean> {
     if (run.status === 'running' && run.owner) this.leases.hold(run.id, run.owner);
     this.stored.set(run.id, { messages: 0, steps: 0, requests: 0 });
-    await this.runWrite(
+    const made = await this.runWrite(
       run.id,
       async (c, added) => {
+        if (limit) {
+          // D5: one limited start at a time in this schema, counted after the last one committed.
+          await c.query('SELECT pg_advisory_xact_lock($1, hashtext(current_schema()))', [LOCK_DELEGATES]);
+          const active = await c.query(ACTIVE_DELEGATES);
+          if (Number((active.rows[0] as { n: string }).n) >= limit.activeDelegates) return false;
+        }
         await c.query(INSERT_RUN, this.runParams(run));
         await this.save(c, run, added);
+        return true;
       },
       true,
     );
+    if (!made) {
+      this.stored.delete(run.id);
+      this.leases.held.delete(run.id);
+    }
+    return made;
   }
 
   async saveRun(run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {

@@ -21,7 +21,7 @@ export function approvalStatements(db: Database.Database): Record<string, Databa
     ),
     audit: p('INSERT INTO audit (at, actor, action, subject, detail) VALUES (?, ?, ?, ?, ?)'),
     ledgerStart: p("INSERT OR IGNORE INTO ledger (approval_id, call_id, tool, args_json, state) VALUES (?, ?, ?, ?, 'started')"),
-    ledgerFinish: p("UPDATE ledger SET state = 'finished', result = ?, is_error = ? WHERE approval_id = ? AND call_id = ?"),
+    ledgerFinish: p("UPDATE ledger SET state = 'finished', result = ?, is_error = ?, untrusted = ? WHERE approval_id = ? AND call_id = ?"),
     ledgerGet: p('SELECT * FROM ledger WHERE approval_id = ? AND call_id = ?'),
   };
 }
@@ -98,13 +98,25 @@ export async function ledgerStart(st: SqliteState, row: Omit<LedgerRow, 'state' 
   });
 }
 
-export async function ledgerFinish(st: SqliteState, approvalId: string, callId: string, result: string, isError: boolean): Promise<void> {
+export async function ledgerFinish(
+  st: SqliteState,
+  approvalId: string,
+  callId: string,
+  result: string,
+  isError: boolean,
+  untrusted?: string,
+): Promise<void> {
   write(st, () => {
-    st.stmt.ledgerFinish.run(result, isError ? 1 : 0, approvalId, callId);
+    st.stmt.ledgerFinish.run(result, isError ? 1 : 0, untrusted ?? null, approvalId, callId);
   });
 }
 
 export async function ledgerGet(st: SqliteState, approvalId: string, callId: string): Promise<LedgerRow | undefined> {
   const r = st.stmt.ledgerGet.get(approvalId, callId) as Row | undefined;
-  return r ? ({ ...(r as unknown as LedgerRow), is_error: r.is_error === 1 } as LedgerRow) : undefined;
+  if (!r) return undefined;
+  const { untrusted, ...rest } = r;
+  const row = { ...(rest as unknown as LedgerRow), is_error: r.is_error === 1 };
+  // U1: the label the result carried when it ran (NULL: a trusted result, or a row an older Keel wrote).
+  if (typeof untrusted === 'string') row.untrusted = untrusted;
+  return row;
 }

@@ -13,6 +13,7 @@ import type {
   Message,
   Mode,
   RequestTrace,
+  RunLimit,
   RunQuery,
   RunState,
   RunSummary,
@@ -60,6 +61,8 @@ export function runStatements(db: Database.Database): Record<string, Database.St
     // C5: the session's mode as stored, read in the save's own transaction.
     sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
     getRun: p('SELECT * FROM runs WHERE id = ?'),
+    // D5: the delegates' runs not over, in the whole file.
+    activeDelegates: p("SELECT COUNT(*) AS n FROM runs WHERE parent_run IS NOT NULL AND status IN ('running', 'paused')"),
     // The lengths of a run's trace: its last part's, or (a run an older Keel stored) its rows counted.
     counts: p(`SELECT json_extract(part, '$.n') AS n FROM run_events WHERE run_id = @id AND part IS NOT NULL ORDER BY id DESC LIMIT 1`),
     counted: p('SELECT counted_steps AS counted FROM runs WHERE id = ?'),
@@ -224,17 +227,28 @@ function updateOf(st: SqliteState, changed: number): Database.Statement {
   return update;
 }
 
-export async function createRun(st: SqliteState, run: RunState): Promise<void> {
+export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit): Promise<boolean> {
+  let made = false;
   write(st, () => {
-    inTransaction(st, run.id, () => {
-      st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
-      st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
-      const { had, now } = writeRun(st, run);
-      const part = partOf(st, run, had, now, [], 0);
-      if (part) insertWrite(st, run.id, [], part);
-    });
+    // D5: a limited run is counted and inserted under the file's write lock (an IMMEDIATE transaction,
+    // or the journal group's, which holds it already): no other process starts one in between.
+    inTransaction(
+      st,
+      run.id,
+      () => {
+        if (limit && (st.stmt.activeDelegates.get() as { n: number }).n >= limit.activeDelegates) return;
+        st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
+        st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
+        const { had, now } = writeRun(st, run);
+        const part = partOf(st, run, had, now, [], 0);
+        if (part) insertWrite(st, run.id, [], part);
+        made = true;
+      },
+      limit !== undefined,
+    );
   });
-  if (run.status === 'running' && run.owner) hold(st, run.id, run.owner);
+  if (made && run.status === 'running' && run.owner) hold(st, run.id, run.owner);
+  return made;
 }
 
 export async function saveRun(st: SqliteState, run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
@@ -268,10 +282,11 @@ export async function saveRun(st: SqliteState, run: RunState, events?: JournalEn
  * Runs a write as one transaction. If it rolls back, what this process remembers of the file
  * (the run's counts, the blobs written) is forgotten with it, so the next save writes them again.
  */
-function inTransaction(st: SqliteState, runId: string, write: () => void): void {
+function inTransaction(st: SqliteState, runId: string, write: () => void, immediate = false): void {
   st.uncommittedBlobs = [];
   try {
-    st.transaction(write);
+    if (immediate) st.transaction.immediate(write);
+    else st.transaction(write);
   } catch (err) {
     st.stored.delete(runId);
     st.written.delete(runId);

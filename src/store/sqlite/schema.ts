@@ -121,6 +121,8 @@ function migrate(db: Database.Database): void {
     ['runs', 'delegate', 'TEXT'],
     ['runs', 'task_id', 'TEXT'],
     ['runs', 'parent_request', 'TEXT'],
+    // U1/U2 (issue 47): an approved call's untrusted result keeps its label, so a replay after a crash is untrusted too.
+    ['ledger', 'untrusted', 'TEXT'],
   ];
   for (const [table, column, definition] of added) {
     const columns = (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);

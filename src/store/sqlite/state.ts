@@ -22,8 +22,8 @@ export interface SqliteState {
   readonly blobCache: Map<string, string>;
   /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
   uncommittedBlobs: string[];
-  /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it). */
-  readonly transaction: (write: () => void) => void;
+  /** Runs a function inside one SQLite transaction (made once: better-sqlite3 wraps it); `.immediate` takes the write lock first. */
+  readonly transaction: Database.Transaction<(write: () => void) => void>;
   /** Statements of the queries built from a filter, one per shape. */
   readonly shapes: Map<string, Database.Statement>;
   /** Journal rows written since the last commit (see appendEvent). */
