@@ -208,8 +208,9 @@ async function appToolsOf(module: string | undefined): Promise<readonly AppTool[
   } catch (err) {
     throw new KeelError('bad_input', `--app ${module} did not load: ${(err as Error).message}`);
   }
-  const given = (m.default as { tools?: unknown } | undefined)?.tools ?? m.default;
-  const tools = m.tools ?? (Array.isArray(given) ? given : undefined);
+  // A TypeScript module loaded as CommonJS (no "type": "module" beside it) has its exports under `default`.
+  const inner = m.default as { tools?: unknown; default?: unknown } | undefined;
+  const tools = [m.tools, inner?.tools, m.default, inner?.default].find((v) => Array.isArray(v));
   if (!Array.isArray(tools))
     throw new KeelError(
       'bad_input',

@@ -121,7 +121,7 @@ export async function explainPolicy(
       "keel plugins check lists the plugins' tools; an app's own tools declared in code: keel policy explain … --app MODULE",
     );
   const problem = tool.checkArgs(args);
-  if (problem) throw new KeelError('bad_input', `the arguments: ${problem}`);
+  if (problem) throw new KeelError('bad_input', `the arguments of ${name}: ${problem}`);
   const principal = o.principal ? checkedPrincipal(o.principal) : { kind: 'user' as const, name: osUser(core.env), groups: [] };
   const untrusted: UntrustedSource[] = (o.readFrom ?? []).map((t, i) => ({ tool: t, call_id: `explain_${i}`, label: `read from ${t}` }));
   if (o.untrusted && !untrusted.length) untrusted.push(ANY_READ);

@@ -230,31 +230,37 @@ function coreNeeds(cedar: Cedar, entries: readonly Entry[], pool: readonly ToolS
     }
     found.push({ tool: name, breaks, forbids });
   }
-  const why = (f: (typeof found)[number]) =>
-    f.forbids.length
-      ? `forbidden by ${f.forbids.map((e) => e.id).join(', ')}`
-      : 'not permitted (no permit matches it, whoever starts the run)';
+  const forbidden = (f: (typeof found)[number]) => (f.forbids.length ? `, forbidden by ${f.forbids.map((e) => e.id).join(', ')}` : '');
   const at = (fs: typeof found) => fs.flatMap((f) => f.forbids)[0]?.at ?? where(0);
+  // What would fix it: a permit where none matches; a forbid that always matches wins over any permit.
+  const fix = (fs: typeof found) => {
+    const open = fs.filter((f) => !f.forbids.length).map((f) => f.tool);
+    const shut = [...new Set(fs.flatMap((f) => f.forbids.map((e) => e.id)))];
+    return [
+      ...(open.length ? [permitFor(open)] : []),
+      ...(shut.length ? [`narrow ${shut.join(', ')}: a forbid wins over every permit`] : []),
+    ].join('; ');
+  };
   const out: PolicyDiagnostic[] = [];
   const ask = found.find((f) => f.tool === 'ask_user');
   if (ask)
     out.push({
       severity: 'warning',
       at: at([ask]),
-      message: `${ask.breaks}: ask_user is ${why(ask)}, and the model can never ask the user a question; ${fix(['ask_user'])}`,
+      message: `${ask.breaks}: ask_user is ${ask.forbids.length ? `forbidden by ${ask.forbids.map((e) => e.id).join(', ')}` : 'not permitted (no permit matches it, whoever starts the run)'}, and the model can never ask the user a question; ${fix([ask])}`,
     });
   const rest = found.filter((f) => f !== ask);
   if (rest.length)
     out.push({
       severity: 'warning',
       at: at(rest),
-      message: `core tools runs need are never allowed: ${rest.map((f) => `${f.tool} is ${why(f)}, so ${f.breaks}`).join('; ')}; ${fix(rest.map((f) => f.tool))}`,
+      message: `core tools runs need can never run, whoever starts the run: ${rest.map((f) => `${f.tool}${forbidden(f)} (${f.breaks})`).join(', ')}; ${fix(rest)}`,
     });
   return out;
 }
 
 /** The permit that lets these core tools run (their declared gates still apply). */
-function fix(tools: readonly string[]): string {
+function permitFor(tools: readonly string[]): string {
   const set = tools.map((t) => `Keel::Tool::"${t}"`);
   return tools.length === 1
     ? `permit it: permit (principal, action == Keel::Action::"call", resource == ${set[0]});`

@@ -47,8 +47,13 @@ test('issue 47: a misspelt annotation is an error at its file:line:col naming th
     diagnostics.map((d) => [d.severity, d.at, d.policy]),
     [['error', `${f}:4:1`, 'card']],
   );
-  assert.match(diagnostics[0].message, /^unknown annotation @aks \(did you mean @ask\?\); Keel knows @id, @ask, @approvers, @after_untrusted$/);
-  const deny = file(`${ALL}@id("x")\n@after_untrusted("deny")\npermit (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_money");\n`);
+  assert.match(
+    diagnostics[0].message,
+    /^unknown annotation @aks \(did you mean @ask\?\); Keel knows @id, @ask, @approvers, @after_untrusted$/,
+  );
+  const deny = file(
+    `${ALL}@id("x")\n@after_untrusted("deny")\npermit (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_money");\n`,
+  );
   const d2 = (await CedarPolicy.diagnose(deny, POOL)).diagnostics;
   assert.deepEqual(
     d2.map((d) => [d.severity, d.at]),
@@ -72,8 +77,10 @@ test('issue 47: an allow-list that never permits ask_user warns that confirm-onc
     diagnostics[0].message,
     /^confirm-once writes can never be confirmed: ask_user is not permitted \(no permit matches it, whoever starts the run\), and the model can never ask the user a question; permit it: permit \(principal, action == Keel::Action::"call", resource == Keel::Tool::"ask_user"\);$/,
   );
-  assert.match(diagnostics[1].message, /submit_plan is not permitted .*, so plan mode can never submit its plan/);
-  assert.match(diagnostics[1].message, /find_tools is not permitted .*, so a tool the shortlist leaves off the menu can never be found/);
+  assert.match(
+    diagnostics[1].message,
+    /^core tools runs need can never run, whoever starts the run: submit_plan \(plan mode can never submit its plan\), submit_goal \(.*\), report_goal \(.*\), find_tools \(a tool the shortlist leaves off the menu can never be found\); permit them: /,
+  );
   // The permits each warning offers are enough: added, the file checks clean.
   const fixes = diagnostics.map((d) => d.message.split(/permit (?:it|them): /)[1]).join('\n');
   const fixed = await CedarPolicy.diagnose(file(`${APP_ONLY}${fixes}\n`), POOL);
@@ -85,8 +92,14 @@ test('issue 47: a forbid that always stops ask_user is named at its place; a per
   const d = (await CedarPolicy.diagnose(f, POOL)).diagnostics;
   assert.deepEqual(
     d.map((x) => [x.at, x.message.split(';')[0]]),
-    [[`${f}:3:1`, 'confirm-once writes can never be confirmed: ask_user is forbidden by no-questions, and the model can never ask the user a question']],
+    [
+      [
+        `${f}:3:1`,
+        'confirm-once writes can never be confirmed: ask_user is forbidden by no-questions, and the model can never ask the user a question',
+      ],
+    ],
   );
+  assert.match(d[0].message, /; narrow no-questions: a forbid wins over every permit$/, 'no permit can help: the forbid is named');
   for (const text of [
     ALL,
     `${APP_ONLY}permit (principal, action == Keel::Action::"call", resource) when { principal.groups.contains("staff") };\n`,

@@ -81,7 +81,9 @@ test("issue 47: keel.checkPolicy() and explainPolicy() see the app's own tools d
   assert.match(x.text, /^send_money as ana \(token\), mode agent: ask: an approval card pinned to these arguments\n/);
   assert.match(x.text, /\n {2}by big \(.*policy\.cedar:3:1\)\n {2}approvers: finance\n/);
   // A misspelt argument of an app tool is caught by check, as a plugin tool's is.
-  const typo = keelWith(`${ALL}forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_money") when { context.args.amout > 5 };\n`);
+  const typo = keelWith(
+    `${ALL}forbid (principal, action == Keel::Action::"call", resource == Keel::Tool::"send_money") when { context.args.amout > 5 };\n`,
+  );
   t.after(() => typo.keel.close());
   const bad = await typo.keel.checkPolicy();
   assert.equal(bad.ok, false);
@@ -152,7 +154,10 @@ test("issue 46 / O2: explain of an open-world tool after untrusted reads: a card
   // Before any untrusted read it runs, and explain says what an untrusted read would change.
   const before = await keel.explainPolicy('fetch_url', { url: 'https://example.org' });
   assert.deepEqual(before.gate, { kind: 'run' });
-  assert.match(before.text, /\n {2}after untrusted reads: permit: an approval card pinned to these arguments, unless every value is the user's own/);
+  assert.match(
+    before.text,
+    /\n {2}after untrusted reads: permit: an approval card pinned to these arguments, unless every value is the user's own/,
+  );
   // A closed-world read is never asked about.
   const closed = await keel.explainPolicy('read_inbox', {}, { untrusted: true });
   assert.deepEqual(closed.gate, { kind: 'run' });
