@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { calls, json, keel, script, tempHome } from '../support/helpers.js';
 import { PAYMENTS, POLICY } from '../support/policy.js';
+import { readmeBlock } from '../support/readme.js';
 
 function home(policy = POLICY): { home: string; env: Record<string, string> } {
   const dir = tempHome('keel-e2e-policy-');
@@ -57,26 +58,8 @@ test('PC7: keel serve refuses to start on a policy file that does not check, nam
   assert.match(r.stderr, /ammount/);
 });
 
-/** The newcomer's app (issue 47): its tools in a module of their own, which the app and `--app` both import. */
-const TOOLS_MJS = `// tools.mjs: the list the app gives new Keel({ tools })
-export const tools = [
-  {
-    name: 'send_money',
-    description: 'Send money to someone',
-    parameters: { type: 'object', properties: { to: { type: 'string' }, amount: { type: 'integer' } }, required: ['to', 'amount'] },
-    effect: 'write',
-    execute: ({ to, amount }) => \`Sent \${amount} to \${to}.\`,
-  },
-  {
-    name: 'read_inbox',
-    description: 'Read the inbox',
-    parameters: { type: 'object', properties: {} },
-    effect: 'read',
-    output: 'untrusted',
-    execute: () => 'no mail',
-  },
-];
-`;
+/** The newcomer's app (issue 47): its tools in a module of their own, which the app and `--app` both import — the README's. */
+const TOOLS_MJS = readmeBlock('policy-app-tools');
 const TOOLS_TS = `// tools.ts: the same tools, as the README's app writes them
 import { defineTool } from 'keel';
 import { z } from 'zod';
