@@ -203,6 +203,8 @@ function says(d: Decision, tool: ToolSpec, v: PolicyVerdict | undefined, mode: M
         return `${card}, unless every value is the user's own: this open-world call sends its arguments out, and after untrusted reads a value the user did not write puts it on a card (here: ${d.outside.map((x) => `${x.path} ${JSON.stringify(x.value)}`).join(', ')})`;
       if (d.narrowed)
         return `${card}: after untrusted reads a yes covers only the exact call the person was shown (${gate}${state.consented.has(tool.name) ? ', and the earlier yes to the tool no longer covers it' : ''})`;
+      // A permit that routes the call to approver groups (@approvers) may make the card itself: say so rather than credit the gate.
+      if (v?.approvers?.length && tool.gate !== 'approval') return `${card} (routed to ${v.approvers.join(', ')} by @approvers)`;
       return `${card} (${gate})`;
     }
     case 'refuse_approval':
