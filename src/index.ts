@@ -15,10 +15,15 @@ export {
   type BatchAnswer,
   BUNDLED_PLUGINS,
   type ContinueOptions,
+  type GateAnswer,
   Keel,
   type KeelOptions,
   keelHome,
   type PauseResponder,
+  type PolicyCheck,
+  type PolicyCheckOptions,
+  type PolicyExplainOptions,
+  type PolicyExplanation,
   type RunOptions,
 } from './keel/keel.js';
 export type { Limits } from './loop/engine.js';

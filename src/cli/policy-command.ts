@@ -1,16 +1,20 @@
 /**
  * `keel policy init|schema|check|explain` (issue 37): the operator's Cedar policy file, written,
  * described, checked before it ships and tried on a call. The file is the one named on the command
- * line, else the config's `policy_file:` (relative to the config file). The engine is an optional
- * package: without it each command says which to install (exit 2).
+ * line, else the config's `policy_file:` (relative to the config file). The pool is the plugins' tools
+ * and, with `--app MODULE`, an application's own tools declared in code (issue 47): the module
+ * exports the list it gives `new Keel({ tools })`. Check and explain are the library's own
+ * (`keel.checkPolicy`, `keel.explainPolicy`); this file reads the flags and prints. The engine is an
+ * optional package: without it each command says which to install (exit 2).
  */
 import { existsSync, writeFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { loadConfig, policyFileOf } from '../config/config.js';
 import { keelHome } from '../config/paths.js';
 import type { Keel } from '../keel/keel.js';
 import type { Principal } from '../policy/cedar.js';
-import { MODES, type Mode, type ToolSpec, type UntrustedSource } from '../types/index.js';
+import { type AppTool, MODES, type Mode, type ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
 import { collectList } from './context.js';
@@ -31,11 +35,13 @@ const EXAMPLES: Record<string, [string, string][]> = {
   check: [
     ['keel policy check', "the config's policy_file"],
     ['keel policy check ops/policy.cedar --plugins ./plugins', ''],
+    ['keel policy check --app ./tools.mjs', "with the app's own tools (the module exports `tools`)"],
   ],
   explain: [
     ['keel policy explain pay --args \'{"amount": 900, "to": "bob"}\'', 'as you, in agent mode'],
     ['keel policy explain wipe --args \'{"path": "/"}\' --as ivan:interns', 'as a token named ivan in the group interns'],
     ['keel policy explain post_url --args \'{"url": "https://x"}\' --read-from read_email', 'after the run read an email'],
+    ['keel policy explain send_money --args \'{"to": "bob", "amount": 5}\' --app ./tools.mjs', "an app's own tool"],
   ],
 };
 
@@ -61,20 +67,23 @@ export function registerPolicy(
       'no policy file: name one, or set policy_file: in the config file (KEEL_CONFIG or KEEL_HOME/config.yaml)',
     );
   };
-  const poolOf = async (dirs: string[]): Promise<ToolSpec[]> => (await (await getKeel(false)).registry(dirs)).pool;
+  const poolOf = async (dirs: string[], app?: string): Promise<readonly ToolSpec[]> =>
+    (await (await getKeel(false)).registry(dirs, await appToolsOf(app))).pool;
   const cedar = () => import('../policy/cedar.js');
+  const APP = ['--app <module>', "an application's module that exports its tools declared in code (export const tools = [...])"] as const;
 
   policy
     .command('init')
     .description('write a starter policy file: every call permitted with its declared gate, and commented examples')
     .argument('[file]', "where to write it (default: the config's policy_file, else ./policy.cedar)")
     .option('-p, --plugins <dir>', 'plugin folder (repeatable), for examples naming its tools', collectList, [])
+    .option(...APP)
     .option('--force', 'overwrite an existing file')
     .addHelpText('after', examples(EXAMPLES.init))
-    .action(async (given: string | undefined, o: { plugins: string[]; force?: boolean }) => {
+    .action(async (given: string | undefined, o: { plugins: string[]; app?: string; force?: boolean }) => {
       const file = fileOf(given, 'policy.cedar');
       if (existsSync(file) && !o.force) throw new KeelError('bad_input', `${file} exists: pass --force to overwrite it`);
-      writeFileSync(file, (await cedar()).starterPolicy(await poolOf(o.plugins)));
+      writeFileSync(file, (await cedar()).starterPolicy(await poolOf(o.plugins, o.app)));
       io.out(`Wrote ${file}. Check it with: keel policy check ${file}\n`);
       if (!given && !policyFileOf(loadConfig(keelHome(io.env), io.env)))
         io.out(`Keel uses it once the config file says so: policy_file: ${file}\n`);
@@ -84,9 +93,10 @@ export function registerPolicy(
     .command('schema')
     .description('print the Cedar schema generated from the mounted tools (what a policy can read)')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
+    .option(...APP)
     .addHelpText('after', examples(EXAMPLES.schema))
-    .action(async (o: { plugins: string[] }) => {
-      io.out((await cedar()).policySchemaText(await poolOf(o.plugins)));
+    .action(async (o: { plugins: string[]; app?: string }) => {
+      io.out((await cedar()).policySchemaText(await poolOf(o.plugins, o.app)));
     });
 
   policy
@@ -94,18 +104,19 @@ export function registerPolicy(
     .description('validate a policy file against the generated schema: errors (exit 1) and warnings, each at file:line:col')
     .argument('[file]', "the policy file (default: the config's policy_file)")
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
+    .option(...APP)
     .option('--json', 'print JSON: the diagnostics and the policies')
     .addHelpText('after', examples(EXAMPLES.check))
-    .action(async (given: string | undefined, o: { plugins: string[]; json?: boolean }) => {
+    .action(async (given: string | undefined, o: { plugins: string[]; app?: string; json?: boolean }) => {
       const file = fileOf(given);
-      const { CedarPolicy } = await cedar();
-      const { policy: p, diagnostics } = await CedarPolicy.diagnose(file, await poolOf(o.plugins));
-      const errors = diagnostics.filter((d) => d.severity === 'error').length;
-      const warnings = diagnostics.length - errors;
-      if (o.json) io.out(`${JSON.stringify({ file, ok: errors === 0, diagnostics, policies: p?.policies ?? [] }, setsAsLists)}\n`);
+      const keel = await getKeel(false);
+      const r = await keel.checkPolicy({ file, pluginDirs: o.plugins, tools: await appToolsOf(o.app) });
+      const errors = r.diagnostics.filter((d) => d.severity === 'error').length;
+      const warnings = r.diagnostics.length - errors;
+      if (o.json) io.out(`${JSON.stringify(r, setsAsLists)}\n`);
       else {
-        for (const d of diagnostics) io.out(`${d.at}: ${d.severity}: ${d.message}\n`);
-        const count = p ? `${p.policies.length} ${p.policies.length === 1 ? 'policy' : 'policies'}` : 'not loaded';
+        for (const d of r.diagnostics) io.out(`${d.at}: ${d.severity}: ${d.message}\n`);
+        const count = r.ok ? `${r.policies.length} ${r.policies.length === 1 ? 'policy' : 'policies'}` : 'not loaded';
         io.out(`${file}: ${count}, ${errors} error(s), ${warnings} warning(s)\n`);
       }
       setCode(errors ? 1 : 0);
@@ -125,7 +136,8 @@ export function registerPolicy(
     .option('--at <time>', 'the time of the call (ISO 8601; default now)')
     .option('--time-zone <zone>', 'the IANA time zone of context.hour and context.weekday (default the local one)')
     .option('-p, --plugins <dir>', 'plugin folder (repeatable); default KEEL_PLUGINS or the bundled plugins', collectList, [])
-    .option('--json', 'print the verdict as JSON')
+    .option(...APP)
+    .option('--json', 'print the decision as JSON')
     .addHelpText('after', examples(EXAMPLES.explain))
     .action(
       async (
@@ -141,6 +153,7 @@ export function registerPolicy(
           at?: string;
           timeZone?: string;
           plugins: string[];
+          app?: string;
           json?: boolean;
         },
       ) => {
@@ -155,57 +168,56 @@ export function registerPolicy(
         const at = o.at ? new Date(o.at) : new Date();
         if (Number.isNaN(at.getTime())) throw new KeelError('bad_input', `--at must be a time (ISO 8601), got "${o.at}"`);
         const file = fileOf(o.file);
-        const pool = await poolOf(o.plugins);
-        const tool = pool.find((t) => t.name === name);
-        if (!tool) throw new KeelError('bad_input', `no tool named ${name} is mounted (keel plugins check lists them)`);
-        const problem = tool.checkArgs(args);
-        if (problem) throw new KeelError('bad_input', `--args: ${problem}`);
-        const principal = await principalOf(o.as, io);
-        const untrusted: UntrustedSource[] = o.readFrom.map((t, i) => ({ tool: t, call_id: `explain_${i}`, label: `--read-from ${t}` }));
-        if (o.untrusted && !untrusted.length) untrusted.push({ tool: '', call_id: 'explain', label: '--untrusted' });
-        const { CedarPolicy } = await cedar();
-        const p = await CedarPolicy.load(file, pool);
-        const verdict = p.evaluate({
-          tool,
-          args: args as Record<string, unknown>,
+        const keel = await getKeel(false);
+        const x = await keel.explainPolicy(name, args as Record<string, unknown>, {
+          file,
+          pluginDirs: o.plugins,
+          tools: await appToolsOf(o.app),
+          principal: await principalOf(o.as, io),
           mode: o.mode as Mode,
+          untrusted: o.untrusted === true,
+          readFrom: o.readFrom,
           session: o.session ?? null,
-          principal,
-          untrusted,
           at,
           ...(o.timeZone ? { timeZone: o.timeZone } : {}),
         });
         if (o.json) {
-          io.out(`${JSON.stringify({ tool: name, principal, policy: p.hash, ...verdict })}\n`);
+          // The policy's decision at the top (decision, policies, approvers, …), then the gate's answer.
+          const { text: _text, file: _file, verdict, tool, principal, policy, ...rest } = x;
+          io.out(`${JSON.stringify({ tool, principal, policy, ...verdict, ...rest })}\n`);
           return;
         }
-        const what =
-          verdict.decision === 'forbid'
-            ? verdict.policies.length
-              ? 'forbidden: the call is denied before it runs'
-              : 'forbidden: no permit matches (Cedar denies by default)'
-            : verdict.decision === 'ask'
-              ? 'ask: an approval card pinned to these arguments'
-              : // A9: a routed call that asks anyone is consented only on its routed card, never a confirmation.
-                verdict.approvers?.length && tool.gate !== 'none'
-                ? `permit, routed: an approval card pinned to these arguments, never a confirmation (declared gate ${tool.policy?.declared_gate ?? tool.gate})`
-                : `permit: the tool's declared gate (${tool.policy?.declared_gate ?? tool.gate})`;
-        const lines = [
-          `${name} as ${principal.name} (${principal.kind}${principal.role ? `, ${principal.role}` : ''}${principal.groups.length ? `, groups ${principal.groups.join(', ')}` : ''}), mode ${o.mode}: ${what}`,
-          ...verdict.policies.map((id) => `  by ${id}${atOf(p.policies, id)}`),
-          ...(verdict.approvers ? [`  approvers: ${verdict.approvers.join(', ')}`] : []),
-          ...(verdict.errors ?? []).map((e) => `  error: ${e}`),
-        ];
-        io.out(`${lines.join('\n')}\n`);
+        io.out(x.text);
       },
     );
 }
 
-const atOf = (policies: readonly { id: string; at: string }[], id: string) => {
-  const p = policies.find((x) => x.id === id);
-  // A generated id (`policy3 (file:line)`) already says where it is.
-  return p && !/^policy\d+ \(.*\)$/.test(id) ? ` (${p.at})` : '';
-};
+/**
+ * `--app MODULE`: the application's tools declared in code, from a module that exports the list it
+ * gives `new Keel({ tools })` — `export const tools = [...]`, or as its default export. Imported as a
+ * plugin's entry is (TypeScript through tsx; `keel` and `zod` shared when the app has none).
+ */
+async function appToolsOf(module: string | undefined): Promise<readonly AppTool[] | undefined> {
+  if (module === undefined) return undefined;
+  const file = resolve(module);
+  if (!existsSync(file)) throw new KeelError('bad_input', `--app ${module}: no such file`);
+  const { importEntry } = await import('../plugin-host/host.js');
+  let m: { tools?: unknown; default?: unknown };
+  try {
+    m = (await importEntry(file)) as typeof m;
+  } catch (err) {
+    throw new KeelError('bad_input', `--app ${module} did not load: ${(err as Error).message}`);
+  }
+  // A TypeScript module loaded as CommonJS (no "type": "module" beside it) has its exports under `default`.
+  const inner = m.default as { tools?: unknown; default?: unknown } | undefined;
+  const tools = [m.tools, inner?.tools, m.default, inner?.default].find((v) => Array.isArray(v));
+  if (!Array.isArray(tools))
+    throw new KeelError(
+      'bad_input',
+      `--app ${module} exports no tools: export the list your app gives new Keel({ tools }), as \`export const tools = [...]\` (or its default export)`,
+    );
+  return tools as AppTool[];
+}
 
 /** JSON of the policies' scopes: a Set as a list. */
 const setsAsLists = (_k: string, v: unknown) => (v instanceof Set ? [...v] : v);

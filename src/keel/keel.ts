@@ -58,6 +58,14 @@ import {
   type RunOptions,
 } from './options.js';
 import { answerPauses } from './pauses.js';
+import {
+  checkPolicy,
+  explainPolicy,
+  type PolicyCheck,
+  type PolicyCheckOptions,
+  type PolicyExplainOptions,
+  type PolicyExplanation,
+} from './policy.js';
 import { Registries, resolvePluginDirs } from './registries.js';
 import { Sessions } from './sessions.js';
 
@@ -74,6 +82,7 @@ export {
   type PauseResponder,
   type RunOptions,
 } from './options.js';
+export type { GateAnswer, PolicyCheck, PolicyCheckOptions, PolicyExplainOptions, PolicyExplanation } from './policy.js';
 
 /** Every leg listens to the interruption signal: a server drives hundreds at once. */
 function listenable(c: AbortController): AbortController {
@@ -209,9 +218,27 @@ export class Keel {
     return this.cedar;
   }
 
-  /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift), with the Keel's own app tools. */
-  registry(dirs?: readonly string[]): Promise<Registry> {
-    return this.registries.mount(this.pluginDirs(dirs), this.opts.tools);
+  /** The plugins of these folders, mounted exactly as a run mounts them (status, tools, drift), with the Keel's own app tools (and `tools`). */
+  registry(dirs?: readonly string[], tools?: readonly AppTool[]): Promise<Registry> {
+    return this.registries.mount(this.pluginDirs(dirs), appTools(this.core, tools));
+  }
+
+  /**
+   * Checks the operator's Cedar policy file (default: the config's `policy_file`) against the tools a
+   * run of this Keel would have — its plugins' and its own, declared in code: every error and warning
+   * at its `file:line:col`, as `keel policy check` prints them.
+   */
+  checkPolicy(o: PolicyCheckOptions = {}): Promise<PolicyCheck> {
+    return checkPolicy(this.core, o);
+  }
+
+  /**
+   * Decides one call of a tool as a run of this Keel would — the policy file asked, then the run's own
+   * gate — as whom, in which mode, after reading what: the decision, the policies that made it, and the
+   * same in words (`text`), as `keel policy explain` prints it.
+   */
+  explainPolicy(tool: string, args: Record<string, unknown>, o: PolicyExplainOptions = {}): Promise<PolicyExplanation> {
+    return explainPolicy(this.core, tool, args, o);
   }
 
   /** Mounts these plugin folders again, after their manifests changed (`keel mcp serve` watches them). */

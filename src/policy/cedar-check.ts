@@ -109,7 +109,7 @@ export function entriesOf(
         diagnostics.push({
           severity: 'error',
           at: annotationAt(where, part, offset, name),
-          message: `unknown annotation @${name}${nearest(name, new Set(ANNOTATIONS))}; Keel knows ${ANNOTATIONS.map((a) => `@${a}`).join(', ')}`,
+          message: `unknown annotation @${name}${nearest(name, new Set(ANNOTATIONS), '@')}; Keel knows ${ANNOTATIONS.map((a) => `@${a}`).join(', ')}`,
           policy: id,
         });
     if (ann.after_untrusted !== undefined && ann.after_untrusted !== 'allow')
@@ -160,8 +160,111 @@ export function entriesOf(
       at: where(0),
       message: 'no permit: every call is denied (a call no permit matches is denied; keel policy init writes one that permits every call)',
     });
+  else diagnostics.push(...coreNeeds(cedar, entries, pool, where));
   diagnostics.sort((a, b) => order(a.at) - order(b.at));
   return { entries, diagnostics };
+}
+
+/** The tool as Cedar sees it (`Keel::Tool::"NAME"`, in `Keel::Plugin::"PLUGIN"`): what evaluate sends and check reasons about. */
+export function toolEntity(tool: ToolSpec): CedarWasm.EntityJson {
+  const d = tool.declaration;
+  return {
+    uid: { type: 'Keel::Tool', id: tool.name },
+    attrs: {
+      effect: d.effect,
+      gate: tool.policy?.declared_gate ?? tool.gate,
+      plugin: tool.plugin,
+      output: d.output ?? 'trusted',
+      open_world: d.open_world === true,
+    },
+    parents: [{ type: 'Keel::Plugin', id: tool.plugin }],
+  };
+}
+
+/**
+ * The core's tools every run may need, and what breaks when the policy never lets one run (issue 47:
+ * an allow-list of an app's own tools denied ask_user, so no confirm-once write could be confirmed).
+ */
+const RUNS_NEED: readonly (readonly [tool: string, breaks: string])[] = [
+  ['ask_user', 'confirm-once writes can never be confirmed'],
+  ['submit_plan', 'plan mode can never submit its plan'],
+  ['submit_goal', 'goal mode can never submit its goal'],
+  ['report_goal', 'an approved goal can never report a criterion verified'],
+  ['find_tools', 'a tool the shortlist leaves off the menu can never be found'],
+];
+
+/** Every key of the context unknown: partial evaluation then answers for every call, mode, time and read. */
+const ANY_CONTEXT = Object.fromEntries(
+  ['args', 'mode', 'session', 'untrusted', 'read_from', 'time', 'hour', 'minute', 'weekday'].map((k) => [
+    k,
+    { __extn: { fn: 'unknown', arg: k } },
+  ]),
+) as CedarWasm.Context;
+
+/**
+ * A core tool runs need (RUNS_NEED) that the file denies whoever starts the run and whatever the call
+ * — no permit can match it, or a forbid always does — is a warning that says what breaks. Cedar's own
+ * partial evaluation decides it, with the principal and every context key unknown: only a decision
+ * that holds for all of them warns (a permit that depends on who or when is given the benefit).
+ */
+function coreNeeds(cedar: Cedar, entries: readonly Entry[], pool: readonly ToolSpec[], where: (o: number) => string): PolicyDiagnostic[] {
+  const found: { tool: string; breaks: string; forbids: Entry[] }[] = [];
+  for (const [name, breaks] of RUNS_NEED) {
+    const tool = pool.find((t) => t.name === name && t.plugin === 'core');
+    if (!tool) continue;
+    const mine = entries.filter((e) => reaches(e, tool));
+    let forbids: Entry[] = [];
+    if (mine.some((e) => e.effect === 'permit')) {
+      const entity = toolEntity(tool);
+      const ans = cedar.isAuthorizedPartial({
+        principal: null,
+        action: { type: 'Keel::Action', id: 'call' },
+        resource: entity.uid,
+        context: ANY_CONTEXT,
+        policies: { staticPolicies: Object.fromEntries(mine.map((e) => [e.id, e.text])) },
+        entities: [entity],
+      });
+      if (ans.type !== 'residuals' || ans.response.decision !== 'deny') continue;
+      const always = new Set(ans.response.mustBeDetermining);
+      forbids = mine.filter((e) => e.effect === 'forbid' && always.has(e.id));
+    }
+    found.push({ tool: name, breaks, forbids });
+  }
+  const forbidden = (f: (typeof found)[number]) => (f.forbids.length ? `, forbidden by ${f.forbids.map((e) => e.id).join(', ')}` : '');
+  const at = (fs: typeof found) => fs.flatMap((f) => f.forbids)[0]?.at ?? where(0);
+  // What would fix it: a permit where none matches; a forbid that always matches wins over any permit.
+  const fix = (fs: typeof found) => {
+    const open = fs.filter((f) => !f.forbids.length).map((f) => f.tool);
+    const shut = [...new Set(fs.flatMap((f) => f.forbids.map((e) => e.id)))];
+    return [
+      ...(open.length ? [permitFor(open)] : []),
+      ...(shut.length ? [`narrow ${shut.join(', ')}: a forbid wins over every permit`] : []),
+    ].join('; ');
+  };
+  const out: PolicyDiagnostic[] = [];
+  const ask = found.find((f) => f.tool === 'ask_user');
+  if (ask)
+    out.push({
+      severity: 'warning',
+      at: at([ask]),
+      message: `${ask.breaks}: ask_user is ${ask.forbids.length ? `forbidden by ${ask.forbids.map((e) => e.id).join(', ')}` : 'not permitted (no permit matches it, whoever starts the run)'}, and the model can never ask the user a question; ${fix([ask])}`,
+    });
+  const rest = found.filter((f) => f !== ask);
+  if (rest.length)
+    out.push({
+      severity: 'warning',
+      at: at(rest),
+      message: `core tools runs need can never run, whoever starts the run: ${rest.map((f) => `${f.tool}${forbidden(f)} (${f.breaks})`).join(', ')}; ${fix(rest)}`,
+    });
+  return out;
+}
+
+/** The permit that lets these core tools run (their declared gates still apply). */
+function permitFor(tools: readonly string[]): string {
+  const set = tools.map((t) => `Keel::Tool::"${t}"`);
+  return tools.length === 1
+    ? `permit it: permit (principal, action == Keel::Action::"call", resource == ${set[0]});`
+    : `permit them: permit (principal, action == Keel::Action::"call", resource) when { resource in [${set.join(', ')}] };`;
 }
 
 /** file:line:col of a character offset (1-based line and column). */
@@ -349,7 +452,8 @@ const order = (at: string) => {
   return line * 100_000 + col;
 };
 
-function nearest(name: string, known: ReadonlySet<string>): string {
+/** ` (did you mean "x"?)`, or with `sigil` ` (did you mean @x?)` (an annotation is written with its @). */
+function nearest(name: string, known: ReadonlySet<string>, sigil?: string): string {
   let best: string | undefined;
   let bestD = 3;
   for (const k of known) {
@@ -359,7 +463,8 @@ function nearest(name: string, known: ReadonlySet<string>): string {
       best = k;
     }
   }
-  return best ? ` (did you mean ${JSON.stringify(best)}?)` : '';
+  if (!best) return '';
+  return ` (did you mean ${sigil ? `${sigil}${best}` : JSON.stringify(best)}?)`;
 }
 
 function distance(a: string, b: string): number {

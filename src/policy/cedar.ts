@@ -16,7 +16,7 @@ import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { optionalImport } from '../util/optional.js';
-import { type Entry, entriesOf, type Needs, type PolicyDiagnostic, type PolicyEntry, reaches, union } from './cedar-check.js';
+import { type Entry, entriesOf, type Needs, type PolicyDiagnostic, type PolicyEntry, reaches, toolEntity, union } from './cedar-check.js';
 import { argsTypeOf, type CedarType, NotWhole, schemaText, toCedar } from './cedar-schema.js';
 import type { PolicyRequest, PolicyVerdict } from './gate.js';
 
@@ -237,24 +237,7 @@ export class CedarPolicy {
         preparsed.add(setId);
       }
     }
-    const d = tool.declaration;
-    plan = {
-      setId,
-      byId: new Map(mine.map((e) => [e.id, e])),
-      needs,
-      args,
-      tool: {
-        uid: { type: 'Keel::Tool', id: tool.name },
-        attrs: {
-          effect: d.effect,
-          gate: tool.policy?.declared_gate ?? tool.gate,
-          plugin: tool.plugin,
-          output: d.output ?? 'trusted',
-          open_world: d.open_world === true,
-        },
-        parents: [{ type: 'Keel::Plugin', id: tool.plugin }],
-      },
-    };
+    plan = { setId, byId: new Map(mine.map((e) => [e.id, e])), needs, args, tool: toolEntity(tool) };
     this.plans.set(tool, plan);
     return plan;
   }
