@@ -101,7 +101,7 @@ export async function cancel(
       throw new ModelError('a cancelled run calls no model');
     },
   };
-  const deps = await legDeps(core, { model }, run);
+  const deps = await legDeps(core, { model }, run, 'end');
   const at = new Date().toISOString();
   // Issue 40: the run's pending cards are closed in the transaction that takes it (one winner
   // against an approve), then journalled and audited; a card answered first refuses the cancel.

@@ -16,7 +16,7 @@ import { type ChildStart, missingNote, Subagents, TASK_TOOLS } from '../subagent
 import type { PausedResult, RunResult, RunState } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { type KeelCore, requireStore } from './core.js';
-import { legDeps, tracked } from './legs.js';
+import { appToolNames, legDeps, tracked } from './legs.js';
 import type { Kept } from './options.js';
 
 /** A plugin-folder set's delegates, from the config's `subagents` (none when it names none), driven through this Keel. */
@@ -76,6 +76,8 @@ async function startChild(core: KeelCore, c: ChildStart): Promise<RunState> {
       notes: [...deps.notes, ...missingNote(c.delegate.name, c.delegate.tools, deps.registry.pool)],
       delegate: { parent, session_id: c.parent.session_id, untrusted: c.untrusted },
       id,
+      // R18 (issue 47): the delegate's own tools declared in code: a process without them never carries it on.
+      appTools: appToolNames(deps.registry),
       // PC9: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
       ...(c.parent.principal ? { principal: c.parent.principal } : {}),
     }),

@@ -9,15 +9,26 @@ import { join } from 'node:path';
 import type { EngineDeps } from '../loop/engine.js';
 import { collect, type Leg } from '../loop/legs.js';
 import { outputCheck } from '../loop/output.js';
-import { createModel } from '../models/index.js';
+import { builtInSpec, createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
+import { APP_PLUGIN } from '../plugin-host/app-tools.js';
+import type { Registry } from '../plugin-host/host.js';
 import type { Row } from '../plugin-host/types.js';
 import { countsTokens } from '../prompt/tokens.js';
 import type { AppTool, LoopEvent, RunResult, RunState } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import type { KeelCore } from './core.js';
 import { afterLeg, delegateDeps, settle } from './delegates.js';
-import { type ContinueOptions, definedOnly, type Kept, limitsFromEnv, positive, type RunOptions } from './options.js';
+import {
+  type AppNeeds,
+  type ContinueOptions,
+  definedOnly,
+  isMcpSession,
+  type Kept,
+  limitsFromEnv,
+  positive,
+  type RunOptions,
+} from './options.js';
 
 /**
  * R32 (issue 40): the application's own tools are its own code, not a plugin folder: a refused one
@@ -28,6 +39,36 @@ export function refuseAppTools(rows: readonly Row[]): void {
   throw new KeelError(
     'config',
     `${rows.map((r) => r.message).join('; ')} — fix the tool${rows.length > 1 ? 's' : ''} declared in code, or mount the valid ones without ${rows.length > 1 ? 'them' : 'it'} with new Keel({ degradedTools: 'warn' })`,
+  );
+}
+
+/**
+ * R18 (issue 47): what a stored run needs that only its application can give and these options
+ * (with this Keel's own tools) lack — its model, when it is an object of the app's own (a spec no
+ * provider builds), and its tools declared in code — or undefined when nothing is missing. A process
+ * that lacks them never carries the run on: an answer is recorded and the run waits for its app.
+ */
+export function appNeeds(core: KeelCore, run: Pick<RunState, 'model' | 'app_tools'>, o: Kept): AppNeeds | undefined {
+  if (isMcpSession(run)) return undefined;
+  const model = o.model === undefined && !builtInSpec(run.model) ? run.model : undefined;
+  const have = new Set((appTools(core, o.tools) ?? []).map((t) => t.name));
+  const tools = (run.app_tools ?? []).filter((name) => !have.has(name));
+  if (model === undefined && !tools.length) return undefined;
+  return { ...(model !== undefined ? { model } : {}), ...(tools.length ? { tools } : {}) };
+}
+
+/** R18: the names of the tools declared in code in a leg's pool (stored with a new run). */
+export function appToolNames(registry: Registry): string[] {
+  const out: string[] = [];
+  for (const t of registry.pool) if (t.plugin === APP_PLUGIN) out.push(t.name);
+  return out;
+}
+
+/** R18: a run carried on without its tools declared in code would lose them: refused in one sentence, before anything is claimed. */
+function refuseWithoutTools(runId: string, tools: readonly string[]): never {
+  throw new KeelError(
+    'config',
+    `run ${runId} belongs to an application: it needs its tools declared in code (${tools.join(', ')}), which this process does not have, so it was not carried on here: nothing ran, and a question or card it waits on stays as it was. Carry it on from that application (keel.resume, keel.answer or keel.approve with its tools: new Keel({ tools }) or the \`tools\` option)`,
   );
 }
 
@@ -44,8 +85,13 @@ export function cacheDir(home: string, kind: 'scripts' | 'index'): string {
 export async function legDeps(
   core: KeelCore,
   o: Kept & Pick<RunOptions, 'signal'>,
-  stored?: Pick<RunState, 'id' | 'model' | 'plugin_dirs' | 'parent'>,
+  stored?: Pick<RunState, 'id' | 'model' | 'plugin_dirs' | 'parent' | 'app_tools'>,
+  /** `end`: the leg only ends the run (a cancel, an expired card): it runs no tool and calls no model, so nothing of the app's is needed. */
+  purpose: 'carry' | 'end' = 'carry',
 ): Promise<EngineDeps & { notes: string[] }> {
+  // R18 (issue 47): a run whose tools declared in code this process lacks is not carried on without them.
+  const missing = stored && purpose === 'carry' ? appNeeds(core, stored, o)?.tools : undefined;
+  if (stored && missing) refuseWithoutTools(stored.id, missing);
   const dirs = o.pluginDirs?.length ? core.keel.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : core.keel.pluginDirs();
   const { registry, notes } = await core.registries.forRun(dirs, appTools(core, o.tools));
   // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.

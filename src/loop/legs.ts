@@ -28,6 +28,8 @@ export interface StartInput {
   delegate?: { parent: TaskParent; session_id: string; untrusted: readonly UntrustedSource[] };
   /** The run's id, when it is made from what started it (a delegate's). */
   id?: string;
+  /** R18: the names of the tools declared in code in the run's pool (stored: only a process that has them carries it on). */
+  appTools?: readonly string[];
 }
 
 /**
@@ -85,6 +87,7 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
       notes: request.replaced ? [...(input.notes ?? []), unstorableNote('request', request.replaced)] : input.notes,
       ...(input.principal ? { principal: input.principal } : {}),
       ...(input.id ? { id: input.id } : {}),
+      ...(input.appTools?.length ? { app_tools: input.appTools } : {}),
       ...(input.delegate
         ? { parent: input.delegate.parent, session_id: input.delegate.session_id, inherited_untrusted: input.delegate.untrusted }
         : {}),

@@ -79,6 +79,8 @@ export interface NewRun {
   principal?: Principal;
   /** D1: a delegate's run: the run that started it. */
   parent?: TaskParent;
+  /** R18: the names of the run's tools declared in code (only a process that has them carries it on). */
+  app_tools?: readonly string[];
   /** The run's id, when its starter makes it (a delegate's, from its parent and task call); else a random one. */
   id?: string;
 }
@@ -151,6 +153,7 @@ export class RunWriter {
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
     if (input.principal) s.principal = { ...input.principal, groups: [...input.principal.groups] };
     if (input.parent) s.parent = { ...input.parent };
+    if (input.app_tools?.length) s.app_tools = [...input.app_tools];
     await store?.createRun(s);
     return new RunWriter(s, store, clock);
   }

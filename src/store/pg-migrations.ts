@@ -155,4 +155,13 @@ CREATE INDEX runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL;
 ALTER TABLE runs ADD COLUMN principal JSONB;
 `,
   },
+  {
+    version: 7,
+    name: 'app_tools',
+    sql: `
+-- R18 (issue 47): the names of a run's tools declared in code (an application's own): only a process
+-- that has them carries the run on. Set when the run is made, never changed.
+ALTER TABLE runs ADD COLUMN app_tools JSONB;
+`,
+  },
 ];

@@ -308,6 +308,11 @@ export interface RunState {
   inherited_untrusted?: UntrustedSource[];
   /** who started the run (a token, the local user, an MCP client, the app): what an operator policy's `principal` is. */
   principal?: Principal;
+  /**
+   * The names of the tools declared in code (an application's `new Keel({ tools })`, a
+   * run's `tools`) in the run's pool when it started: only a process that has them carries it on.
+   */
+  app_tools?: string[];
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
   created_at: string;
