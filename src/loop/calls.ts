@@ -227,6 +227,42 @@ export async function* runCalls(
 }
 
 /**
+ * R16 (issue 47): the model answered while writes it never asked about are held. The core asks the
+ * person itself — a confirmation of the held calls, each in its tool's own words (describe), with what
+ * the run has read — so the model's claim that it acted is never the final answer of a run in which it
+ * did not. No model call waits on the question (`by_core`): its record joins the trace when answered.
+ */
+export async function* askAboutHeld(leg: LegState, step: number): AsyncGenerator<LoopEvent, RunResult> {
+  const s = leg.run.state;
+  const confirm = heldConfirmation(s.steps, leg.gate.heldAwaitingAnswer, leg.deps.registry.byName, leg.gate.untrusted);
+  const seq = leg.run.nextPauseSeq();
+  const call_id = `keel_confirm_${seq}`;
+  const named = (confirm?.items ?? []).map((i) => (i.title ? `${i.tool} (${i.title})` : i.tool));
+  const question = SAY.heldUnasked(named.length ? named : [...leg.gate.heldAwaitingAnswer]);
+  const record: CallRecord = {
+    step,
+    call_id,
+    tool: 'ask_user',
+    args: { question },
+    outcome: 'ran',
+    result: '',
+    is_error: false,
+    by_core: true,
+  };
+  return yield* pause(leg, {
+    kind: 'ask_user',
+    seq,
+    call_id,
+    question,
+    ...(confirm ? { confirm } : {}),
+    by_core: true,
+    step,
+    results: [],
+    calls: [record],
+  });
+}
+
+/**
  * Appends a completed step's results (call order, R22) and applies the evaluator and R12: the end
  * they call for, if any (a plain function: a step that goes on passes no generator of its own).
  */

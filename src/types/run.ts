@@ -233,6 +233,11 @@ export type Pause =
       question: string;
       /** Set when writes are held: the answer must say yes or no. */
       confirm?: Confirmation;
+      /**
+       * The core asks, not the model: it answered while writes it never asked about were held. No
+       * model call waits on `call_id`; a yes runs the held calls (once) and the model is told.
+       */
+      by_core?: true;
       step: number;
       results: PendingResult[];
       calls: CallRecord[];
