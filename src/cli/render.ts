@@ -220,7 +220,10 @@ export function renderPlugins(plugins: PluginReport[], summary = true): string {
 }
 
 /** The answer to a card whose run only its application can carry on: its model of its own, its tools declared in code (R18). */
-export function appRunAnswered(approval: { id: string; status: string; run_id: string }, needs: { model?: string; tools?: string[] }): string {
+export function appRunAnswered(
+  approval: { id: string; status: string; run_id: string },
+  needs: { model?: string; tools?: string[] },
+): string {
   const what = [
     ...(needs.model !== undefined ? [`a model of its own (${needs.model})`] : []),
     ...(needs.tools?.length ? [`tools declared in code that this process does not have (${needs.tools.join(', ')})`] : []),

@@ -263,7 +263,11 @@ export class UiChat {
           // R18: a run only its application can carry on (its model, its tools in code): recorded here; it goes on there.
           if (app)
             notices.push(
-              notice('waits_for_app', `approval ${id} is recorded; run ${run.id} continues when its application resumes it: nothing ran here`, id),
+              notice(
+                'waits_for_app',
+                `approval ${id} is recorded; run ${run.id} continues when its application resumes it: nothing ran here`,
+                id,
+              ),
             );
           this.d.hub.wake(run.id);
           if (approval.status === 'expired')
