@@ -197,7 +197,13 @@ export async function answerApprovals(
   for (const id of new Set(all)) {
     try {
       const { approval, leg, app } = await core.keel.answerApproval(id, decision, opts);
-      out.push({ id, outcome: approval.status === 'expired' ? 'expired' : 'answered', approval, ...(leg ? { leg } : {}), ...(app ? { app } : {}) });
+      out.push({
+        id,
+        outcome: approval.status === 'expired' ? 'expired' : 'answered',
+        approval,
+        ...(leg ? { leg } : {}),
+        ...(app ? { app } : {}),
+      });
     } catch (err) {
       if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
       const outcome =

@@ -46,19 +46,7 @@ import { answerApproval, answerApprovals, answerCard, decide, expireApprovals } 
 import { cancel, continueLeg, queuedLeg } from './continuing.js';
 import { type KeelCore, requireStore } from './core.js';
 import { children, makeSubagents, settle } from './delegates.js';
-import {
-  appTools,
-  appToolNames,
-  cacheDir,
-  delegating,
-  finish,
-  kept,
-  legDeps,
-  outcome,
-  refuseAppTools,
-  remember,
-  tracked,
-} from './legs.js';
+import { appToolNames, appTools, cacheDir, delegating, finish, kept, legDeps, outcome, refuseAppTools, remember, tracked } from './legs.js';
 import {
   type AppNeeds,
   type ApprovalOptions,

@@ -92,6 +92,8 @@ export async function legDeps(
   // R18 (issue 47): a run whose tools declared in code this process lacks is not carried on without them.
   const missing = stored && purpose === 'carry' ? appNeeds(core, stored, o)?.tools : undefined;
   if (stored && missing) refuseWithoutTools(stored.id, missing);
+  // Issue 47: what this leg is given is kept for the run's later legs here (a delegate it starts, a leg its delegate's end wakes).
+  if (stored && purpose === 'carry') remember(core, stored.id, o);
   const dirs = o.pluginDirs?.length ? core.keel.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : core.keel.pluginDirs();
   const { registry, notes } = await core.registries.forRun(dirs, appTools(core, o.tools));
   // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.
@@ -121,6 +123,12 @@ export async function legDeps(
     sessionWatch: core.sessions,
     signal: o.signal ? AbortSignal.any([core.interruption(), o.signal]) : core.interruption(),
   };
+  if (stored?.parent && purpose === 'carry') {
+    // D1 (issue 47): what the app gave this delegate's leg (its model object, its tools) reaches the
+    // run that started it, which goes on when this one ends — in this process, with no options of its own.
+    const parent = await core.store?.loadRun(stored.parent.run_id);
+    if (parent) passOn(core, parent, o, 'up');
+  }
   // D1: a delegate's run, whichever leg and process: its delegate's tools, instructions and budget.
   return stored?.parent ? delegateDeps(core, base, stored) : base;
 }
@@ -148,6 +156,25 @@ async function modelFor(
       `run ${stored.id} was started with the model "${stored.model}", which Keel cannot rebuild here (${err.message}): pass the model again (the \`model\` option; --model in the CLI)`,
     );
   }
+}
+
+/**
+ * D1 (issue 47): the options an app gave one run of a delegate chain, kept for another run of it
+ * that this Keel carries on later without being given any — the run that started it (`up`: every
+ * option, as the app gave them for the chain), or a delegate it started (`down`: its tools, as a
+ * delegate starts with). A model reaches only a run that was started with it (the same spec): a
+ * delegate's own model from the config is its own. Options this Keel already keeps for the run stay.
+ */
+export function passOn(core: KeelCore, to: Pick<RunState, 'id' | 'model'>, o: Kept, way: 'up' | 'down'): void {
+  if (core.remembered.has(to.id)) return;
+  const { model, ...rest } = definedOnly(o);
+  const spec = typeof model === 'object' ? model.spec : model;
+  const given: Kept = {
+    ...(way === 'up' ? rest : rest.tools ? { tools: rest.tools } : {}),
+    ...(model !== undefined && spec === to.model ? { model } : {}),
+  };
+  // Only what a stored run cannot give itself: its own spec string, and nothing else, is no option.
+  if (Object.keys(given).some((k) => k !== 'model') || typeof given.model === 'object') core.remembered.set(to.id, given);
 }
 
 /** The options a run's continuation is given: those given now over those its start was given here. */
