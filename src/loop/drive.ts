@@ -157,6 +157,7 @@ export async function* drive(leg: LegState, starting = false): AsyncGenerator<Lo
         // asks the person itself (a run that cannot pause says in its answer that they were not done).
         const held = leg.gate.heldAwaitingAnswer;
         if (held.size && leg.deps.store) return yield* askAboutHeld(leg, step);
+        const unasked = held.size ? SAY.heldNotDone([...held]) : undefined;
         if (leg.deps.output) {
           const verdict = leg.deps.output.parse(reply.text);
           if (!verdict.ok) {
@@ -167,13 +168,7 @@ export async function* drive(leg: LegState, starting = false): AsyncGenerator<Lo
             continue;
           }
         }
-        return yield* end(
-          leg,
-          'done',
-          'final_answer',
-          undefined,
-          held.size ? `${reply.text}\n\n${SAY.heldNotDone([...held])}` : reply.text,
-        );
+        return yield* end(leg, 'done', 'final_answer', undefined, unasked ? `${reply.text}\n\n${unasked}` : reply.text);
       }
       // Issue 26: in a reply cut off at the output token limit, the last call is the one cut short.
       const cutOff = reply.truncated ? { call_id: calls[calls.length - 1].id, limit: SAY.outputLimit(reply.truncated) } : undefined;
