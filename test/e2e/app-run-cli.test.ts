@@ -2,7 +2,7 @@
  * Issue 47 (R18): an application's run with tools declared in code is never carried on by a process
  * that lacks them. Its card approved from the CLI (`keel approvals approve`) is recorded and the run
  * waits for the app; `keel resume` and a confirmation answered from the CLI are refused with nothing
- * claimed; a server's answer path (what the API and the console call) records it the same way. The
+ * claimed; `keel serve`'s API records it the same way and does not carry the run on. The
  * app then carries the run on and the approved call runs exactly once. On both stores, through the
  * real CLI.
  */
@@ -12,6 +12,7 @@ import { Keel } from '../../src/keel/keel.js';
 import { defineTool } from '../../src/tools/define.js';
 import { keel, script, tempHome } from '../support/helpers.js';
 import { freshSchema, testPgUrl, withSchema } from '../support/pg.js';
+import { testServer } from '../support/server.js';
 
 /** The app's own tools: a destructive one (a card for every call) and a confirm-once write. */
 function appTools() {
@@ -148,23 +149,27 @@ async function cardFromAServer(t: test.TestContext, storeEnv: Record<string, str
     approvalId = r.approval.id;
     runId = r.run_id;
   }
-  {
-    // What `keel serve`'s API and console call (answerApproval, answerApprovals): recorded, and no leg to drive.
-    await using server = new Keel({ home, env });
-    const answered = await server.answerApproval(approvalId, 'approve', { actor: 'ana' });
-    assert.equal(answered.approval.status, 'approved');
-    assert.equal(answered.leg, undefined, 'the server does not carry the run on');
-    assert.deepEqual(answered.app, { tools: ['wipe_folder', 'file_note'] });
-    assert.deepEqual(done, []);
-  }
+  // keel serve on the app's store: its API answers the card (as its console does, through answerApproval).
+  const s = await testServer(storeEnv, home);
+  t.after(() => s.close());
+  const answered = await s.api('POST', `/v1/approvals/${approvalId}`, { token: s.approver, body: { decision: 'approve' } });
+  assert.equal(answered.status, 200, JSON.stringify(answered.body));
+  assert.equal(answered.body.approval.status, 'approved');
+  assert.equal(answered.body.run, null, 'the server does not carry the run on');
+  assert.deepEqual(answered.body.waits_for_app, { tools: ['wipe_folder', 'file_note'] });
+  const carried = await s.api('POST', `/v1/runs/${runId}/continue`, { token: s.approver });
+  assert.equal(carried.status, 422, JSON.stringify(carried.body));
+  assert.match(carried.body.detail, /needs its tools declared in code/);
+  assert.deepEqual(done, [], 'nothing ran in the server');
+
   await using app = new Keel({ home, tools, env });
-  t.after(() => app.close());
   const end = await app.resume(runId);
   assert.equal(end.status, 'done');
-  assert.deepEqual(done, ['wipe logs']);
+  assert.deepEqual(done, ['wipe logs'], 'the approved call ran once, in the app');
 }
 
-test("R18: an app's card answered through a server's answer path waits for the app (SQLite)", (t) => cardFromAServer(t, {}));
+test("R18: an app's card answered through keel serve's API waits for the app; the server does not carry it on (SQLite)", (t) =>
+  cardFromAServer(t, {}));
 
-test("R18: an app's card answered through a server's answer path waits for the app (PostgreSQL)", async (t) =>
+test("R18: an app's card answered through keel serve's API waits for the app; the server does not carry it on (PostgreSQL)", async (t) =>
   cardFromAServer(t, { KEEL_STORE: withSchema(await testPgUrl(), freshSchema()) }));
