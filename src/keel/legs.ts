@@ -3,7 +3,8 @@
  * operator's policy, shortlist, a delegate's own tools), how it is followed while it runs (its
  * session, the running count, its delegates or parent told) and the result it ends with (the
  * `output` parsed, the run's options kept or forgotten). Never claims a run or starts a leg (the
- * loop's legs do, called by the actions), and never forgets a run's options while it is paused.
+ * loop's legs do, called by the actions), never forgets a run's options while it is paused, and never
+ * gives a run that records tools declared in code a leg without them (R18: what only its app has).
  */
 import { join } from 'node:path';
 import type { EngineDeps } from '../loop/engine.js';

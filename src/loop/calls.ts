@@ -1,7 +1,7 @@
 /**
  * Running one reply's calls: each through the gate and the one call pipeline, in call order (R22),
- * then the step's pause (a card, a question, a delegate's task) or the evaluator's say on the step
- * (R20, R12). Never executes a call the gate did not allow: every call is prepared (mode, policy,
+ * then the step's pause (a card, a question, a delegate's task; the core's own question when the
+ * model answers while writes are held, R16) or the evaluator's say on the step (R20, R12). Never executes a call the gate did not allow: every call is prepared (mode, policy,
  * repeat guard, consent) before it runs, and a call that needs a card waits for its answer.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,6 +1,6 @@
 /**
- * The legs that continue a run: after an answer (R17), an approval (A2), a delegate's task (D2), an
- * interruption, a takeover (recover), plus reopening a question and cancelling — each inside its
+ * The legs that continue a run: after an answer (R17; the core's own confirmation of held writes,
+ * R16), an approval (A2), a delegate's task (D2), an interruption, a takeover (recover), plus reopening a question and cancelling — each inside its
  * leg's span, completing the step its pause left open, then driving on. Never runs a call that is
  * not pinned on an approved card, nor any call twice (the ledger), nor leaves a call without a
  * result (R19).
