@@ -168,7 +168,8 @@ async function modelFor(
  */
 export function passOn(core: KeelCore, to: Pick<RunState, 'id' | 'model'>, o: Kept, way: 'up' | 'down'): void {
   if (core.remembered.has(to.id)) return;
-  const { model, ...rest } = definedOnly(o);
+  // A leg's signal and listener are its own, never another run's.
+  const { model, signal: _s, onEvent: _e, ...rest } = definedOnly(o as Kept & Pick<RunOptions, 'signal' | 'onEvent'>);
   const spec = typeof model === 'object' ? model.spec : model;
   const given: Kept = {
     ...(way === 'up' ? rest : rest.tools ? { tools: rest.tools } : {}),
