@@ -90,15 +90,15 @@ export async function decide<T>(core: KeelCore, id: string, decision: ApprovalDe
   const app = answered.app;
   if (app) {
     const run = answered.approval.run_id;
-    const kept = `approval ${id} is recorded (${answered.approval.status}); run ${run}`;
+    const recorded = `approval ${id} is recorded (${answered.approval.status}); run ${run}`;
     if (app.model !== undefined) {
       throw new ModelError(
-        `${kept} was started with the model "${app.model}", which Keel cannot rebuild here: pass the model again (the \`model\` option) or resume the run with it`,
+        `${recorded} was started with the model "${app.model}", which Keel cannot rebuild here: pass the model again (the \`model\` option) or resume the run with it`,
       );
     }
     throw new KeelError(
       'config',
-      `${kept} needs its tools declared in code (${(app.tools ?? []).join(', ')}), which this Keel does not have: pass them again (the \`tools\` option, or new Keel({ tools })) or resume the run with them`,
+      `${recorded} needs its tools declared in code (${(app.tools ?? []).join(', ')}), which this Keel does not have: pass them again (the \`tools\` option, or new Keel({ tools })) or resume the run with them`,
     );
   }
   return answered.result as RunResult<T>;
