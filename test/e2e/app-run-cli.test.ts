@@ -173,3 +173,30 @@ test("R18: an app's card answered through keel serve's API waits for the app; th
 
 test("R18: an app's card answered through keel serve's API waits for the app; the server does not carry it on (PostgreSQL)", async (t) =>
   cardFromAServer(t, { KEEL_STORE: withSchema(await testPgUrl(), freshSchema()) }));
+
+test("S2/R18: approve() in a Keel without the run's tools keeps the answer and names the tools option; given them, the call runs once", async () => {
+  const home = tempHome('keel-app-run-');
+  const { done, tools } = appTools();
+  const model = script(home, [{ tool_calls: [{ id: 'c1', name: 'wipe_folder', args: { folder: 'cache' } }] }, { text: 'Wiped cache.' }]);
+  let id: string;
+  let runId: string;
+  {
+    await using app = new Keel({ home, tools });
+    const r = await app.run('wipe the cache folder', { model });
+    assert.ok(r.status === 'paused' && r.reason === 'awaiting_approval');
+    id = r.approval.id;
+    runId = r.run_id;
+  }
+  {
+    await using bare = new Keel({ home });
+    await assert.rejects(
+      () => bare.approve(id, { actor: 'ana' }),
+      /approval .* is recorded \(approved\); run .* needs its tools declared in code \(wipe_folder, file_note\), which this Keel does not have: pass them again \(the `tools` option/,
+    );
+    assert.deepEqual(done, []);
+    // The run's own tools, given to the continuation rather than the Keel, are enough.
+    const end = await bare.resume(runId, { tools });
+    assert.equal(end.status, 'done');
+  }
+  assert.deepEqual(done, ['wipe cache'], 'the approved call ran once');
+});
