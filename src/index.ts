@@ -10,6 +10,7 @@ export type { ApprovalDecision } from './approvals/respond.js';
 export type { Answerer } from './approvals/who.js';
 export { type DelegateConfig, type KeelConfig, loadConfig } from './config/config.js';
 export {
+  type AppNeeds,
   type ApprovalAnswer,
   type ApprovalOptions,
   type BatchAnswer,

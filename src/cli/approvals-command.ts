@@ -6,6 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { renderCard } from '../approvals/card.js';
+import type { AppNeeds } from '../keel/options.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
 import { type CommandContext, EXIT, type Shown, storeName } from './context.js';
@@ -87,11 +88,11 @@ export function registerApprovals(program: Command, { io, getKeel, remote, finis
           try {
             const answered = await answer(id);
             const { approval, result } = answered;
-            const appModel = (answered as { appModel?: string }).appModel;
+            const app = (answered as { app?: AppNeeds }).app;
             if (result) stopLive();
             const after = result
               ? `, run ${result.run_id} ${result.status}`
-              : appModel
+              : app
                 ? `, run ${approval.run_id} continues when its application resumes it`
                 : '';
             io.out(
@@ -112,10 +113,10 @@ export function registerApprovals(program: Command, { io, getKeel, remote, finis
       const id = all[0];
       const answered = await answer(id);
       const { approval, result } = answered;
-      const appModel = (answered as { appModel?: string }).appModel;
-      if (appModel) {
-        // A library app's run, with a model written in code: the answer is kept; the app carries it on.
-        io.out(o.json ? `${JSON.stringify({ approval, continues: 'app' })}\n` : `${appRunAnswered(approval, appModel)}\n`);
+      const app = (answered as { app?: AppNeeds }).app;
+      if (app) {
+        // R18: a library app's run, with a model or tools in code this process lacks: the answer is kept; the app carries it on.
+        io.out(o.json ? `${JSON.stringify({ approval, continues: 'app', needs: app })}\n` : `${appRunAnswered(approval, app)}\n`);
         return;
       }
       if (!result) {

@@ -226,7 +226,7 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
     }
     const allowWrites = decision === 'approve' && rest.includes('--allow-writes');
     const reason = decision === 'reject' && rest.length ? rest.join(' ') : null;
-    const { approval, result, appModel } = await keel.answerCard(id, decision, {
+    const { approval, result, app } = await keel.answerCard(id, decision, {
       actor: osUser(),
       reason,
       onEvent,
@@ -236,8 +236,8 @@ export async function chat(keel: Keel, o: ChatOptions): Promise<number> {
       who: { name: osUser(), groups: [], kind: 'user' },
     });
     spin.stop();
-    if (appModel) {
-      o.out(`${appRunAnswered(approval, appModel)}\n`);
+    if (app) {
+      o.out(`${appRunAnswered(approval, app)}\n`);
       return;
     }
     o.out(`Approval ${approval.id}: ${approval.status}.\n`);

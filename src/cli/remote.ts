@@ -129,13 +129,19 @@ export class Remote {
     reason: string | null,
     onEvent?: (e: LoopEvent) => void,
     options: { consentWrites?: boolean; arguments?: Record<string, unknown> } = {},
-  ): Promise<{ approval: ApprovalRecord; result?: RunResult }> {
-    const r = await this.call<{ approval: ApprovalRecord; run: Accepted | null }>('POST', `/v1/approvals/${encodeURIComponent(id)}`, {
-      decision,
-      ...(reason ? { reason } : {}),
-      ...(options.consentWrites ? { consent_writes: true } : {}),
-      ...(options.arguments ? { arguments: options.arguments } : {}),
-    });
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult; app?: { model?: string; tools?: string[] } }> {
+    const r = await this.call<{ approval: ApprovalRecord; run: Accepted | null; waits_for_app?: { model?: string; tools?: string[] } }>(
+      'POST',
+      `/v1/approvals/${encodeURIComponent(id)}`,
+      {
+        decision,
+        ...(reason ? { reason } : {}),
+        ...(options.consentWrites ? { consent_writes: true } : {}),
+        ...(options.arguments ? { arguments: options.arguments } : {}),
+      },
+    );
+    // R18: a run only its application can carry on: recorded on the server; it waits for the app.
+    if (r.waits_for_app) return { approval: r.approval, app: r.waits_for_app };
     return { approval: r.approval, result: r.run ? await this.follow(r.run, onEvent) : undefined };
   }
 

@@ -220,7 +220,15 @@ export function renderPlugins(plugins: PluginReport[], summary = true): string {
   return `${out.join('\n')}\n`;
 }
 
-/** The answer to a card whose run an application drives with a model of its own (R18). */
-export function appRunAnswered(approval: { id: string; status: string; run_id: string }, model: string): string {
-  return `Approval ${approval.id}: ${approval.status}. Run ${approval.run_id} belongs to an application with a model of its own (${model}): the answer is recorded, and the run continues when that application resumes it (keel.resume('${approval.run_id}', { model })).`;
+/** The answer to a card whose run only its application can carry on: its model of its own, its tools declared in code (R18). */
+export function appRunAnswered(
+  approval: { id: string; status: string; run_id: string },
+  needs: { model?: string; tools?: string[] },
+): string {
+  const what = [
+    ...(needs.model !== undefined ? [`a model of its own (${needs.model})`] : []),
+    ...(needs.tools?.length ? [`tools declared in code that this process does not have (${needs.tools.join(', ')})`] : []),
+  ].join(' and ');
+  const resume = needs.model !== undefined ? `keel.resume('${approval.run_id}', { model })` : `keel.resume('${approval.run_id}')`;
+  return `Approval ${approval.id}: ${approval.status}. Run ${approval.run_id} belongs to an application with ${what}: the answer is recorded, nothing ran here, and the run continues when that application resumes it (${resume}${needs.tools?.length ? ', with its tools' : ''}).`;
 }

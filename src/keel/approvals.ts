@@ -16,15 +16,14 @@ import { mayAnswer, notYours } from '../approvals/who.js';
 import { collect, type Leg, approvalLeg as loopApprovalLeg } from '../loop/legs.js';
 import { validateProblem } from '../loop/pipeline.js';
 import { untrustedRead } from '../loop/result.js';
-import { builtInSpec } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
 import { UNRECORDED_PRINCIPAL } from '../policy/gate.js';
 import type { ApprovalRecord, LoopEvent, RunResult, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
 import { type KeelCore, requireStore } from './core.js';
-import { appTools, finish, kept, legDeps, tracked } from './legs.js';
-import { type ApprovalOptions, type BatchAnswer, type ContinueOptions, isMcpSession } from './options.js';
+import { appNeeds, appTools, finish, kept, legDeps, tracked } from './legs.js';
+import { type AppNeeds, type ApprovalOptions, type BatchAnswer, type ContinueOptions, isMcpSession } from './options.js';
 
 /** Keel.expireApprovals: cards past their expiry expired, and their runs ended. */
 export async function expireApprovals(
@@ -67,7 +66,7 @@ async function expiryLeg(core: KeelCore, a: ApprovalRecord): Promise<Leg | undef
     },
   };
   try {
-    return tracked(core, await loopApprovalLeg(await legDeps(core, { model }, run), a));
+    return tracked(core, await loopApprovalLeg(await legDeps(core, { model }, run, 'end'), a));
   } catch (err) {
     // Another reader or process claimed it first: it ends there.
     if (err instanceof KeelError && (err.code === 'conflict' || err.code === 'not_paused')) return undefined;
@@ -86,42 +85,69 @@ export async function decide<T>(core: KeelCore, id: string, decision: ApprovalDe
     );
   }
   const answered = await core.keel.answerCard(id, decision, o);
-  // S2: a library call returns the run's result, so a run only its own model can continue is
-  // refused in one sentence naming the option — the answer is kept (the CLI says so and exits 0).
-  if (answered.appModel !== undefined) {
-    throw new ModelError(
-      `approval ${id} is recorded (${answered.approval.status}); run ${answered.approval.run_id} was started with the model "${answered.appModel}", which Keel cannot rebuild here: pass the model again (the \`model\` option) or resume the run with it`,
+  // S2/R18: a library call returns the run's result, so a run only its own model or tools can
+  // continue is refused in one sentence naming the option — the answer is kept (the CLI says so and exits 0).
+  const app = answered.app;
+  if (app) {
+    const run = answered.approval.run_id;
+    const recorded = `approval ${id} is recorded (${answered.approval.status}); run ${run}`;
+    if (app.model !== undefined) {
+      throw new ModelError(
+        `${recorded} was started with the model "${app.model}", which Keel cannot rebuild here: pass the model again (the \`model\` option) or resume the run with it`,
+      );
+    }
+    throw new KeelError(
+      'config',
+      `${recorded} needs its tools declared in code (${(app.tools ?? []).join(', ')}), which this Keel does not have: pass them again (the \`tools\` option, or new Keel({ tools })) or resume the run with them`,
     );
   }
   return answered.result as RunResult<T>;
 }
 
-/** Keel.answerCard: any card answered, and what waits on it continued. */
+/**
+ * Keel.answerCard: any card answered, and what waits on it continued. `app`: the run belongs to
+ * an application whose model or tools in code this process lacks — the answer is recorded and the
+ * run continues when that application carries it on (`appModel`: its model's spec, when that is
+ * what is missing).
+ */
 export async function answerCard(
   core: KeelCore,
   id: string,
   decision: ApprovalDecision,
   o: ApprovalOptions = {},
-): Promise<{ approval: ApprovalRecord; result?: RunResult; appModel?: string }> {
-  // A run an application drives with a model of its own (a ModelClient, not a spec Keel can
-  // build): the answer is recorded, and the run continues when that application resumes it.
-  const appModel = o.model === undefined ? await appModelOf(core, id) : undefined;
-  if (appModel) return { approval: await recordAnswer(core, id, decision, o), appModel };
-  const { approval, leg } = await core.keel.answerApproval(id, decision, o);
+): Promise<{ approval: ApprovalRecord; result?: RunResult; app?: AppNeeds; appModel?: string }> {
+  const { approval, leg, app } = await core.keel.answerApproval(id, decision, o);
+  if (app) return { approval, app, ...(app.model !== undefined ? { appModel: app.model } : {}) };
   if (!leg) return { approval };
   return { approval, result: await continued(approval, () => finish(core, leg, o)) };
 }
 
-/** Keel.answerApproval: the answer recorded, and its run's continuation claimed. */
+/**
+ * Keel.answerApproval: the answer recorded, and its run's continuation claimed — unless only its
+ * application can carry it on (R18: `app` says what this process lacks; no leg), or an MCP session's
+ * server holds the call.
+ */
 export async function answerApproval(
   core: KeelCore,
   id: string,
   decision: ApprovalDecision,
   o: ApprovalOptions = {},
-): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
+): Promise<{ approval: ApprovalRecord; leg?: Leg; app?: AppNeeds }> {
+  const store = requireStore(core);
+  const card = await store.getApproval(id);
+  const run = card ? await store.loadRun(card.run_id) : undefined;
+  // R18 (issue 47): a run an application drives with its own model or tools declared in code, which
+  // this process lacks: the answer is recorded, and the run continues when that application carries
+  // it on — never here without them (an approved call would find its tool gone, and nothing would run).
+  const app = run ? appNeeds(core, run, kept(core, run.id, o)) : undefined;
   const approval = await recordAnswer(core, id, decision, o);
   // An MCP session's card: the server holding the call carries it out (no leg of the run waits on it).
-  if (isMcpSession(await core.keel.getRun(approval.run_id))) return { approval };
+  if (isMcpSession(run)) return { approval };
+  if (app) {
+    // A4: a card past its expiry ends its run all the same: that leg calls no model and runs no tool.
+    const leg = approval.status === 'expired' ? await expiryLeg(core, approval) : undefined;
+    return leg ? { approval, leg } : { approval, app };
+  }
   const leg = await continued(approval, () => approvalLeg(core, approval, o));
   return { approval, leg };
 }
@@ -137,14 +163,6 @@ async function recordAnswer(core: KeelCore, id: string, decision: ApprovalDecisi
     edit: o.arguments === undefined || refused ? undefined : await editOf(core, id, o),
     who: o.who,
   });
-}
-
-/** The model spec of a card's run when only its application can continue it (a ModelClient of its own). */
-async function appModelOf(core: KeelCore, id: string): Promise<string | undefined> {
-  const card = await requireStore(core).getApproval(id);
-  const run = card ? await requireStore(core).loadRun(card.run_id) : undefined;
-  if (!run || isMcpSession(run) || core.remembered.get(run.id)?.model !== undefined) return undefined;
-  return builtInSpec(run.model) ? undefined : run.model;
 }
 
 /** Keel.answerApprovals: several cards answered in one action, the batch checked whole first. */
@@ -178,8 +196,14 @@ export async function answerApprovals(
   const out: BatchAnswer[] = [];
   for (const id of new Set(all)) {
     try {
-      const { approval, leg } = await core.keel.answerApproval(id, decision, opts);
-      out.push({ id, outcome: approval.status === 'expired' ? 'expired' : 'answered', approval, ...(leg ? { leg } : {}) });
+      const { approval, leg, app } = await core.keel.answerApproval(id, decision, opts);
+      out.push({
+        id,
+        outcome: approval.status === 'expired' ? 'expired' : 'answered',
+        approval,
+        ...(leg ? { leg } : {}),
+        ...(app ? { app } : {}),
+      });
     } catch (err) {
       if (!(err instanceof KeelError) || err.code === 'unavailable') throw err;
       const outcome =

@@ -15,7 +15,7 @@ import { osUser } from '../util/user.js';
 import { approvalLeg } from './approvals.js';
 import { type KeelCore, requireStore } from './core.js';
 import { afterLeg } from './delegates.js';
-import { kept, legDeps, tracked } from './legs.js';
+import { kept, legDeps, passOn, tracked } from './legs.js';
 import type { ContinueOptions } from './options.js';
 
 /** Keel.queuedLeg: a leg a worker takes from the queue, by one worker only. */
@@ -66,6 +66,8 @@ export async function continueLeg(core: KeelCore, runId: string, o: ContinueOpti
           `run ${runId} waits for its delegate's run ${child.id}, which this process is driving: it goes on when that run ends`,
         );
       }
+      // Issue 47: what the app gave to carry the parent on reaches its delegate (its tools, its model when it shares it).
+      passOn(core, child, kept(core, runId, o), 'down');
       return core.keel.continueLeg(child.id, {});
     }
   }
@@ -101,7 +103,7 @@ export async function cancel(
       throw new ModelError('a cancelled run calls no model');
     },
   };
-  const deps = await legDeps(core, { model }, run);
+  const deps = await legDeps(core, { model }, run, 'end');
   const at = new Date().toISOString();
   // Issue 40: the run's pending cards are closed in the transaction that takes it (one winner
   // against an approve), then journalled and audited; a card answered first refuses the cancel.

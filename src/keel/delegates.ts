@@ -16,7 +16,7 @@ import { type ChildStart, missingNote, Subagents, TASK_TOOLS } from '../subagent
 import type { PausedResult, RunResult, RunState } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { type KeelCore, requireStore } from './core.js';
-import { legDeps, tracked } from './legs.js';
+import { appNeeds, appToolNames, kept, legDeps, passOn, tracked } from './legs.js';
 import type { Kept } from './options.js';
 
 /** A plugin-folder set's delegates, from the config's `subagents` (none when it names none), driven through this Keel. */
@@ -53,7 +53,7 @@ async function startChild(core: KeelCore, c: ChildStart): Promise<RunState> {
   const parentKept = core.remembered.get(c.parent.id);
   // The delegate's model, else its parent's (an application's own ModelClient too); none of the parent's output, steps or instructions.
   const model = c.delegate.model ?? parentKept?.model ?? c.parent.model;
-  const kept: Kept = { model, ...(parentKept?.tools ? { tools: parentKept.tools } : {}) };
+  const given: Kept = { model, ...(parentKept?.tools ? { tools: parentKept.tools } : {}) };
   const parent = {
     run_id: c.parent.id,
     delegate: c.delegate.name,
@@ -61,7 +61,7 @@ async function startChild(core: KeelCore, c: ChildStart): Promise<RunState> {
     task_id: c.task_id,
     request: c.parent.request,
   };
-  const deps = await legDeps(core, kept, {
+  const deps = await legDeps(core, given, {
     id,
     model: typeof model === 'string' ? model : model.spec,
     plugin_dirs: c.parent.plugin_dirs,
@@ -78,11 +78,13 @@ async function startChild(core: KeelCore, c: ChildStart): Promise<RunState> {
       id,
       // D5: the store inserts the run only within max_total, atomically (RunLimitReached otherwise).
       limit: { activeDelegates: c.max_total },
+      // R18 (issue 47): the delegate's own tools declared in code: a process without them never carries it on.
+      appTools: appToolNames(deps.registry),
       // PC9: a delegate acts for whoever started its parent: the operator's policy sees the same principal.
       ...(c.parent.principal ? { principal: c.parent.principal } : {}),
     }),
   );
-  if (typeof model === 'object' || kept.tools) core.remembered.set(leg.run_id, kept);
+  if (typeof model === 'object' || given.tools) core.remembered.set(leg.run_id, given);
   spawn(core, leg);
   const run = await store.loadRun(leg.run_id);
   if (!run) throw new KeelError('not_found', `the delegate's run ${leg.run_id} is not in the store`);
@@ -122,6 +124,9 @@ export async function afterLeg(core: KeelCore, leg: Leg, r: RunResult): Promise<
 async function wakeParent(core: KeelCore, parentRun: string, childRun: string): Promise<void> {
   const p = await requireStore(core).loadRun(parentRun);
   if (p?.status !== 'paused' || p.pause?.kind !== 'task' || p.pause.child_run !== childRun) return;
+  // R18 (issue 47): a parent only its application can carry on (its model object, its tools in code,
+  // not given to this Keel): it stays paused, and goes on when that application resumes it.
+  if (appNeeds(core, p, kept(core, parentRun, {}))) return;
   let leg: Leg;
   try {
     leg = await core.keel.continueLeg(parentRun);
@@ -173,6 +178,8 @@ export async function settle(core: KeelCore, r: RunResult): Promise<RunResult> {
 async function carryOnLeft(core: KeelCore, runId: string): Promise<Promise<RunResult | undefined> | undefined> {
   const run = core.keel.legSink || core.driving.has(runId) ? undefined : await core.store?.loadRun(runId);
   if (run?.status !== 'running') return undefined;
+  // Issue 47: what this Keel keeps for the parent that waits for it reaches the delegate (its tools, its model when it shares it).
+  if (run.parent) passOn(core, run, kept(core, run.parent.run_id, {}), 'down');
   try {
     return spawn(core, await core.keel.continueLeg(runId));
   } catch (err) {

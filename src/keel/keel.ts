@@ -46,8 +46,9 @@ import { answerApproval, answerApprovals, answerCard, decide, expireApprovals } 
 import { cancel, continueLeg, queuedLeg } from './continuing.js';
 import { type KeelCore, requireStore } from './core.js';
 import { children, makeSubagents, settle } from './delegates.js';
-import { appTools, cacheDir, delegating, finish, kept, legDeps, outcome, refuseAppTools, remember, tracked } from './legs.js';
+import { appToolNames, appTools, cacheDir, delegating, finish, kept, legDeps, outcome, refuseAppTools, remember, tracked } from './legs.js';
 import {
+  type AppNeeds,
   type ApprovalOptions,
   type BatchAnswer,
   type ContinueOptions,
@@ -71,6 +72,7 @@ import { Sessions } from './sessions.js';
 
 export { BUNDLED_PLUGINS, keelHome, PACKAGE_ROOT } from '../config/paths.js';
 export {
+  type AppNeeds,
   type ApprovalAnswer,
   type ApprovalOptions,
   type BatchAnswer,
@@ -287,6 +289,8 @@ export class Keel {
       session,
       notes: deps.notes,
       principal: o.principal ? checkedPrincipal(o.principal) : { kind: 'user' as const, name: osUser(this.env), groups: [] },
+      // R18 (issue 47): stored, so a process without these tools never carries the run on.
+      appTools: appToolNames(deps.registry),
     };
     const leg = tracked(this.core, await startLeg(deps, input));
     remember(this.core, leg.run_id, o);
@@ -393,7 +397,7 @@ export class Keel {
     id: string,
     decision: ApprovalDecision,
     o: ApprovalOptions = {},
-  ): Promise<{ approval: ApprovalRecord; result?: RunResult; appModel?: string }> {
+  ): Promise<{ approval: ApprovalRecord; result?: RunResult; app?: AppNeeds; appModel?: string }> {
     return answerCard(this.core, id, decision, o);
   }
 
@@ -402,7 +406,11 @@ export class Keel {
    * now or when a server's queue gets to it. Unknown → not_found; already answered → conflict; past
    * its expiry → recorded as expired (the continuation ends the run, nothing runs).
    */
-  async answerApproval(id: string, decision: ApprovalDecision, o: ApprovalOptions = {}): Promise<{ approval: ApprovalRecord; leg?: Leg }> {
+  async answerApproval(
+    id: string,
+    decision: ApprovalDecision,
+    o: ApprovalOptions = {},
+  ): Promise<{ approval: ApprovalRecord; leg?: Leg; app?: AppNeeds }> {
     return answerApproval(this.core, id, decision, o);
   }
 

@@ -3,21 +3,33 @@
  * operator's policy, shortlist, a delegate's own tools), how it is followed while it runs (its
  * session, the running count, its delegates or parent told) and the result it ends with (the
  * `output` parsed, the run's options kept or forgotten). Never claims a run or starts a leg (the
- * loop's legs do, called by the actions), and never forgets a run's options while it is paused.
+ * loop's legs do, called by the actions), never forgets a run's options while it is paused, and never
+ * gives a run that records tools declared in code a leg without them (R18: what only its app has).
  */
 import { join } from 'node:path';
 import type { EngineDeps } from '../loop/engine.js';
 import { collect, type Leg } from '../loop/legs.js';
 import { outputCheck } from '../loop/output.js';
-import { createModel } from '../models/index.js';
+import { builtInSpec, createModel } from '../models/index.js';
 import { type ModelClient, ModelError } from '../models/types.js';
+import { APP_PLUGIN } from '../plugin-host/app-tools.js';
+import type { Registry } from '../plugin-host/host.js';
 import type { Row } from '../plugin-host/types.js';
 import { countsTokens } from '../prompt/tokens.js';
 import type { AppTool, LoopEvent, RunResult, RunState } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import type { KeelCore } from './core.js';
 import { afterLeg, delegateDeps, settle } from './delegates.js';
-import { type ContinueOptions, definedOnly, type Kept, limitsFromEnv, positive, type RunOptions } from './options.js';
+import {
+  type AppNeeds,
+  type ContinueOptions,
+  definedOnly,
+  isMcpSession,
+  type Kept,
+  limitsFromEnv,
+  positive,
+  type RunOptions,
+} from './options.js';
 
 /**
  * R32 (issue 40): the application's own tools are its own code, not a plugin folder: a refused one
@@ -28,6 +40,36 @@ export function refuseAppTools(rows: readonly Row[]): void {
   throw new KeelError(
     'config',
     `${rows.map((r) => r.message).join('; ')} — fix the tool${rows.length > 1 ? 's' : ''} declared in code, or mount the valid ones without ${rows.length > 1 ? 'them' : 'it'} with new Keel({ degradedTools: 'warn' })`,
+  );
+}
+
+/**
+ * R18 (issue 47): what a stored run needs that only its application can give and these options
+ * (with this Keel's own tools) lack — its model, when it is an object of the app's own (a spec no
+ * provider builds), and its tools declared in code — or undefined when nothing is missing. A process
+ * that lacks them never carries the run on: an answer is recorded and the run waits for its app.
+ */
+export function appNeeds(core: KeelCore, run: Pick<RunState, 'model' | 'app_tools'>, o: Kept): AppNeeds | undefined {
+  if (isMcpSession(run)) return undefined;
+  const model = o.model === undefined && !builtInSpec(run.model) ? run.model : undefined;
+  const have = new Set((appTools(core, o.tools) ?? []).map((t) => t.name));
+  const tools = (run.app_tools ?? []).filter((name) => !have.has(name));
+  if (model === undefined && !tools.length) return undefined;
+  return { ...(model !== undefined ? { model } : {}), ...(tools.length ? { tools } : {}) };
+}
+
+/** R18: the names of the tools declared in code in a leg's pool (stored with a new run). */
+export function appToolNames(registry: Registry): string[] {
+  const out: string[] = [];
+  for (const t of registry.pool) if (t.plugin === APP_PLUGIN) out.push(t.name);
+  return out;
+}
+
+/** R18: a run carried on without its tools declared in code would lose them: refused in one sentence, before anything is claimed. */
+function refuseWithoutTools(runId: string, tools: readonly string[]): never {
+  throw new KeelError(
+    'config',
+    `run ${runId} belongs to an application: it needs its tools declared in code (${tools.join(', ')}), which this process does not have, so it was not carried on here: nothing ran, and a question or card it waits on stays as it was. Carry it on from that application (keel.resume, keel.answer or keel.approve with its tools: new Keel({ tools }) or the \`tools\` option)`,
   );
 }
 
@@ -44,8 +86,15 @@ export function cacheDir(home: string, kind: 'scripts' | 'index'): string {
 export async function legDeps(
   core: KeelCore,
   o: Kept & Pick<RunOptions, 'signal'>,
-  stored?: Pick<RunState, 'id' | 'model' | 'plugin_dirs' | 'parent'>,
+  stored?: Pick<RunState, 'id' | 'model' | 'plugin_dirs' | 'parent' | 'app_tools'>,
+  /** `end`: the leg only ends the run (a cancel, an expired card): it runs no tool and calls no model, so nothing of the app's is needed. */
+  purpose: 'carry' | 'end' = 'carry',
 ): Promise<EngineDeps & { notes: string[] }> {
+  // R18 (issue 47): a run whose tools declared in code this process lacks is not carried on without them.
+  const missing = stored && purpose === 'carry' ? appNeeds(core, stored, o)?.tools : undefined;
+  if (stored && missing) refuseWithoutTools(stored.id, missing);
+  // Issue 47: what this leg is given is kept for the run's later legs here (a delegate it starts, a leg its delegate's end wakes).
+  if (stored && purpose === 'carry') remember(core, stored.id, o);
   const dirs = o.pluginDirs?.length ? core.keel.pluginDirs(o.pluginDirs) : stored ? stored.plugin_dirs : core.keel.pluginDirs();
   const { registry, notes } = await core.registries.forRun(dirs, appTools(core, o.tools));
   // R32 (issue 40): an app tool the mount refused (its names meet the pool here) fails the run loudly.
@@ -75,6 +124,12 @@ export async function legDeps(
     sessionWatch: core.sessions,
     signal: o.signal ? AbortSignal.any([core.interruption(), o.signal]) : core.interruption(),
   };
+  if (stored?.parent && purpose === 'carry') {
+    // D1 (issue 47): what the app gave this delegate's leg (its model object, its tools) reaches the
+    // run that started it, which goes on when this one ends — in this process, with no options of its own.
+    const parent = await core.store?.loadRun(stored.parent.run_id);
+    if (parent) passOn(core, parent, o, 'up');
+  }
   // D1: a delegate's run, whichever leg and process: its delegate's tools, instructions and budget.
   return stored?.parent ? delegateDeps(core, base, stored) : base;
 }
@@ -102,6 +157,26 @@ async function modelFor(
       `run ${stored.id} was started with the model "${stored.model}", which Keel cannot rebuild here (${err.message}): pass the model again (the \`model\` option; --model in the CLI)`,
     );
   }
+}
+
+/**
+ * D1 (issue 47): the options an app gave one run of a delegate chain, kept for another run of it
+ * that this Keel carries on later without being given any — the run that started it (`up`: every
+ * option, as the app gave them for the chain), or a delegate it started (`down`: its tools, as a
+ * delegate starts with). A model reaches only a run that was started with it (the same spec): a
+ * delegate's own model from the config is its own. Options this Keel already keeps for the run stay.
+ */
+export function passOn(core: KeelCore, to: Pick<RunState, 'id' | 'model'>, o: Kept, way: 'up' | 'down'): void {
+  if (core.remembered.has(to.id)) return;
+  // A leg's signal and listener are its own, never another run's.
+  const { model, signal: _s, onEvent: _e, ...rest } = definedOnly(o as Kept & Pick<RunOptions, 'signal' | 'onEvent'>);
+  const spec = typeof model === 'object' ? model.spec : model;
+  const given: Kept = {
+    ...(way === 'up' ? rest : rest.tools ? { tools: rest.tools } : {}),
+    ...(model !== undefined && spec === to.model ? { model } : {}),
+  };
+  // Only what a stored run cannot give itself: its own spec string, and nothing else, is no option.
+  if (Object.keys(given).some((k) => k !== 'model') || typeof given.model === 'object') core.remembered.set(to.id, given);
 }
 
 /** The options a run's continuation is given: those given now over those its start was given here. */

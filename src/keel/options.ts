@@ -131,6 +131,15 @@ export interface ApprovalOptions<T = unknown> extends ContinueOptions<T> {
   who?: Answerer;
 }
 
+/**
+ * What a run needs that only its application can give, and the process that answered lacks: the spec of its model object (one no provider builds), its tools declared in code.
+ * The answer is recorded; the run continues when the application carries it on with them.
+ */
+export interface AppNeeds {
+  model?: string;
+  tools?: string[];
+}
+
 /** One card of a batch answer: answered (or found expired), or why not — the others went on. */
 export interface BatchAnswer {
   id: string;
@@ -139,6 +148,8 @@ export interface BatchAnswer {
   approval?: ApprovalRecord;
   /** The run's continuation, to drive or queue. */
   leg?: Leg;
+  /** No continuation here: the run waits for its application, which has what it needs (its model, its tools in code). */
+  app?: AppNeeds;
   error?: string;
 }
 

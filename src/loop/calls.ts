@@ -1,7 +1,7 @@
 /**
  * Running one reply's calls: each through the gate and the one call pipeline, in call order (R22),
- * then the step's pause (a card, a question, a delegate's task) or the evaluator's say on the step
- * (R20, R12). Never executes a call the gate did not allow: every call is prepared (mode, policy,
+ * then the step's pause (a card, a question, a delegate's task; the core's own question when the
+ * model answers while writes are held, R16) or the evaluator's say on the step (R20, R12). Never executes a call the gate did not allow: every call is prepared (mode, policy,
  * repeat guard, consent) before it runs, and a call that needs a card waits for its answer.
  */
 import { randomUUID } from 'node:crypto';
@@ -225,6 +225,42 @@ export async function* runCalls(
   }
   const ending = await finishStep(leg, records, results, endOn, priorToolCalls);
   return ending ? yield* end(leg, ...ending) : undefined;
+}
+
+/**
+ * R16 (issue 47): the model answered while writes it never asked about are held. The core asks the
+ * person itself — a confirmation of the held calls, each in its tool's own words (describe), with what
+ * the run has read — so the model's claim that it acted is never the final answer of a run in which it
+ * did not. No model call waits on the question (`by_core`): its record joins the trace when answered.
+ */
+export async function* askAboutHeld(leg: LegState, step: number): AsyncGenerator<LoopEvent, RunResult> {
+  const s = leg.run.state;
+  const confirm = heldConfirmation(s.steps, leg.gate.heldAwaitingAnswer, leg.deps.registry.byName, leg.gate.untrusted);
+  const seq = leg.run.nextPauseSeq();
+  const call_id = `keel_confirm_${seq}`;
+  const named = (confirm?.items ?? []).map((i) => (i.title ? `${i.tool} (${i.title})` : i.tool));
+  const question = SAY.heldUnasked(named.length ? named : [...leg.gate.heldAwaitingAnswer]);
+  const record: CallRecord = {
+    step,
+    call_id,
+    tool: 'ask_user',
+    args: { question },
+    outcome: 'ran',
+    result: '',
+    is_error: false,
+    by_core: true,
+  };
+  return yield* pause(leg, {
+    kind: 'ask_user',
+    seq,
+    call_id,
+    question,
+    ...(confirm ? { confirm } : {}),
+    by_core: true,
+    step,
+    results: [],
+    calls: [record],
+  });
 }
 
 /**

@@ -1,10 +1,12 @@
 /**
- * The legs that continue a run: after an answer (R17), an approval (A2), a delegate's task (D2), an
- * interruption, a takeover (recover), plus reopening a question and cancelling — each inside its
+ * The legs that continue a run: after an answer (R17; the core's own confirmation of held writes,
+ * R16), an approval (A2), a delegate's task (D2), an interruption, a takeover (recover), plus reopening a question and cancelling — each inside its
  * leg's span, completing the step its pause left open, then driving on. Never runs a call that is
  * not pinned on an approved card, nor any call twice (the ledger), nor leaves a call without a
  * result (R19).
  */
+
+import { recordCall } from '../policy/gate.js';
 import type { Answer, ApprovalRecord, CallRecord, LoopEvent, PendingResult, RunResult } from '../types/index.js';
 import { callKey, canonicalJson } from '../util/json.js';
 import { endLegSpan, endToolSpan, type LegKind, recordError, startLegSpan, startToolSpan, toolSpan } from '../util/telemetry.js';
@@ -13,7 +15,7 @@ import { finishStep } from './calls.js';
 import { drive } from './drive.js';
 import { end, saved } from './ends.js';
 import { gateOf, type LegState } from './leg-state.js';
-import { coreResult, type Executed, executeCall } from './pipeline.js';
+import { coreResult, type Executed, executeCall, prepareCall } from './pipeline.js';
 import { answerOpenCalls } from './recovery.js';
 import { expiredAnswer, toResult } from './result.js';
 import type { ApprovalPause, QuestionPause, RunView, TaskPauseOf } from './run.js';
@@ -56,8 +58,91 @@ export function continueAfterAnswer(leg: LegState, pause: QuestionPause, answer:
     );
     const results = pause.results.map((r) => (r.call_id === pause.call_id ? { ...r, content } : r));
     for (const record of records) if (record.call_id === pause.call_id) yield { type: 'tool_result', step: pause.step, record };
+    if (pause.by_core) return yield* afterHeldAnswer(leg, pause, answer, records);
     return yield* continueStep(leg, records, results);
   });
+}
+
+/**
+ * R16 (issue 47): the core's own confirmation of writes the model held and never asked about is
+ * answered. The decision joins the trace as an answered question would (the gate's consent); a yes
+ * runs exactly the held calls, once, through the one pipeline and gate, each under an id of its own
+ * (no model call is invented: the transcript gets the core's message, not tool results); a no runs
+ * nothing. Then the model has its turn. The pause stays until the calls are done, so a process that
+ * dies while running them leaves the question open again, and a call whose effect was recorded is
+ * never run a second time (its outcome is unknown).
+ */
+async function* afterHeldAnswer(
+  leg: LegState,
+  pause: QuestionPause,
+  answer: Answer,
+  records: CallRecord[],
+): AsyncGenerator<LoopEvent, RunResult> {
+  const s = leg.run.state;
+  const tools = pause.confirm?.tools ?? [];
+  for (const r of records) recordCall(leg.gate, r);
+  const ran: CallRecord[] = [];
+  const lines: string[] = [];
+  if (answer.confirm) {
+    const pool = leg.deps.registry.byName;
+    const ctx = (leg.callContext ??= leg.executeContext());
+    for (const item of pause.confirm?.items ?? []) {
+      const call = { id: `${item.call_id}.confirmed`, name: item.tool, args: item.args ?? {} };
+      const tool = pool.get(call.name);
+      const prepared = prepareCall({
+        call,
+        pool,
+        menu: { admissible: (n) => pool.has(n) },
+        mode: s.mode,
+        gate: leg.gate,
+        pending: { question: false, approvals: false },
+        policy: leg.callPolicy(),
+      });
+      const span = startToolSpan(leg.span, call.name, call.id);
+      let ex: Omit<Executed, 'outcome'> & { outcome: CallRecord['outcome'] };
+      let key: string | undefined;
+      try {
+        if (prepared.kind === 'execute') {
+          key = prepared.key;
+          // Run once: a call whose effect was recorded (a process died while it ran) is never run again.
+          ex = s.effects.some((e) => e.call_id === call.id)
+            ? { ...coreResult(SAY.unknownOutcome(call.name)), unknown_outcome: true }
+            : await executeCall(ctx, prepared.tool, call.id, prepared.args);
+        } else if (prepared.kind === 'answered' || prepared.kind === 'repeat') {
+          ex = { outcome: prepared.kind === 'repeat' ? 'repeat' : prepared.outcome, content: prepared.result, is_error: true };
+        } else ex = coreResult(SAY.heldNotRunAfterYes(call.name));
+      } catch (err) {
+        recordError(span, err);
+        span.end();
+        throw err;
+      }
+      endToolSpan(span, ex.outcome, ex.is_error, tool?.declaration.effect);
+      const rec: CallRecord = {
+        step: pause.step,
+        call_id: call.id,
+        tool: call.name,
+        args: item.args,
+        outcome: ex.outcome,
+        result: ex.content,
+        is_error: ex.is_error,
+        effect: tool?.declaration.effect,
+        by_core: ex.outcome !== 'ran',
+        ...(prepared.verdict ? { policy: [...prepared.verdict.policies] } : {}),
+      };
+      if (ex.untrusted !== undefined) rec.untrusted = ex.untrusted;
+      if (ex.unknown_outcome) leg.run.note(`unknown outcome: ${call.name} (${call.id}) after the user's yes`);
+      recordCall(leg.gate, rec, key);
+      ran.push(rec);
+      lines.push(SAY.heldCallResult(call.name, truncate(canonicalJson(item.args ?? {}), 500), ex.outcome, ex.content));
+      yield { type: 'tool_result', step: pause.step, record: rec };
+    }
+  }
+  // The question's record and the calls it let run join the trace; no model call waits on them.
+  leg.run.completeStep([...records, ...ran], []);
+  leg.run.addCoreMessage(answer.confirm ? SAY.heldRanAfterYes(tools, answer.text, lines) : SAY.heldDeclinedAfterAsk(tools, answer.text));
+  leg.gate = gateOf(leg.run.state, leg.deps);
+  leg.stepUnsaved = true;
+  return yield* drive(leg);
 }
 
 /**

@@ -10,7 +10,7 @@ import { countRequestTokens, encodingFor } from '../prompt/tokens.js';
 import type { LoopEvent, RequestTrace, RunResult } from '../types/index.js';
 import { redact } from '../util/redact.js';
 import { endChatSpan, endLegSpan, recordError, startChatSpan, startLegSpan } from '../util/telemetry.js';
-import { runCalls } from './calls.js';
+import { askAboutHeld, runCalls } from './calls.js';
 import { end, pauseInterrupted, saved } from './ends.js';
 import { goalProgress, goalReminder, MAX_GOAL_REMINDERS } from './goal.js';
 import type { LegState } from './leg-state.js';
@@ -153,6 +153,11 @@ export async function* drive(leg: LegState, starting = false): AsyncGenerator<Lo
           yield* saved(leg);
           continue;
         }
+        // R16 (issue 47): an answer while writes it never asked about are held is not final: the core
+        // asks the person itself (a run that cannot pause says in its answer that they were not done).
+        const held = leg.gate.heldAwaitingAnswer;
+        if (held.size && leg.deps.store) return yield* askAboutHeld(leg, step);
+        const unasked = held.size ? SAY.heldNotDone([...held]) : undefined;
         if (leg.deps.output) {
           const verdict = leg.deps.output.parse(reply.text);
           if (!verdict.ok) {
@@ -163,7 +168,7 @@ export async function* drive(leg: LegState, starting = false): AsyncGenerator<Lo
             continue;
           }
         }
-        return yield* end(leg, 'done', 'final_answer', undefined, reply.text);
+        return yield* end(leg, 'done', 'final_answer', undefined, unasked ? `${reply.text}\n\n${unasked}` : reply.text);
       }
       // Issue 26: in a reply cut off at the output token limit, the last call is the one cut short.
       const cutOff = reply.truncated ? { call_id: calls[calls.length - 1].id, limit: SAY.outputLimit(reply.truncated) } : undefined;

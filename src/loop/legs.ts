@@ -30,6 +30,8 @@ export interface StartInput {
   id?: string;
   /** D5: a delegate's run starts only within this limit, checked atomically by the store. */
   limit?: NewRun['limit'];
+  /** R18: the names of the tools declared in code in the run's pool (stored: only a process that has them carries it on). */
+  appTools?: readonly string[];
 }
 
 /**
@@ -88,6 +90,7 @@ export async function startLeg(deps: EngineDeps, input: StartInput): Promise<Leg
       ...(input.principal ? { principal: input.principal } : {}),
       ...(input.id ? { id: input.id } : {}),
       ...(input.limit ? { limit: input.limit } : {}),
+      ...(input.appTools?.length ? { app_tools: input.appTools } : {}),
       ...(input.delegate
         ? { parent: input.delegate.parent, session_id: input.delegate.session_id, inherited_untrusted: input.delegate.untrusted }
         : {}),

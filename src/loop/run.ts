@@ -80,6 +80,8 @@ export interface NewRun {
   principal?: Principal;
   /** D1: a delegate's run: the run that started it. */
   parent?: TaskParent;
+  /** R18: the names of the run's tools declared in code (only a process that has them carries it on). */
+  app_tools?: readonly string[];
   /** The run's id, when its starter makes it (a delegate's, from its parent and task call); else a random one. */
   id?: string;
   /** D5: a delegate's run is stored only within this limit, checked by the store as it inserts (RunLimitReached otherwise). */
@@ -161,6 +163,7 @@ export class RunWriter {
     if (inherited?.length) s.inherited_untrusted = inherited.map((u) => ({ ...u }));
     if (input.principal) s.principal = { ...input.principal, groups: [...input.principal.groups] };
     if (input.parent) s.parent = { ...input.parent };
+    if (input.app_tools?.length) s.app_tools = [...input.app_tools];
     // A store written before limits returns nothing: only an explicit false is a refusal.
     if (store && (await store.createRun(s, input.limit)) === false && input.limit) throw new RunLimitReached(input.limit);
     return new RunWriter(s, store, clock);

@@ -17,6 +17,12 @@ export interface FoundLine {
   available: boolean;
 }
 
+/** What a person said beside their yes or no, when it is more than the word itself. */
+function saidMore(text: string, word: 'yes' | 'no'): string {
+  const t = text.trim();
+  return t && t.toLowerCase() !== word && t.toLowerCase() !== word[0] ? ` (they said: ${t})` : '';
+}
+
 /**
  * Every sentence the core writes into a tool result instead of (or about) running the tool, each
  * once. The model reads these: they say what happened to the call and what to do next, and they
@@ -69,12 +75,33 @@ export const SAY = {
     `The user confirmed: go ahead with ${tools.join(', ')}.${text.trim() ? ` They said: ${text.trim()}` : ''}`,
   declined: (tools: readonly string[], text: string) =>
     `The user declined: do not run ${tools.join(', ')}; nothing was written.${text.trim() ? ` They said: ${text.trim()}` : ''} Tell the user nothing was changed, or ask what they want instead.`,
-  /** A warning in the run's result: the run ended while a write it held was never asked about. */
   /** The `output` option: a final answer that did not match its schema is sent back once. */
   outputMismatch: (problem: string) =>
     `[Keel] Your answer does not match the required output schema: ${problem}. Reply again with only the JSON value the system prompt describes.`,
+  /** A warning in the run's result: the run ended while a write it held was never asked about. */
   heldNeverAsked: (name: string) =>
     `${name} was held for the user's confirmation, but the run ended without asking: nothing was written by it.`,
+  /**
+   * R16 (issue 47): the model answered while writes it never asked about were held: the core asks
+   * the person itself (the question of its confirmation), naming each held call in its tool's words.
+   */
+  heldUnasked: (calls: readonly string[]) =>
+    `Before this answer is final: the assistant called ${calls.join('; ')} without asking you, so nothing of it has run yet. Go ahead?`,
+  /** R16 (issue 47): the core's own confirmation answered yes: the held calls ran once, their results for the model. */
+  heldRanAfterYes: (tools: readonly string[], text: string, results: readonly string[]) =>
+    `[Keel] You answered without asking the user to confirm ${tools.join(', ')}, which were held, so Keel asked them. They said yes${saidMore(text, 'yes')}, and Keel ran the held calls once:\n${results.join('\n')}\nAnswer the user from these results; do not call these tools again for the same items.`,
+  /** One held call as heldRanAfterYes lists it: its tool's output is not the user's words. */
+  heldCallResult: (name: string, args: string, outcome: string, result: string) =>
+    `- ${name}(${args}): ${outcome}. Its output (the tool's words, not the user's): ${result}`,
+  /** R16 (issue 47): the core's own confirmation answered no: nothing of the held calls ran. */
+  heldDeclinedAfterAsk: (tools: readonly string[], text: string) =>
+    `[Keel] You answered without asking the user to confirm ${tools.join(', ')}, which were held, so nothing of them ran. Keel asked the user, and they said no${saidMore(text, 'no')}. Tell the user nothing was changed; do not claim it was done.`,
+  /** R16 (issue 47): a held call the yes covered, which the gate no longer lets run as it stands (the mode, the policy changed). */
+  heldNotRunAfterYes: (name: string) =>
+    `Not run: ${name} could not run as it was held (the session's mode or the operator's policy no longer allows it unasked). Call it again if it is still needed.`,
+  /** R16 (issue 47): a run that cannot pause (no store) answered while writes were held: the answer says what was not done. */
+  heldNotDone: (names: readonly string[]) =>
+    `[Keel: nothing was written by ${names.join(', ')}: ${names.length > 1 ? 'they need' : 'it needs'} the user's confirmation, which this run cannot ask (it has no store). Whatever the answer above says, ${names.length > 1 ? 'they were' : 'it was'} not done.]`,
   /** R13: the earlier result, marked as a repeat. */
   repeat: (name: string, earlierCallId: string, earlier: string) =>
     `${earlier}\n\n[Repeat: ${name} was already called with these arguments (call ${earlierCallId}); this is that result. Do not call it again; use it.]`,

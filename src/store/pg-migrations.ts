@@ -165,4 +165,13 @@ ALTER TABLE runs ADD COLUMN principal JSONB;
 ALTER TABLE ledger ADD COLUMN untrusted JSONB;
 `,
   },
+  {
+    version: 8,
+    name: 'app_tools',
+    sql: `
+-- R18 (issue 47): the names of a run's tools declared in code (an application's own): only a process
+-- that has them carries the run on. Set when the run is made, never changed.
+ALTER TABLE runs ADD COLUMN app_tools JSONB;
+`,
+  },
 ];

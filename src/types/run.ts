@@ -237,6 +237,11 @@ export type Pause =
       question: string;
       /** Set when writes are held: the answer must say yes or no. */
       confirm?: Confirmation;
+      /**
+       * The core asks, not the model: it answered while writes it never asked about were held. No
+       * model call waits on `call_id`; a yes runs the held calls (once) and the model is told.
+       */
+      by_core?: true;
       step: number;
       results: PendingResult[];
       calls: CallRecord[];
@@ -312,6 +317,11 @@ export interface RunState {
   inherited_untrusted?: UntrustedSource[];
   /** who started the run (a token, the local user, an MCP client, the app): what an operator policy's `principal` is. */
   principal?: Principal;
+  /**
+   * The names of the tools declared in code (an application's `new Keel({ tools })`, a
+   * run's `tools`) in the run's pool when it started: only a process that has them carries it on.
+   */
+  app_tools?: string[];
   /** The process driving the run (`host:pid`), set when it starts or claims a pause. */
   owner: string | null;
   created_at: string;

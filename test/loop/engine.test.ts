@@ -107,12 +107,18 @@ test('R22: two writes in one reply are both held; neither runs unasked', async (
   ]);
   t.after(() => h.close());
   const r = await h.run('set the reminders');
+  // The model then answered without asking: the core asks about both held calls (issue 47).
   assert.deepEqual(
-    r.steps.map((s) => s.outcome),
+    r.confirm?.items.map((i) => i.call_id),
+    ['w1', 'w2'],
+  );
+  const own = r.steps.filter((s) => s.tool !== 'ask_user');
+  assert.deepEqual(
+    own.map((s) => s.outcome),
     ['held_for_confirmation', 'held_for_confirmation', 'ran'],
   );
   assert.deepEqual(
-    r.steps.map((s) => s.call_id),
+    own.map((s) => s.call_id),
     ['w1', 'w2', 'c1'],
     'results in call order',
   );

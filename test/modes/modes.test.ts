@@ -186,7 +186,12 @@ test('C1/C7: submit_plan → approve → Agent mode → write_file runs through 
 
   const { result } = await keel.respondToApproval(p.approval!.id, 'approve', 'ana');
   assert.equal(result.mode, 'agent');
-  assert.equal(result.status, 'done');
+  // The model answered with the reminder held: the core asks the person about it (issue 47).
+  assert.equal(result.status, 'paused');
+  assert.deepEqual(
+    result.confirm?.items.map((i) => i.call_id),
+    ['c'],
+  );
   assert.equal(file('a.md'), 'hello');
   assert.equal(result.steps.find((s) => s.call_id === 'c')?.outcome, 'held_for_confirmation', 'normal gates apply');
   const after = result.requests[2];

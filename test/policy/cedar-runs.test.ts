@@ -80,7 +80,12 @@ for (const kind of STORES) {
     assert.deepEqual(r.approval?.card.approvers, ['finance']);
     assert.equal(r.approval?.card.items[0].call, 'pay({"amount":900,"to":"bob"})', 'pinned to its arguments');
     const done = await h.keel.approve(r.approval?.id ?? '', { actor: 'local operator' });
-    assert.equal(done.status, 'done');
+    // The model answered with p2 held: the core asks the person about it (issue 47).
+    assert.equal(done.status, 'paused');
+    assert.deepEqual(
+      done.confirm?.items.map((i) => i.call_id),
+      ['p2'],
+    );
     assert.equal(step(done, 'p1')?.outcome, 'ran');
     assert.equal(step(done, 'p2')?.outcome, 'held_for_confirmation', 'under the threshold: the declared gate');
     assert.ok(step(done, 'p2')?.policy?.includes('everything'), 'PC11: the permit that let it through is named');

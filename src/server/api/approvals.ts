@@ -74,9 +74,9 @@ export function approvalRoutes(api: Api): void {
         who: answerer(who),
       });
       const results = [];
-      for (const { leg, ...a } of answers) {
+      for (const { leg, app, ...a } of answers) {
         if (a.approval) hub.wake(a.approval.run_id);
-        results.push(a.approval ? { ...a, run: leg ? await accepted(leg) : null } : a);
+        results.push(a.approval ? { ...a, run: leg ? await accepted(leg) : null, ...(app ? { waits_for_app: app } : {}) } : a);
       }
       return json(c, 200, { results });
     },
@@ -94,7 +94,7 @@ export function approvalRoutes(api: Api): void {
     },
     async (c, { body, who }) => {
       const id = c.req.param('id') as string;
-      const { approval, leg } = await keel
+      const { approval, leg, app } = await keel
         .answerApproval(id, body.decision, {
           actor: who.name,
           reason: body.reason ?? null,
@@ -118,7 +118,8 @@ export function approvalRoutes(api: Api): void {
         // The run ends (nothing runs); the caller is told the card had expired.
         return problem(c, 410, `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`);
       }
-      return json(c, 200, { approval, run });
+      // R18: a run only its application can carry on (its model, its tools in code): recorded; it waits for the app.
+      return json(c, 200, { approval, run, ...(app ? { waits_for_app: app } : {}) });
     },
   );
 }

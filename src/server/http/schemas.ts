@@ -277,7 +277,16 @@ export const ApprovalSchema = z.object({
   consent_writes: z.boolean(),
 });
 export const ApprovalListSchema = z.object({ approvals: z.array(ApprovalSchema) });
-export const ApprovalAnsweredSchema = z.object({ approval: ApprovalSchema, run: LegAcceptedSchema.nullable() });
+/**
+ * R18 (issue 47): the run belongs to an application with what this server lacks (its model object's
+ * spec, its tools declared in code): the answer is recorded, and the run continues when that application resumes it.
+ */
+export const WaitsForAppSchema = z.object({ model: z.string().optional(), tools: z.array(z.string()).optional() });
+export const ApprovalAnsweredSchema = z.object({
+  approval: ApprovalSchema,
+  run: LegAcceptedSchema.nullable(),
+  waits_for_app: WaitsForAppSchema.optional(),
+});
 /** A8: each card of a batch: answered (its run goes on), or why not (the others went on). */
 export const BatchAnsweredSchema = z.object({
   results: z.array(
@@ -286,6 +295,7 @@ export const BatchAnsweredSchema = z.object({
       outcome: z.enum(['answered', 'expired', 'conflict', 'not_found', 'refused', 'error']),
       approval: ApprovalSchema.optional(),
       run: LegAcceptedSchema.nullable().optional(),
+      waits_for_app: WaitsForAppSchema.optional(),
       error: z.string().optional(),
     }),
   ),

@@ -252,7 +252,7 @@ export class UiChat {
           await this.audit(who, 'answer_question', run.id, { confirm: r.approved, via: 'ui_chat' });
           this.submit(leg);
         } else {
-          const { approval, leg } = await this.d.keel.answerApproval(id, r.approved ? 'approve' : 'reject', {
+          const { approval, leg, app } = await this.d.keel.answerApproval(id, r.approved ? 'approve' : 'reject', {
             ...this.d.continueOptions,
             actor: who.name,
             reason: r.reason ?? null,
@@ -261,6 +261,15 @@ export class UiChat {
             who: { name: who.name, role: who.role, groups: [...(who.groups ?? [])], kind: who.kind === 'app' ? 'app_user' : 'token' },
           });
           if (leg) this.submit(leg);
+          // R18: a run only its application can carry on (its model, its tools in code): recorded here; it goes on there.
+          if (app)
+            notices.push(
+              notice(
+                'waits_for_app',
+                `approval ${id} is recorded; run ${run.id} continues when its application resumes it: nothing ran here`,
+                id,
+              ),
+            );
           this.d.hub.wake(run.id);
           if (approval.status === 'expired')
             notices.push(notice('expired', `approval ${id} expired at ${approval.expires_at} before it was answered; nothing ran`, id));

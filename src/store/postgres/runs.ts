@@ -33,8 +33,8 @@ const ACTIVE_DELEGATES = "SELECT count(*) AS n FROM runs WHERE parent_run IS NOT
 
 const INSERT_RUN = named(
   'insert_run',
-  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal)
-   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27)`,
+  `INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal,app_tools)
+   VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26,$27,$28)`,
 );
 const RECHECK = named(
   'recheck_run',
@@ -126,6 +126,7 @@ export class Runs {
       run.parent?.task_id ?? null,
       run.parent ? jsonb(run.parent.request) : null,
       run.principal ? jsonb(run.principal) : null,
+      run.app_tools?.length ? jsonb(run.app_tools) : null,
     ];
   }
 
@@ -342,6 +343,7 @@ export class Runs {
         ? { inherited_untrusted: unjsonb<UntrustedSource[]>(r.inherited_untrusted) }
         : {}),
       ...(r.principal !== null && r.principal !== undefined ? { principal: unjsonb<Principal>(r.principal) } : {}),
+      ...(r.app_tools !== null && r.app_tools !== undefined ? { app_tools: unjsonb<string[]>(r.app_tools) } : {}),
       ...(typeof r.parent_run === 'string'
         ? {
             parent: {

@@ -56,8 +56,8 @@ export function runStatements(db: Database.Database): Record<string, Database.St
   const p = (sql: string) => db.prepare(sql);
   return {
     insertRun:
-      p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal)
-      VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@parent_run,@depth,@delegate,@task_id,@parent_request,@principal)`),
+      p(`INSERT INTO runs (id,status,reason,request,mode,model,plugin_dirs,answer,pause,pause_seq,model_calls,effects,notes,warnings,owner,lease_until,counted_steps,session_id,seq_base,contract,created_at,updated_at,inherited_untrusted,parent_run,depth,delegate,task_id,parent_request,principal,app_tools)
+      VALUES (@id,@status,@reason,@request,@mode,@model,@plugin_dirs,@answer,@pause,@pause_seq,@model_calls,@effects,@notes,@warnings,@owner,@lease_until,0,@session_id,@seq_base,@contract,@created_at,@updated_at,@inherited_untrusted,@parent_run,@depth,@delegate,@task_id,@parent_request,@principal,@app_tools)`),
     // C5: the session's mode as stored, read in the save's own transaction.
     sessionMode: p('SELECT mode FROM sessions WHERE id = ?'),
     getRun: p('SELECT * FROM runs WHERE id = ?'),
@@ -103,6 +103,7 @@ function runParams(run: RunState) {
     updated_at: run.updated_at,
     inherited_untrusted: run.inherited_untrusted?.length ? JSON.stringify(run.inherited_untrusted) : null,
     principal: run.principal ? JSON.stringify(run.principal) : null,
+    app_tools: run.app_tools?.length ? JSON.stringify(run.app_tools) : null,
     parent_run: run.parent?.run_id ?? null,
     depth: run.parent?.depth ?? 0,
     delegate: run.parent?.delegate ?? null,
@@ -347,6 +348,7 @@ export async function loadRun(st: SqliteState, id: string): Promise<RunState | u
     contract: r.contract ? JSON.parse(r.contract as string) : null,
     ...(typeof r.inherited_untrusted === 'string' ? { inherited_untrusted: JSON.parse(r.inherited_untrusted) } : {}),
     ...(typeof r.principal === 'string' ? { principal: JSON.parse(r.principal) } : {}),
+    ...(typeof r.app_tools === 'string' ? { app_tools: JSON.parse(r.app_tools) } : {}),
     ...(typeof r.parent_run === 'string'
       ? {
           parent: {

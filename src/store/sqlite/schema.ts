@@ -115,6 +115,8 @@ function migrate(db: Database.Database): void {
     ['runs', 'inherited_untrusted', 'TEXT'],
     // PC9: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
     ['runs', 'principal', 'TEXT'],
+    // R18 (issue 47): the names of the run's tools declared in code: only a process that has them carries it on; set once.
+    ['runs', 'app_tools', 'TEXT'],
     // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
     ['runs', 'parent_run', 'TEXT'],
     ['runs', 'depth', 'INTEGER NOT NULL DEFAULT 0'],
