@@ -44,11 +44,12 @@ export function registerRuns(program: Command, { io, getKeel, remote, finish, pr
       if (server) {
         // The server's view of the run: keel run --json's shape, with its session, model and times.
         const r = await server.getRun(runId);
-        io.out(
-          o.json
-            ? `${JSON.stringify(r)}\n`
-            : `${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${renderEnd(r as RunResult).out}`,
-        );
+        if (o.json) io.out(`${JSON.stringify(r)}\n`);
+        else {
+          // A paused run says what it waits for and how to answer (a confirmation: a yes or a no).
+          const end = renderEnd(r as RunResult);
+          io.out(`${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${end.out}${r.status === 'paused' ? end.err : ''}`);
+        }
         return;
       }
       const keel = await getKeel();
