@@ -2,7 +2,8 @@
  * A useChat page in front of keel serve (issue 41): the chat's id is a Keel session, Keel's cards
  * arrive as approval parts with the card's own words, and the buttons answer them with
  * addToolApprovalResponse — Keel answers the card once, audited with the token's name.
- * Open it as http://HOST:PORT/#token=APPROVER_TOKEN (keel tokens create NAME --role approver).
+ * Open it as http://HOST:PORT/#token=APPROVER_TOKEN (keel tokens create --name NAME --role approver),
+ * and add &model=SPEC to name a model keel serve's --allow-model allows (script:examples/chat-ui/replies.yaml).
  */
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';

@@ -1,5 +1,5 @@
 // Serves the built page and passes /v1/* through to keel serve, so the page and the API share an origin.
-// node examples/chat-ui/serve.mjs [--port 5173] [--keel http://127.0.0.1:8787]
+// node examples/chat-ui/serve.mjs [--port 5173] [--keel http://127.0.0.1:7373]   (keel serve's own default port)
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
@@ -11,7 +11,7 @@ const arg = (name, dflt) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : dflt;
 };
-const keel = arg('keel', 'http://127.0.0.1:8787').replace(/\/$/, '');
+const keel = arg('keel', 'http://127.0.0.1:7373').replace(/\/$/, '');
 const port = Number(arg('port', '5173'));
 const files = { '/': ['index.html', 'text/html'], '/app.js': ['app.js', 'text/javascript'] };
 

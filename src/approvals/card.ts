@@ -14,9 +14,9 @@ export function describeCall(tool: ToolSpec, args: Record<string, unknown>): Car
   if (!tool.describe) return raw;
   try {
     const c = tool.describe(args);
-    if (!c || typeof c.title !== 'string' || !Array.isArray(c.lines)) return raw;
+    if (!c || typeof c.title !== 'string' || (c.lines !== undefined && !Array.isArray(c.lines))) return raw;
     // Issue 27: a plugin's words are untrusted text, made storable before the card is kept.
-    return { title: storableText(c.title).text, lines: c.lines.map((l) => storableText(String(l)).text) };
+    return { title: storableText(c.title).text, lines: (c.lines ?? []).map((l) => storableText(String(l)).text) };
   } catch {
     return raw;
   }

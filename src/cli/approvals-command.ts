@@ -5,13 +5,13 @@
  * context's io, escaped for the terminal.
  */
 import { type Command, Option } from 'commander';
-import { renderCard } from '../approvals/card.js';
 import type { AppNeeds } from '../keel/options.js';
 import { KeelError } from '../util/errors.js';
 import { osUser } from '../util/user.js';
 import { type CommandContext, EXIT, type Shown, storeName } from './context.js';
-import { editArguments } from './edit-args.js';
-import { appRunAnswered, status } from './render.js';
+
+// What the actions print with, loaded when one runs: `keel --help` loads only the registration.
+const views = async () => ({ ...(await import('../approvals/card.js')), ...(await import('./render.js')) });
 
 export function registerApprovals(program: Command, { io, getKeel, remote, finish, printer, stopLive, setCode }: CommandContext): void {
   const approvals = program.command('approvals').description('approval cards for destructive calls and pinned writes');
@@ -21,6 +21,7 @@ export function registerApprovals(program: Command, { io, getKeel, remote, finis
     .addOption(new Option('--status <status>', 'only this status').choices(['pending', 'approved', 'rejected', 'expired']))
     .option('--json', 'print JSON (an array of approvals: id, run_id, status, card, …)')
     .action(async (o: { status?: 'pending' | 'approved' | 'rejected' | 'expired'; json?: boolean }) => {
+      const { renderCard, status } = await views();
       const server = remote();
       const rows = server ? await server.listApprovals(o.status) : await (await getKeel()).listApprovals({ status: o.status });
       if (o.json) io.out(`${JSON.stringify(rows)}\n`);
@@ -54,9 +55,10 @@ export function registerApprovals(program: Command, { io, getKeel, remote, finis
       );
     }
     cmd.action(async (ids: string[], o: { reason?: string; as?: string; allowWrites?: boolean; args?: string; run?: string } & Shown) => {
+      const { appRunAnswered, status } = await views();
       const server = remote();
       if (server && o.as) throw new KeelError('bad_input', '--as does not apply with --server: the server records the name of your token');
-      const edit = o.args === undefined ? undefined : editArguments(o.args);
+      const edit = o.args === undefined ? undefined : (await import('./edit-args.js')).editArguments(o.args);
       const all = [...ids];
       if (o.run !== undefined) {
         const pending = server

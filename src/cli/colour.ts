@@ -2,7 +2,7 @@
  * Colour for the CLI's status words, on a terminal only. Never colours text that has not been
  * escaped for the terminal first.
  */
-import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 
 /**
  * Colour for the statuses the CLI prints (FAILED, DEGRADED, held, denied, …), on a terminal only.
@@ -13,24 +13,33 @@ import { randomBytes } from 'node:crypto';
  * made fresh for each process, and `applyColour` turns only those markers into escape sequences
  * after the text was made safe. Text from a run cannot forge a marker, since it never sees the secret.
  */
-const SECRET = randomBytes(6).toString('hex');
-const OPEN = `\ufdd0${SECRET}`;
+// Made on the first paint: node:crypto costs ~6 ms to load, which `keel --help` (that paints nothing) should not pay.
+let marker: { open: string; mark: RegExp } | undefined;
 const CLOSE = '\ufdd1';
+
+function opener(): { open: string; mark: RegExp } {
+  if (!marker) {
+    const { randomBytes } = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+    const open = `\ufdd0${randomBytes(6).toString('hex')}`;
+    marker = { open, mark: new RegExp(`${open}(\\d+)${CLOSE}`, 'g') };
+  }
+  return marker;
+}
 
 const STYLES = { red: '31', green: '32', yellow: '33', dim: '2', bold: '1' } as const;
 export type Style = keyof typeof STYLES;
 
 /** `text` shown in `style` where colour is on; as plain text elsewhere. */
 export function paint(style: Style, text: string): string {
-  return `${OPEN}${STYLES[style]}${CLOSE}${text}${OPEN}0${CLOSE}`;
+  const { open } = opener();
+  return `${open}${STYLES[style]}${CLOSE}${text}${open}0${CLOSE}`;
 }
-
-const MARK = new RegExp(`${OPEN}(\\d+)${CLOSE}`, 'g');
 
 /** Replaces the markers with escape sequences (colour on) or removes them (colour off). */
 export function applyColour(text: string, on: boolean): string {
-  if (!text.includes(OPEN)) return text;
-  return text.replace(MARK, (_m, code: string) => (on ? `\u001b[${code}m` : ''));
+  // Before the first paint there is no marker, so no text can hold one.
+  if (!marker || !text.includes(marker.open)) return text;
+  return text.replace(marker.mark, (_m, code: string) => (on ? `\u001b[${code}m` : ''));
 }
 
 /**

@@ -18,16 +18,26 @@ import { registerApprovals } from './approvals-command.js';
 import { applyColour, colourOn } from './colour.js';
 import { type CommandContext, collectList, EXIT, type Io, type Shown, type Tty, VERSION } from './context.js';
 import { registerData } from './data-command.js';
+import { registerDb } from './db-command.js';
 import { EXAMPLES, examples } from './help.js';
-import { LiveView, withLive } from './live.js';
+import type { LiveView } from './live.js';
 import { registerMcp } from './mcp-command.js';
 import { registerPlugins } from './plugins-command.js';
-import { Remote } from './remote.js';
-import { eventPrinter, renderEnd } from './render.js';
+import { registerPolicy } from './policy-command.js';
 import { registerRun } from './run-command.js';
 import { registerRuns } from './runs-command.js';
 import { registerServe } from './serve-command.js';
 import { registerTokens } from './tokens-command.js';
+
+/**
+ * What a command's action shows runs with (their rendering, the live view, a server's client):
+ * loaded before any action runs (a preAction hook), never for `keel --help` or `--version`, which
+ * load only the commands' registrations (test/cli/startup-imports.test.ts holds that).
+ */
+async function loadViews() {
+  const [render, live, remote] = await Promise.all([import('./render.js'), import('./live.js'), import('./remote.js')]);
+  return { ...render, ...live, ...remote };
+}
 
 export type { Io, Tty };
 export { EXIT };
@@ -74,6 +84,11 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
    * stdout and stderr both — and never with --json or --quiet. Set by the command's printer.
    */
   let live: LiveView | undefined;
+  let views: Awaited<ReturnType<typeof loadViews>> | undefined;
+  const view = () => {
+    if (!views) throw new Error('a command printed a run before its action started');
+    return views;
+  };
   /**
    * A run's end: the answer (or what the run waits for, or the JSON) on stdout; warnings, how to go
    * on and the status line on stderr. The exit code says done, failed or paused.
@@ -84,7 +99,7 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
     for (const w of r.warnings) io.err(`keel: warning: ${w}\n`);
     if (o.json) io.out(`${JSON.stringify(r)}\n`);
     else {
-      const end = renderEnd(r);
+      const end = view().renderEnd(r);
       // The answer already on the screen, streamed as the model wrote it, is not printed twice.
       if (!live?.answerShown(r)) io.out(end.out);
       // --quiet keeps what the user must act on (how to answer a pause), and drops the status line.
@@ -95,6 +110,7 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
   /** The tool trace, as the run goes, on stderr: none with --json or --quiet. */
   const printer = (o: Shown) => {
     if (o.json || o.quiet) return undefined;
+    const { eventPrinter, LiveView, withLive } = view();
     const trace = eventPrinter(io.err);
     if (!tty.stdout.isTTY || !tty.stderr.isTTY) return trace;
     live = new LiveView({ text: io.out, spin: raw.err });
@@ -133,7 +149,10 @@ Environment:
 `,
     );
   /** The server named by --server or KEEL_SERVER, if any: the commands that can, talk to it. */
-  const remote = () => Remote.from(program.opts<{ server?: string }>().server, io.env);
+  const remote = () => view().Remote.from(program.opts<{ server?: string }>().server, io.env);
+  program.hook('preAction', async () => {
+    views ??= await loadViews();
+  });
   const ctx: CommandContext = {
     io,
     getKeel,
@@ -194,9 +213,9 @@ Environment:
   registerData(program, ctx);
 
   // keel worker and keel db migrate|status, and --store (S4): listed after the everyday commands.
-  (await import('./db-command.js')).registerDb(program, io);
+  registerDb(program, io);
   // keel policy init|schema|check|explain: the operator's Cedar policy file (issue 37).
-  (await import('./policy-command.js')).registerPolicy(program, io, getKeel, (c) => {
+  registerPolicy(program, io, getKeel, (c) => {
     code = c;
   });
 

@@ -7,7 +7,6 @@ import type { Command } from 'commander';
 import { KeelError } from '../util/errors.js';
 import { type CommandContext, collectList, VERSION } from './context.js';
 import { registerPluginsInit } from './init-command.js';
-import { renderPlugins } from './render.js';
 
 export function registerPlugins(program: Command, { io, getKeel, setCode }: CommandContext): void {
   const plugins = program.command('plugins').description('plugin manifests, registrations and drift');
@@ -19,6 +18,7 @@ export function registerPlugins(program: Command, { io, getKeel, setCode }: Comm
     .action(async (dirs: string[], o: { json?: boolean }) => {
       const reg = await (await getKeel(false)).registry(dirs);
       const { registryHealthy } = await import('../plugin-host/host.js');
+      const { renderPlugins } = await import('./render.js');
       const counts = {
         plugins: reg.plugins.length,
         failed: reg.plugins.filter((p) => p.status === 'failed').length,
@@ -49,6 +49,7 @@ export function registerPlugins(program: Command, { io, getKeel, setCode }: Comm
     .option('-p, --plugins <dir>', 'plugin folder (repeatable)', collectList, [])
     .option('--json', 'print JSON')
     .action(async (name: string, o: { plugins: string[]; json?: boolean }) => {
+      const { renderPlugins } = await import('./render.js');
       const reg = await (await getKeel(false)).registry(o.plugins);
       const p = reg.plugins.find((x) => x.name === name);
       if (!p) throw new KeelError('not_found', `no plugin named ${name} (found: ${reg.plugins.map((x) => x.name).join(', ') || 'none'})`);

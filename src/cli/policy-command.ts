@@ -10,7 +10,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import { loadConfig, policyFileOf } from '../config/config.js';
 import { keelHome } from '../config/paths.js';
 import type { Keel } from '../keel/keel.js';
 import type { Principal } from '../policy/cedar.js';
@@ -56,10 +55,15 @@ export function registerPolicy(
     .description("the operator's Cedar policy file (policy_file: in config.yaml): write, describe, check, explain")
     .addHelpText('after', examples(EXAMPLES.policy));
 
+  /** The config's policy_file (the config is read when a command runs: `keel --help` loads none of it). */
+  const configured = async (): Promise<string | null> => {
+    const { loadConfig, policyFileOf } = await import('../config/config.js');
+    return policyFileOf(loadConfig(keelHome(io.env), io.env));
+  };
   /** The file named, else the config's policy_file; none is a usage error (init has its own default). */
-  const fileOf = (given: string | undefined, fallback?: string): string => {
+  const fileOf = async (given: string | undefined, fallback?: string): Promise<string> => {
     if (given) return given;
-    const named = policyFileOf(loadConfig(keelHome(io.env), io.env));
+    const named = await configured();
     if (named) return named;
     if (fallback) return fallback;
     throw new KeelError(
@@ -81,12 +85,11 @@ export function registerPolicy(
     .option('--force', 'overwrite an existing file')
     .addHelpText('after', examples(EXAMPLES.init))
     .action(async (given: string | undefined, o: { plugins: string[]; app?: string; force?: boolean }) => {
-      const file = fileOf(given, 'policy.cedar');
+      const file = await fileOf(given, 'policy.cedar');
       if (existsSync(file) && !o.force) throw new KeelError('bad_input', `${file} exists: pass --force to overwrite it`);
       writeFileSync(file, (await cedar()).starterPolicy(await poolOf(o.plugins, o.app)));
       io.out(`Wrote ${file}. Check it with: keel policy check ${file}\n`);
-      if (!given && !policyFileOf(loadConfig(keelHome(io.env), io.env)))
-        io.out(`Keel uses it once the config file says so: policy_file: ${file}\n`);
+      if (!given && !(await configured())) io.out(`Keel uses it once the config file says so: policy_file: ${file}\n`);
     });
 
   policy
@@ -108,7 +111,7 @@ export function registerPolicy(
     .option('--json', 'print JSON: the diagnostics and the policies')
     .addHelpText('after', examples(EXAMPLES.check))
     .action(async (given: string | undefined, o: { plugins: string[]; app?: string; json?: boolean }) => {
-      const file = fileOf(given);
+      const file = await fileOf(given);
       const keel = await getKeel(false);
       const r = await keel.checkPolicy({ file, pluginDirs: o.plugins, tools: await appToolsOf(o.app) });
       const errors = r.diagnostics.filter((d) => d.severity === 'error').length;
@@ -167,7 +170,7 @@ export function registerPolicy(
         if (!args || typeof args !== 'object' || Array.isArray(args)) throw new KeelError('bad_input', '--args must be a JSON object');
         const at = o.at ? new Date(o.at) : new Date();
         if (Number.isNaN(at.getTime())) throw new KeelError('bad_input', `--at must be a time (ISO 8601), got "${o.at}"`);
-        const file = fileOf(o.file);
+        const file = await fileOf(o.file);
         const keel = await getKeel(false);
         const x = await keel.explainPolicy(name, args as Record<string, unknown>, {
           file,

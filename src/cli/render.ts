@@ -171,14 +171,27 @@ export function renderRunShow(
     out.push(
       `step ${step}: ${req.tools.length} tools declared (${avail} available)${req.dropped.length ? `, ${req.dropped.length} left off: ${req.dropped.slice(0, 8).join(', ')}${req.dropped.length > 8 ? ', …' : ''}` : ''}${req.input_tokens ? `, ${req.input_tokens} input tokens` : ''}${req.found?.length ? `; found by find_tools: ${req.found.join(', ')}` : ''}`,
     );
-    for (const r of records.filter((x) => x.step === step)) out.push(renderCall(r));
+    // The question the run waits on has no answer yet: not "user answered: " with nothing after it.
+    for (const r of records.filter((x) => x.step === step))
+      out.push(
+        run.pause?.kind === 'ask_user' && r.call_id === run.pause.call_id
+          ? `  → ${r.tool}(${JSON.stringify(r.args)})  ${paint('yellow', '⏸ waiting')}`
+          : renderCall(r),
+      );
   }
   if (run.effects.length) out.push(`effects: ${run.effects.map((e) => `${e.tool} (${e.effect})`).join(', ')}`);
   // U2: what the run has read from outside the user, each result with its label.
   const read = untrustedRead(run);
   if (read.length) out.push(`read from outside you (untrusted):\n${read.map((u) => `  - ${u.tool} ${u.call_id}: ${u.label}`).join('\n')}`);
   if (run.notes.length) out.push(`notes:\n${run.notes.map((n) => `  - ${n}`).join('\n')}`);
-  if (run.pause?.kind === 'ask_user') out.push(`paused: waiting for an answer to "${run.pause.question}"`);
+  if (run.pause?.kind === 'ask_user' && run.pause.confirm) {
+    // R16: a confirmation waits for a yes or a no to the held calls, each in the tool's own words.
+    out.push(
+      `paused: waiting for a yes or a no to "${run.pause.question}"`,
+      ...renderConfirmation(run.pause.confirm),
+      `  answer with: keel resume ${run.id} --yes    or    keel resume ${run.id} --no`,
+    );
+  } else if (run.pause?.kind === 'ask_user') out.push(`paused: waiting for an answer to "${run.pause.question}"`);
   if (run.pause?.kind === 'approval') out.push(`paused: waiting for approval ${run.pause.approval_id}`);
   if (run.pause?.kind === 'task') out.push(`paused: waiting for task ${run.pause.task_id} (run ${run.pause.child_run})`);
   if (run.answer) out.push(`answer: ${run.answer}`);

@@ -4,8 +4,7 @@
  * itself: the run's end and its trace go through the context (finish, printer), escaped for the terminal.
  */
 import { type Command, Option } from 'commander';
-import { renderConfirmation } from '../approvals/card.js';
-import type { Mode } from '../types/index.js';
+import type { Confirmation, Mode } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import { askYesNo, type CommandContext, collectList, type Shown } from './context.js';
 
@@ -73,7 +72,7 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
         }
         if (confirm === undefined && process.stdin.isTTY) {
           const r = await server.getRun(runId);
-          if (r.confirm) confirm = await askYesNo(`${r.question}\n${renderConfirmation(r.confirm).join('\n')}\nConfirm? [y/n] `);
+          if (r.confirm) confirm = await askYesNo(`${r.question}\n${await confirmationText(r.confirm)}\nConfirm? [y/n] `);
         }
         finish(await server.resume(runId, { text: o.answer ?? '', confirm }, printer(o)), o);
         return;
@@ -87,10 +86,15 @@ run is paused for you: answer with keel resume (a question) or keel approvals (a
       if (confirm === undefined && process.stdin.isTTY) {
         const pause = (await k.getRun(runId)).pause;
         if (pause?.kind === 'ask_user' && pause.confirm)
-          confirm = await askYesNo(`${pause.question}\n${renderConfirmation(pause.confirm).join('\n')}\nConfirm? [y/n] `);
+          confirm = await askYesNo(`${pause.question}\n${await confirmationText(pause.confirm)}\nConfirm? [y/n] `);
       }
       finish(await k.answer(runId, { text: o.answer ?? '', confirm }, { model: o.model, onEvent: printer(o) }), o);
     });
+}
+
+/** The held calls a confirmation asks about, as the terminal shows them (loaded when asked: not for `keel --help`). */
+async function confirmationText(confirm: Confirmation): Promise<string> {
+  return (await import('../approvals/card.js')).renderConfirmation(confirm).join('\n');
 }
 
 /** `keel run -`: the request from stdin (bounded, like any request). */

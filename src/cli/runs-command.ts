@@ -7,7 +7,9 @@ import type { Command } from 'commander';
 import type { RunResult } from '../types/index.js';
 import { osUser } from '../util/user.js';
 import { type CommandContext, EXIT, positiveInt, type Shown, storeName } from './context.js';
-import { renderEnd, renderRunList, renderRunShow, runRow } from './render.js';
+
+// Loaded when an action runs: `keel --help` loads only the registration.
+const render = () => import('./render.js');
 
 export function registerRuns(program: Command, { io, getKeel, remote, finish, printer, setCode }: CommandContext): void {
   const runs = program.command('runs').description('stored runs and their traces');
@@ -17,6 +19,7 @@ export function registerRuns(program: Command, { io, getKeel, remote, finish, pr
     .option('-n, --limit <n>', 'how many', (v) => positiveInt(v, '--limit'), 50)
     .option('--json', 'print JSON (an array of runs, each with run_id)')
     .action(async (o: { limit: number; json?: boolean }) => {
+      const { renderRunList, runRow } = await render();
       const server = remote();
       const rows = server ? await server.listRuns(o.limit) : (await (await getKeel()).listRuns({ limit: o.limit })).map(runRow);
       // S4: an empty list names the store it looked in (an app's ./.keel is not the CLI's ~/.keel).
@@ -40,15 +43,17 @@ export function registerRuns(program: Command, { io, getKeel, remote, finish, pr
     .argument('<run_id>')
     .option('--json', 'print the whole run state as JSON')
     .action(async (runId: string, o: { json?: boolean }) => {
+      const { renderEnd, renderRunShow } = await render();
       const server = remote();
       if (server) {
         // The server's view of the run: keel run --json's shape, with its session, model and times.
         const r = await server.getRun(runId);
-        io.out(
-          o.json
-            ? `${JSON.stringify(r)}\n`
-            : `${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${renderEnd(r as RunResult).out}`,
-        );
+        if (o.json) io.out(`${JSON.stringify(r)}\n`);
+        else {
+          // A paused run says what it waits for and how to answer (a confirmation: a yes or a no).
+          const end = renderEnd(r as RunResult);
+          io.out(`${r.run_id}  ${r.status}  ${r.reason ?? ''}  session ${r.session_id}\n${end.out}${r.status === 'paused' ? end.err : ''}`);
+        }
         return;
       }
       const keel = await getKeel();

@@ -9,7 +9,8 @@ import type { z as Zod } from 'zod';
 import type { Env } from '../types/env.js';
 import { KeelError } from '../util/errors.js';
 import { GROUP_NAME } from '../util/groups.js';
-import { yamlParse } from '../util/yaml.js';
+import { nearestName } from '../util/text.js';
+import { offsetOf, type YamlPath, yamlProblem, yamlWithPositions } from '../util/yaml-where.js';
 
 // The schemas are built on first use: most runs have no config file, and loading zod and yaml
 // costs tens of milliseconds on every `keel run`.
@@ -126,30 +127,78 @@ export type DelegateConfig = Zod.infer<ReturnType<typeof delegateSchema>>;
 /** One parsed webhook target (defaults filled in). */
 export type NotifyTarget = Zod.infer<ReturnType<typeof notifyTargetSchema>>;
 
-/** Keel's config file: KEEL_CONFIG, else KEEL_HOME/config.yaml; absent means defaults. */
+/**
+ * Keel's config file: KEEL_CONFIG, else KEEL_HOME/config.yaml; absent means defaults. A mistake is
+ * a KeelError (`config`) that starts FILE:LINE:COL and says what to change: the YAML problem in one
+ * line, an unknown key with the nearest known one, a value the schema refuses with its key's path.
+ */
 export function loadConfig(home: string, env: Env): { file: string | null; config: KeelConfig } {
   const file = env.KEEL_CONFIG || join(home, 'config.yaml');
   if (!existsSync(file)) {
     if (env.KEEL_CONFIG) throw new KeelError('config', `KEEL_CONFIG names ${file}, which does not exist`);
     return { file: null, config: {} };
   }
+  const { doc, pos } = yamlWithPositions(readFileSync(file, 'utf8'));
+  const at = (path: YamlPath, key = false) => {
+    const p = pos(offsetOf(doc, path, key));
+    return `${file}:${p.line}:${p.col}`;
+  };
+  const [bad] = doc.errors;
+  if (bad) {
+    const p = pos(bad.pos[0]);
+    throw new KeelError('config', `${file}:${p.line}:${p.col}: not valid YAML: ${yamlProblem(bad)}`);
+  }
   let raw: unknown;
   try {
-    raw = yamlParse(readFileSync(file, 'utf8')) ?? {};
+    raw = doc.toJS() ?? {};
   } catch (err) {
-    throw new KeelError('config', `${file}: not valid YAML: ${(err as Error).message.split('\n')[0]}`);
+    throw new KeelError('config', `${at([])}: not valid YAML: ${yamlProblem(err as Error)}`);
   }
   const parsed = ConfigSchema().safeParse(raw);
   if (!parsed.success) {
-    const i = parsed.error.issues[0];
-    throw new KeelError('config', `${file}: ${i.path.join('.') || '(top)'}: ${i.message}`);
+    // A misspelt key also leaves the key it meant missing: the misspelling is the one to fix.
+    const { issues } = parsed.error;
+    throw new KeelError('config', configIssue(issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0], raw, at));
   }
   const names = new Set<string>();
-  for (const d of parsed.data.subagents?.delegates ?? []) {
-    if (names.has(d.name)) throw new KeelError('config', `${file}: subagents.delegates: the name ${d.name} is used twice`);
+  for (const [i, d] of (parsed.data.subagents?.delegates ?? []).entries()) {
+    if (names.has(d.name))
+      throw new KeelError('config', `${at(['subagents', 'delegates', i, 'name'])}: subagents.delegates: the name ${d.name} is used twice`);
     names.add(d.name);
   }
   return { file, config: parsed.data };
+}
+
+/** One schema issue as FILE:LINE:COL, the key's path and what to change. */
+function configIssue(i: Zod.core.$ZodIssue, raw: unknown, at: (path: YamlPath, key?: boolean) => string): string {
+  const path = i.path.filter((p): p is string | number => typeof p !== 'symbol');
+  const named = (p: YamlPath) => p.join('.') || '(top)';
+  if (i.code === 'unrecognized_keys') {
+    const [k] = i.keys;
+    const meant = nearestName(k, fieldsAt(path));
+    return `${at([...path, k], true)}: unknown key '${named([...path, k])}'${meant ? ` (did you mean '${named([...path, meant])}'?)` : ''}`;
+  }
+  // zod keeps no input on an issue: look the value up, so that "missing" means missing.
+  let node: unknown = raw;
+  for (const k of path.slice(0, -1)) node = (node as Record<string | number, unknown> | null)?.[k];
+  const last = path.at(-1);
+  if (i.code === 'invalid_type' && last !== undefined && node !== null && typeof node === 'object' && !Object.hasOwn(node, last))
+    return `${at(path.slice(0, -1), true)}: ${named(path.slice(0, -1))}: missing required key '${last}'`;
+  return `${at(path)}: ${named(path)}: ${i.message}`;
+}
+
+/** The keys the mapping at `path` may have, from the schema (none when it is not a mapping). */
+function fieldsAt(path: YamlPath): string[] {
+  const { z } = load('zod') as typeof import('zod');
+  let s: unknown = ConfigSchema();
+  for (const k of [...path, undefined]) {
+    while (s instanceof z.ZodOptional || s instanceof z.ZodDefault) s = s.unwrap();
+    if (k === undefined) break;
+    if (s instanceof z.ZodObject) s = (s.shape as Record<string, unknown>)[String(k)];
+    else if (s instanceof z.ZodArray) s = s.element;
+    else return [];
+  }
+  return s instanceof z.ZodObject ? Object.keys(s.shape) : [];
 }
 
 /** The config's `policy_file:` as a path: relative to the config file's folder; null when none is named. */

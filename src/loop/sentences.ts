@@ -151,14 +151,28 @@ export const SAY = {
   notOffered: (name: string) => `Not run: ${name} is not offered here.`,
   /**
    * keel mcp serve: the call's card is not answered yet; the call returns (inside the client's
-   * time-out) saying what the card asks, where it is answered, and that calling again gets the outcome.
+   * time-out) saying what the card asks, where it is answered, and that calling again gets the
+   * outcome — true to the server's mode: without `keepCards` the card lives only as long as the
+   * client's session (a client gone closes it, client_gone), with it the card outlives the session.
    */
-  waitingForApproval: (id: string, title: string, name: string, asks: readonly string[] = [], consoleUrl?: string) =>
+  waitingForApproval: (
+    id: string,
+    title: string,
+    name: string,
+    asks: readonly string[] = [],
+    o: { consoleUrl?: string; keepCards?: boolean } = {},
+  ) =>
     [
       `Waiting for approval ${id} (${title}): nothing has run.`,
       ...(asks.length ? [`It asks: ${asks.join('; ')}.`] : []),
-      `The owner answers it with keel approvals approve ${id} (or keel approvals reject ${id})${consoleUrl ? `, or in the console at ${consoleUrl}` : ''}.`,
-      `Call ${name} again with the same arguments to get the outcome; it will not run twice.`,
+      `The owner answers it with keel approvals approve ${id} (or keel approvals reject ${id})${o.consoleUrl ? `, or in the console at ${o.consoleUrl}` : ''}${
+        o.keepCards
+          ? '; the card stays open for the owner if this client disconnects.'
+          : ' while this client stays connected: if it disconnects first, the card is closed and nothing runs.'
+      }`,
+      o.keepCards
+        ? `Call ${name} again with the same arguments, from this session or a new one, to get the outcome; it will not run twice.`
+        : `Call ${name} again with the same arguments in this session to get the outcome; it will not run twice.`,
     ].join('\n'),
   /** keel mcp serve: the card the call waited on is gone from the store. */
   approvalGone: (id: string) => `Not run: approval ${id} is no longer in the store. Nothing changed.`,

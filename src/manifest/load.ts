@@ -3,10 +3,10 @@
  * mounts a tool whose declaration did not validate.
  */
 import { readFileSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
 import type { z } from 'zod';
 import { nearestName } from '../util/text.js';
+import { keyName, offsetOf, yamlPackage as Y, type YamlPath, yamlProblem, yamlWithPositions } from '../util/yaml-where.js';
 import type { ManifestCache } from './cache.js';
 import { parsePlainYaml } from './plain-yaml.js';
 import {
@@ -93,11 +93,10 @@ function declarationsOf(manifest: Manifest): Map<string, Declaration> {
   return declarations;
 }
 
-type Path = readonly (string | number)[];
+type Path = YamlPath;
 
-// The `yaml` package is loaded on first need (M6): a process whose manifests are all plain never loads it.
-let yamlModule: typeof import('yaml') | undefined;
-const Y = (): typeof import('yaml') => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+// The `yaml` package is loaded on first need (M6), by src/util/yaml-where.ts: a process whose
+// manifests are all plain never loads it.
 
 /** A manifest longer than this is refused unread (a plugin declares tools, not data). */
 export const MAX_MANIFEST_CHARS = 1_000_000;
@@ -208,21 +207,16 @@ const plainMcp = shaped(PLAIN_FIELDS.mcp, ['command']);
 const plainShape = shaped(PLAIN_FIELDS.manifest, ['name', 'version']) as (v: unknown) => v is Manifest;
 
 function parseManifestText(text: string, file: string, fallbackName: string): ManifestResult {
-  const { isMap, LineCounter, parseDocument } = Y();
-  const lineCounter = new LineCounter();
+  const { isMap } = Y();
   // Duplicate keys are found below in one pass: the YAML library's own check is quadratic.
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: false, logLevel: 'error' });
-  const pos = (offset: number) => {
-    const p = lineCounter.linePos(offset);
-    return { line: p.line, col: p.col };
-  };
+  const { doc, pos } = yamlWithPositions(text, { uniqueKeys: false });
   const plugin = isMap(doc.contents) && typeof doc.get('name') === 'string' ? (doc.get('name') as string) : fallbackName;
   if (doc.errors.length > 0) {
     return {
       ok: false,
       issues: doc.errors.map((e) => ({
         plugin,
-        message: `YAML does not parse: ${e.message.split('\n')[0]}`,
+        message: `YAML does not parse: ${yamlProblem(e)}`,
         file,
         ...pos(e.pos[0]),
       })),
@@ -432,10 +426,6 @@ export function checkDeclarations(
   };
 }
 
-/** Source offset of the node at `path` (or of its key), falling back to the nearest ancestor. */
-/** A key as the parsed data names it (a null key, `~`, becomes ''). */
-const keyName = (value: unknown): string => (value === null || value === undefined ? '' : String(value));
-
 /**
  * Keys checked in one pass over every mapping: a key given twice, and `__proto__` (which a JavaScript
  * object would silently drop), are issues at their own position.
@@ -477,23 +467,4 @@ function firstAlias(doc: Document, pos: (offset: number) => { line: number; col:
     },
   });
   return at;
-}
-
-function offsetOf(doc: Document, path: Path, key: boolean): number {
-  const { isMap, isPair, isScalar } = Y();
-  let node: unknown = doc.contents;
-  let best = 0;
-  for (let i = 0; i < path.length; i++) {
-    if (!isMap(node)) break;
-    const pair = node.items.find((it) => isPair(it) && isScalar(it.key) && keyName(it.key.value) === String(path[i]));
-    if (!pair) break;
-    const isLast = i === path.length - 1;
-    const k = pair.key as Node | null;
-    const v = pair.value as Node | null;
-    if (isLast && key && k?.range) return k.range[0];
-    if (v?.range) best = v.range[0];
-    else if (k?.range) best = k.range[0];
-    node = v;
-  }
-  return best;
 }

@@ -6,7 +6,16 @@
  * the declaration on the tool and the result is an app tool, for Keel's own tools list (R32).
  */
 import { z } from 'zod';
-import type { AppTool, CardText, DeclarationFields, Effect, JsonSchema, ToolContext, ToolDefinition, ToolOutput } from '../types/index.js';
+import type {
+  AppTool,
+  CallDescription,
+  DeclarationFields,
+  Effect,
+  JsonSchema,
+  ToolContext,
+  ToolDefinition,
+  ToolOutput,
+} from '../types/index.js';
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 type RequiredKeys<S> = S extends { required: readonly (infer R)[] } ? R : never;
@@ -37,6 +46,9 @@ export type FromSchema<S> = S extends { enum: readonly (infer E)[] }
                 ? ObjectOf<S>
                 : unknown;
 
+/** A handler's arguments: what a zod schema parses them to, or what a JSON Schema written `as const` describes. */
+export type ArgsOf<S> = S extends z.ZodObject ? z.output<S> : FromSchema<S>;
+
 /** A JSON Schema for a tool's arguments: an object. */
 export type ObjectSchema = {
   readonly type: 'object';
@@ -48,8 +60,8 @@ interface Handlers<A> {
   name: string;
   description: string;
   execute: (args: A, ctx: ToolContext) => ToolOutput | Promise<ToolOutput>;
-  /** The card's text for a call that needs approval. */
-  describe?: (args: A) => CardText;
+  /** The card's words for a call that needs approval: a title, and the lines under it (none when left out). */
+  describe?: (args: A) => CallDescription;
   /** A problem with the arguments the schema cannot express (a card is never made for them). */
   validate?: (args: A) => string | undefined | Promise<string | undefined>;
 }
@@ -67,13 +79,13 @@ export type DefinedTool<E> = [E] extends [Effect] ? AppTool : ToolDefinition;
  * A tool definition with its handler typed by its schema. Pass a zod object or a JSON Schema
  * written inline. Add `effect` (and `confirm`, `approval`, `guidance`, `pinned`, `answers_directly`,
  * `undo`, `idempotent`, `editable`, `contract_modes` as needed) to declare it in code as an app tool; a
- * plugin's tool is declared in its manifest instead.
+ * plugin's tool is declared in its manifest instead. One signature for both kinds of schema, not an
+ * overload each: a compiler that finds no overload reports the last one's complaint (TypeScript 7
+ * blamed a zod schema's `required` for a mistake in `describe`), where one signature is blamed on
+ * the field at fault.
  */
-export function defineTool<S extends z.ZodObject, E extends Effect | undefined = undefined>(
-  def: Handlers<z.output<S>> & { parameters: S } & Declared<E>,
-): DefinedTool<E>;
-export function defineTool<const S extends ObjectSchema, E extends Effect | undefined = undefined>(
-  def: Handlers<FromSchema<S>> & { parameters: S } & Declared<E>,
+export function defineTool<const S extends z.ZodObject | ObjectSchema, E extends Effect | undefined = undefined>(
+  def: Handlers<ArgsOf<S>> & { parameters: S } & Declared<E>,
 ): DefinedTool<E>;
 export function defineTool(def: Handlers<never> & { parameters: z.ZodObject | ObjectSchema }): ToolDefinition {
   const p = def.parameters;
@@ -89,7 +101,7 @@ export function defineTool(def: Handlers<never> & { parameters: z.ZodObject | Ob
     description: def.description,
     parameters,
     execute: (args, ctx) => def.execute(parse(args), ctx),
-    ...(def.describe ? { describe: (args: Record<string, unknown>) => (def.describe as (a: never) => CardText)(parse(args)) } : {}),
+    ...(def.describe ? { describe: (args: Record<string, unknown>) => (def.describe as (a: never) => CallDescription)(parse(args)) } : {}),
     ...(def.validate
       ? { validate: (args: Record<string, unknown>) => (def.validate as (a: never) => string | undefined)(parse(args)) }
       : {}),

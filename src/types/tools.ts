@@ -86,13 +86,23 @@ export interface CardText {
   lines: string[];
 }
 
+/**
+ * What a tool's `describe` returns: the call in the tool's own words — a title, and the lines under
+ * it (none when left out). The core makes the card's CardText from it.
+ */
+export interface CallDescription {
+  title: string;
+  lines?: readonly string[];
+}
+
 /** The plugin entry contract: `api.registerTool(def)`. Stable: plugins outside this repo use it. */
 export interface ToolDefinition<Args extends Record<string, unknown> = Record<string, unknown>> {
   name: string;
   description: string;
   parameters: JsonSchema;
   execute: (args: Args, ctx: ToolContext) => ToolOutput | Promise<ToolOutput>;
-  describe?: (args: Args) => CardText;
+  /** The card's words for a call that needs approval: `{ title, lines? }`. */
+  describe?: (args: Args) => CallDescription;
   validate?: (args: Args) => string | undefined | Promise<string | undefined>;
 }
 

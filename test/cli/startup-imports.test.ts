@@ -2,14 +2,16 @@
  * What a one-reply run loads: not the OpenTelemetry API when nothing registered with it, and not
  * ajv when the manifests' verdicts are cached and no call is validated; against a model server, of
  * pi-ai only the module of that server's API and its SDK (P1, issue 26). These are tens to hundreds
- * of milliseconds each on every `keel run` (bench/startup measures the whole).
+ * of milliseconds each on every `keel run` (bench/startup measures the whole). And what `keel --help`
+ * loads: the commands' registrations, commander and a few small helpers — no rendering, no config,
+ * no node:crypto (issue 47).
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { FakeGateway } from '../support/fake-gateway.js';
 import { type CliResult, FIXTURES, keel, ROOT, tempHome } from '../support/helpers.js';
 
@@ -66,6 +68,67 @@ test("the run path's static imports hold none of the heavy packages: they load o
 });
 
 const LOAD_LIST = join(ROOT, 'test', 'fixtures', 'load-list', 'register.mjs');
+
+/** Every module URL a `keel` command imported, as the load-list hook recorded them. */
+async function modulesLoaded(args: string[], env: Record<string, string> = {}): Promise<{ r: CliResult; urls: string[] }> {
+  const list = join(tempHome('keel-load-list-'), 'loaded.txt');
+  const r = await keel(args, { ...env, NODE_OPTIONS: `--import=${pathToFileURL(LOAD_LIST).href}`, KEEL_TEST_LOAD_LIST: list });
+  return { r, urls: existsSync(list) ? [...new Set(readFileSync(list, 'utf8').split('\n').filter(Boolean))] : [] };
+}
+
+/**
+ * What `keel --help` may load of Keel's own code (issue 47): the entry, each command's registration
+ * and the small helpers those need to declare their options. A command's work — rendering runs and
+ * cards, the config, the live view, a server's client — loads when its action runs. A module added
+ * here costs every `keel --help` (and every command: each starts the same way) its load time.
+ */
+const HELP_MODULES = new Set([
+  'cli/main.js',
+  'cli/context.js',
+  'cli/help.js',
+  'cli/colour.js',
+  ...['approvals', 'data', 'db', 'init', 'mcp', 'plugins', 'policy', 'run', 'runs', 'serve', 'tokens', 'worker'].map(
+    (c) => `cli/${c}-command.js`,
+  ),
+  'config/paths.js',
+  'models/types.js',
+  'types/tools.js',
+  'util/errors.js',
+  'util/redact.js',
+  'util/terminal.js',
+  'util/user.js',
+]);
+
+test("issue 47: keel --help loads only the commands' registrations: commander, no rendering, no config, no node:crypto", async () => {
+  for (const args of [['--help'], ['runs', '--help'], ['--version']]) {
+    const { r, urls } = await modulesLoaded(args);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(
+      urls.some((u) => u.includes('/dist/cli/main.js')),
+      `the hook saw the CLI load: ${urls.join(' ')}`,
+    );
+    const packages = new Set(urls.map((u) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1]).filter(Boolean));
+    assert.deepEqual([...packages], ['commander'], `keel ${args.join(' ')}: packages`);
+    const builtins = urls.filter((u) => u.startsWith('node:'));
+    assert.deepEqual(
+      builtins.filter((u) => !['node:fs', 'node:os', 'node:path', 'node:url', 'node:module'].includes(u)),
+      [],
+      `keel ${args.join(' ')}: built-in modules (node:crypto alone is ~6 ms)`,
+    );
+    // The bundle's chunks name the modules they were made from (esbuild's `// dist/src/…` comments).
+    const modules = new Set(
+      urls
+        .filter((u) => u.includes('/dist/cli/'))
+        .flatMap((u) => [...readFileSync(fileURLToPath(u), 'utf8').matchAll(/^\/\/ dist\/src\/(\S+\.js)$/gm)].map((m) => m[1])),
+    );
+    assert.ok(modules.has('cli/main.js'), [...modules].join(' '));
+    assert.deepEqual(
+      [...modules].filter((m) => !HELP_MODULES.has(m)).sort(),
+      [],
+      `keel ${args.join(' ')} loaded more than the registrations`,
+    );
+  }
+});
 
 /** The packages (by name) a `keel` command imported, from the URLs the load-list hook recorded. */
 async function packagesLoaded(

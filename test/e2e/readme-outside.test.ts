@@ -31,7 +31,12 @@ test("the README's app: installed into, type-checked by TypeScript 7 and 5.9 und
   const dir = await readmeApp();
   t.after(() => removeApp(dir));
 
-  ok(shellSteps(readmeBlock('app-setup'), dir), 1);
+  // Issue 47: the app imports zod itself, so the README installs it — the version Keel depends on.
+  const keelZod = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).dependencies.zod as string;
+  assert.match(readmeBlock('app-setup'), new RegExp(`^npm install zod@${keelZod.replaceAll('.', '\\.')}\\s`, 'm'));
+  ok(shellSteps(readmeBlock('app-setup'), dir), 2);
+  const appZod = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).dependencies?.zod as string | undefined;
+  assert.equal(appZod?.replace(/^\^/, ''), keelZod, 'the app depends on zod itself, at the version Keel uses');
   writeFileSync(join(dir, 'tsconfig.json'), readmeBlock('app-tsconfig'));
   writeFileSync(join(dir, 'app.ts'), readmeBlock('app-ts'));
   writeFileSync(join(dir, 'replies.yaml'), readmeBlock('app-replies'));
@@ -43,7 +48,7 @@ test("the README's app: installed into, type-checked by TypeScript 7 and 5.9 und
   const steps = shellSteps(readmeBlock('app-run'), dir);
   ok(steps, 3);
   assert.equal(steps[0].stdout + steps[0].stderr, '', `TypeScript ${tsVersion()}: no error`);
-  assert.equal(steps[1].stdout, 'Delete note #1\ndone Deleted the note about milk.\n', shown(steps));
+  assert.equal(steps[1].stdout, 'Delete note #1\n  buy milk; cannot be undone\ndone Deleted the note about milk.\n', shown(steps));
   assert.match(steps[2].stdout, /^run_\S+\s+done\s.*Delete the note about milk/m, 'the CLI lists the run the app made');
 
   // Keel's own declarations need no @types/node: an app that uses nothing of Node's checks without it.

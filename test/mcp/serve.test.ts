@@ -329,6 +329,10 @@ test('S3: a client that disconnects with a pending card: the card is closed (rej
   const r = await c.client.callTool({ name: 'trash_email', arguments: { ids: ['m1'] } });
   const id = /approval (apr_\w+)/.exec(textOf(r))?.[1] as string;
   assert.ok(id, textOf(r));
+  // Issue 47: without --keep-cards the call's text says the card lives as long as the client stays.
+  assert.match(textOf(r), /while this client stays connected: if it disconnects first, the card is closed and nothing runs/);
+  assert.match(textOf(r), /again with the same arguments in this session to get the outcome/);
+  assert.doesNotMatch(textOf(r), /stays open|new one/);
   await c.close();
   let card: Card | undefined;
   for (let i = 0; i < 100; i++) {
@@ -400,6 +404,10 @@ test('S3: the MCP Inspector CLI — tools/list with annotations, a read, a destr
   const id = /approval (apr_\w+)/.exec(textOf(first.out))?.[1];
   assert.ok(id, textOf(first.out));
   assert.match(textOf(first.out), new RegExp(`keel approvals approve ${id}`));
+  // Issue 47: with --keep-cards the text says the card outlives the connection, and a new one gets the outcome.
+  assert.match(textOf(first.out), /the card stays open for the owner if this client disconnects/);
+  assert.match(textOf(first.out), /again with the same arguments, from this session or a new one, to get the outcome/);
+  assert.doesNotMatch(textOf(first.out), /card is closed/);
   assert.deepEqual(trashed(home), []);
   // --keep-cards: the Inspector's connection is gone, its card is still the owner's to answer.
   assert.equal((await cards(home, 'pending')).length, 1);

@@ -470,7 +470,7 @@ test('notify config: a full target loads, and defaults fill in what is left out'
 test('notify config: errors name the field and say what is wrong', () => {
   const file = (s: string) => `notify:\n  - url: https://example.com/hook\n    secret_env: S\n${s}`;
   let m = configError('notify:\n  - url: ftp://example.com/hook\n    secret_env: S\n');
-  assert.match(m, /config\.yaml: notify\.0\.url: must be an http:\/\/ or https:\/\/ URL/);
+  assert.match(m, /config\.yaml:2:10: notify\.0\.url: must be an http:\/\/ or https:\/\/ URL/);
   m = configError('notify:\n  - url: not a url\n    secret_env: S\n');
   assert.match(m, /notify\.0\.url: must be an http/);
   m = configError(file('    events: [run_failed, run_exploded]\n'));
@@ -488,5 +488,5 @@ test('notify config: errors name the field and say what is wrong', () => {
   m = configError(file('    timeout_ms: 0\n'));
   assert.match(m, /notify\.0\.timeout_ms: /);
   m = configError(file('    secrets: x\n'));
-  assert.match(m, /notify\.0: .*secrets/);
+  assert.match(m, /config\.yaml:4:5: unknown key 'notify\.0\.secrets' \(did you mean 'notify\.0\.secret'\?\)/);
 });

@@ -8,12 +8,21 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { describeCall } from '../../src/approvals/card.js';
+import type { ToolSpec } from '../../src/types/index.js';
 import { ROOT, tempHome } from '../support/helpers.js';
+import { removeFile, sendNote } from './typed/describe.js';
 import { fromJsonSchema, fromZod } from './typed/tools.js';
 
 const FIXTURE = join(ROOT, 'test', 'tools', 'typed', 'tools.ts');
 
-function tsc(file: string): { code: number | null; out: string } {
+/** TypeScript 7 (what builds Keel) and 5.9 (the `typescript-api` devDependency), as an application may have either. */
+const COMPILERS = {
+  '7': join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+  '5.9': join(ROOT, 'node_modules', 'typescript-api', 'bin', 'tsc'),
+};
+
+function tsc(file: string, compiler = COMPILERS['7']): { code: number | null; out: string } {
   const dir = tempHome('keel-types-');
   const config = join(dir, 'tsconfig.json');
   writeFileSync(
@@ -25,7 +34,7 @@ function tsc(file: string): { code: number | null; out: string } {
       files: [file],
     }),
   );
-  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [compiler, '-p', config], { encoding: 'utf8' });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -76,4 +85,36 @@ test('defineTool: a zod schema from another copy of zod (an application’s own 
   });
   assert.deepEqual((tool.parameters as { required?: string[] }).required, ['name']);
   assert.equal(await tool.execute({ name: 'ana' }, {} as never), 'hi ana ×1', 'parsed by the copy: the default applies');
+});
+
+test('issue 47: a describe that gives a title alone compiles under TypeScript 7 and 5.9, and its card has no lines', () => {
+  for (const [version, compiler] of Object.entries(COMPILERS)) {
+    const r = tsc(join(ROOT, 'test', 'tools', 'typed', 'describe.ts'), compiler);
+    assert.equal(r.code, 0, `TypeScript ${version}: ${r.out}`);
+  }
+  assert.deepEqual(describeCall(removeFile as unknown as ToolSpec, { name: 'a.txt' }), { title: 'Remove a.txt', lines: [] });
+  assert.deepEqual(describeCall(sendNote as unknown as ToolSpec, { to: 'ana' }), { title: 'Send a note to ana', lines: [] });
+});
+
+test("issue 47: a describe of the wrong shape is blamed on describe, not on the zod schema's `required`", (t) => {
+  const dir = mkdtempSync(join(ROOT, 'test', 'tools', 'typed', '.tmp-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const broken = join(dir, 'describe.ts');
+  writeFileSync(
+    broken,
+    readFileSync(join(ROOT, 'test', 'tools', 'typed', 'describe.ts'), 'utf8')
+      .replaceAll('({ title:', '({ titel:')
+      .replaceAll("'../../../src/", "'../../../../src/"),
+  );
+  const lines = readFileSync(broken, 'utf8').split('\n');
+  const describeLines = lines.flatMap((l, i) => (l.trimStart().startsWith('describe:') ? [i + 1] : []));
+  assert.equal(describeLines.length, 2);
+  for (const [version, compiler] of Object.entries(COMPILERS)) {
+    const r = tsc(broken, compiler);
+    assert.notEqual(r.code, 0, `TypeScript ${version}`);
+    const at = [...r.out.matchAll(/describe\.ts\((\d+),\d+\): error/g)].map((m) => Number(m[1]));
+    assert.deepEqual(at, describeLines, `TypeScript ${version}: each error on its describe line:\n${r.out}`);
+    assert.doesNotMatch(r.out, /property 'required'|ObjectSchema|No overload/, `TypeScript ${version}: ${r.out}`);
+    assert.match(r.out, /title/, `TypeScript ${version}: ${r.out}`);
+  }
 });

@@ -218,10 +218,10 @@ export abstract class SessionCards extends SessionCalls {
       const asks = () => a.card.items.map((i) => [i.title, ...i.lines, i.undo].map((p) => p.replace(/\.$/, '')).join('; '));
       // A task waits for the answer however long (its client polls); a plain call at most --wait.
       if ((!watch && waited >= this.o.waitMs) || signal.aborted || this.closing) {
-        return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl), true);
+        return text(SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o), true);
       }
       if (watch) {
-        if (!told) await watch.waiting(a.id, SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o.consoleUrl));
+        if (!told) await watch.waiting(a.id, SAY.waitingForApproval(a.id, a.card.title, flight.call.name, asks(), this.o));
         told = true;
         // A task may wait as long as its card lives: looked at once a second, not at a plain call's pace.
         await new Promise((r) => setTimeout(r, Math.max(poll, TASK_POLL_MS)));
