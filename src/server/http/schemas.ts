@@ -112,6 +112,12 @@ const CardItem = z.object({
   original: z.object({ title: z.string(), lines: z.array(z.string()), call: z.string() }).optional(),
   /** A7: who edited it. */
   edited_by: z.string().optional(),
+  /**
+   * O2: the call sends its arguments out of this deployment (open_world) after the run read words
+   * from outside the user, and these of its values did not come from the user: where in the
+   * arguments (`url`, `items[0].city`, `headers.X (key)`) and the value (cut at 80 characters).
+   */
+  outside: z.array(z.object({ path: z.string(), value: z.string() })).optional(),
 });
 /** U2: one result of a tool declared `output: untrusted` the run read: the call and a short label (others' words). */
 const UntrustedSource = z.object({ tool: z.string(), call_id: z.string(), label: z.string() });
