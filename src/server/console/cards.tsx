@@ -95,8 +95,7 @@ const OutsideValues: FC<{ outside?: readonly OutsideValue[] }> = ({ outside }) =
     <ul class="outside" aria-label="Values of this call that did not come from you">
       {outside.map((o) => (
         <li>
-          {`${OUTSIDE_LABEL} `}
-          <code>{o.path}</code>
+          <strong>{OUTSIDE_LABEL}</strong> <code>{o.path}</code>
           {' = '}
           <mark>{o.value}</mark>
         </li>
