@@ -4,6 +4,12 @@
  * addToolApprovalResponse — Keel answers the card once, audited with the token's name.
  * Open it as http://HOST:PORT/#token=APPROVER_TOKEN (keel tokens create --name NAME --role approver),
  * and add &model=SPEC to name a model keel serve's --allow-model allows (script:examples/chat-ui/replies.yaml).
+ *
+ * Answers are rendered safely (issue 46, O5): a model's text is text — never Markdown or HTML, so no
+ * image is fetched and nothing runs — and an address in it is a link only once the message is
+ * complete, only to http(s), showing its host, opened by a click in a new tab without a referrer. A
+ * host Keel lists in the message's `data-keel-outside-hosts` part (the run read words from outside
+ * the user, and the user never wrote that host) is no link at all: it is shown as text, marked.
  */
 import { useChat } from '@ai-sdk/react';
 import { DefaultChatTransport, isToolUIPart, lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
@@ -17,6 +23,67 @@ const chatId = params.get('chat') ?? localStorage.getItem('keel-chat') ?? `chat-
 localStorage.setItem('keel-chat', chatId);
 const model = params.get('model') ?? undefined;
 
+/** Addresses in a model's text: http(s) only; what follows runs to a space, quote or bracket. */
+const ADDRESS = /https?:\/\/[^\s<>"'`()[\]]+/gi;
+
+function hostOf(address) {
+  try {
+    const u = new URL(address);
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u.hostname : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A model's text as text, its addresses made safe (O5): while the message streams (`complete`
+ * false) or for a host in `outside`, an address is plain marked text; otherwise a link that needs a
+ * click, opens in a new tab without a referrer, and shows where it goes.
+ */
+function SafeText({ text, outside, complete }) {
+  const out = [];
+  let from = 0;
+  for (const m of text.matchAll(ADDRESS)) {
+    const address = m[0].replace(/[.,;:!?*_~]+$/, '');
+    const host = hostOf(address);
+    if (!host) continue;
+    out.push(text.slice(from, m.index));
+    from = m.index + address.length;
+    if (outside.includes(host))
+      out.push(
+        <span key={m.index} className="outside-address" title="An address from outside you: not a link">
+          {address} <small>(not from you: {host}, not a link)</small>
+        </span>,
+      );
+    else if (!complete) out.push(address);
+    else
+      out.push(
+        <span key={m.index}>
+          <a href={address} target="_blank" rel="noopener noreferrer nofollow" referrerPolicy="no-referrer">
+            {address}
+          </a>{' '}
+          <small className="host">({host})</small>
+        </span>,
+      );
+  }
+  out.push(text.slice(from));
+  return <p className="text">{out}</p>;
+}
+
+/** O2: the values of a call that did not come from the user, as Keel's card marks them. */
+function Outside({ values }) {
+  if (!values?.length) return null;
+  return (
+    <ul className="outside">
+      {values.map((o) => (
+        <li key={`${o.path}=${o.value}`}>
+          <strong>Not from you:</strong> <code>{o.path}</code> = <mark>{o.value}</mark>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 function Approval({ part, answer }) {
   const d = part.approval?.descriptor ?? {};
   return (
@@ -28,6 +95,7 @@ function Approval({ part, answer }) {
       {d.read ? <div className="read">{d.read}</div> : null}
       {d.item?.undo ? <div className="undo">{d.item.undo}</div> : null}
       <code>{d.item?.call}</code>
+      <Outside values={d.item?.outside} />
       <div>
         <button type="button" onClick={() => answer(part.approval.id, true)}>
           Approve
@@ -40,8 +108,8 @@ function Approval({ part, answer }) {
   );
 }
 
-function Part({ part, answer }) {
-  if (part.type === 'text') return <p>{part.text}</p>;
+function Part({ part, answer, outside, complete }) {
+  if (part.type === 'text') return <SafeText text={part.text} outside={outside} complete={complete} />;
   if (part.type === 'data-keel-notice') return <p className="notice">{part.data.message}</p>;
   if (part.type === 'data-keel-approval') return <p className="answered">Card {part.data.status} by {part.data.answered_by}</p>;
   if (!isToolUIPart(part)) return null;
@@ -72,14 +140,19 @@ function App({ initial }) {
   return (
     <main>
       <h1>Keel chat <small>{chatId}</small></h1>
-      {messages.map((m) => (
-        <div key={m.id} className={`message ${m.role}`}>
-          {m.parts.map((p, i) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: parts have no ids of their own
-            <Part key={i} part={p} answer={answer} />
-          ))}
-        </div>
-      ))}
+      {messages.map((m, n) => {
+        // O5: the hosts Keel says this message names that the user never wrote (after untrusted reads).
+        const outside = m.parts.filter((p) => p.type === 'data-keel-outside-hosts').flatMap((p) => p.data.hosts);
+        const complete = n < messages.length - 1 || status === 'ready' || status === 'error';
+        return (
+          <div key={m.id} className={`message ${m.role}`}>
+            {m.parts.map((p, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: parts have no ids of their own
+              <Part key={i} part={p} answer={answer} outside={outside} complete={complete || m.role === 'user'} />
+            ))}
+          </div>
+        );
+      })}
       {error ? <p className="error">{error.message}</p> : null}
       <form
         onSubmit={(e) => {

@@ -33,6 +33,16 @@ const server = createServer(async (req, res) => {
     res.writeHead(404).end('not found');
     return;
   }
-  res.writeHead(200, { 'content-type': f[1] }).end(readFileSync(join(here, 'dist', f[0])));
+  // O5 (issue 46), a second line behind the page's own rendering: nothing it shows may fetch from
+  // another host (no remote image, frame or script), and a link followed by a click sends no referrer.
+  res
+    .writeHead(200, {
+      'content-type': f[1],
+      'content-security-policy':
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'",
+      'referrer-policy': 'no-referrer',
+      'x-content-type-options': 'nosniff',
+    })
+    .end(readFileSync(join(here, 'dist', f[0])));
 });
 server.listen(port, '127.0.0.1', () => console.log(`chat page on http://127.0.0.1:${server.address().port}/ (keel serve at ${keel})`));

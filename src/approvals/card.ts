@@ -3,7 +3,7 @@
  * a card is built from a pause's calls, and to whom it is routed. Never lets a plugin's or a
  * model's text decide what the card asks or who may answer it.
  */
-import type { ApprovalCard, ApprovalItem, CardText, Confirmation, ToolSpec, UntrustedSource } from '../types/index.js';
+import type { ApprovalCard, ApprovalItem, CardText, Confirmation, OutsideValue, ToolSpec, UntrustedSource } from '../types/index.js';
 import { canonicalJson } from '../util/json.js';
 import { storableText } from '../util/text.js';
 import { onlyGroups } from './who.js';
@@ -138,8 +138,8 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
     for (const l of item.lines) out.push([2, l]);
     out.push([2, `${item.undo[0].toUpperCase()}${item.undo.slice(1)}.`]);
     out.push([2, `exact call: ${item.call}`]);
-    // O2: the values of an open-world call that did not come from the user: each marked, as it leaves.
-    for (const o of item.outside ?? []) out.push([2, `not from you, sent out: ${o.path} = ${JSON.stringify(o.value)}`]);
+    // O2/O6: an open-world call's values that did not come from the user, each on a line of its own.
+    for (const l of outsideLines(item.outside)) out.push([2, l]);
     // A7 (issue 40): an edited call is shown as it runs; what the model asked for is kept beside it.
     if (item.original) {
       out.push([2, `edited by ${item.edited_by ?? 'the approver'}; was: ${item.original.title}`]);
@@ -156,6 +156,18 @@ function cardLines(card: ApprovalCard): [depth: 0 | 1 | 2 | 3, text: string][] {
   if (card.approvers?.length) out.push([0, onlyGroups(card)]);
   return out;
 }
+
+/**
+ * O2/O6: the lines a card marks an open-world call's outside values with — "Not from you: url =
+ * https://…" — the one wording of it for the terminal, a client's window and the chat UI. The values
+ * are the model's text: the caller escapes them where it shows them (the CLI's io, JSX).
+ */
+export function outsideLines(outside: readonly OutsideValue[] | undefined): string[] {
+  return (outside ?? []).map((o) => `${OUTSIDE_LABEL} ${o.path} = ${o.value}`);
+}
+
+/** O2: how every rendering of a card names a value the user did not write. */
+export const OUTSIDE_LABEL = 'Not from you:';
 
 const TERMINAL_INDENT = ['│ ', '│ • ', '│     ', '│       '];
 const TEXT_INDENT = ['', '- ', '  ', '    '];
@@ -176,8 +188,11 @@ export function editedCard(card: ApprovalCard, items: readonly ApprovalItem[]): 
     const i = items[n];
     if (!i?.original_args || i.tool !== c.tool) return c;
     const was = i.original_card ?? { title: c.title, lines: c.lines };
+    // O2: the values the owner typed are theirs: the marks of the model's call go with it ("was").
+    const rest = { ...c };
+    delete rest.outside;
     return {
-      ...c,
+      ...rest,
       title: i.card.title,
       lines: i.card.lines,
       call: `${i.tool}(${canonicalJson(i.args)})`,

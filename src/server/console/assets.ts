@@ -33,6 +33,8 @@ h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:1.4
 code, pre { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:.88rem; overflow-wrap:anywhere; }
 pre { white-space:pre-wrap; word-break:break-word; margin:0; }
 code.call { display:block; overflow-wrap:anywhere; background:#f6f8fa; padding:.3rem .5rem; border-radius:4px; }
+mark { background:#ffe08a; color:inherit; border-radius:2px; padding:0 .1em; }
+.card ul.outside { list-style:none; margin:.4rem 0; padding:.35rem .6rem; border-left:3px solid var(--warn); background:#fff8e1; color:var(--fg); font-size:.92rem; overflow-wrap:anywhere; }
 form.answer, form.start, form.mode, form.filters { display:flex; flex-wrap:wrap; gap:.6rem; align-items:flex-end; margin-top:.6rem; }
 form.login { display:flex; flex-direction:column; gap:.9rem; max-width:24rem; margin:8vh auto 0; padding:1.2rem; border:1px solid var(--line); border-radius:10px; }
 form.login h1 { margin:0; } form.login input { width:100%; min-width:0; } form.login button { width:100%; background:var(--accent); color:#fff; border-color:var(--accent); }

@@ -5,9 +5,9 @@
  * button to a token that may not answer the card (A9) — the one answer path refuses it anyway.
  */
 import type { FC } from 'hono/jsx';
-import { groupSources } from '../../approvals/card.js';
+import { groupSources, OUTSIDE_LABEL } from '../../approvals/card.js';
 import { type Answerer, mayAnswer, onlyGroups } from '../../approvals/who.js';
-import type { ApprovalRecord, RunState, ToolSpec, UntrustedSource } from '../../types/index.js';
+import type { ApprovalRecord, OutsideValue, RunState, ToolSpec, UntrustedSource } from '../../types/index.js';
 import { allows } from '../access/tokens.js';
 import { BatchCheck, EditForm } from './edit.js';
 import { Badge, Time, type Who } from './shell.js';
@@ -41,6 +41,66 @@ export const ReadFromOutside: FC<{ untrusted: readonly UntrustedSource[] | undef
         )}
       </ul>
     </section>
+  );
+};
+
+/**
+ * O2/O6: where an outside value sits in the exact call as the card shows it (canonical JSON): a
+ * string inside its quotes (a value the card cut at 80 characters by what is left of it), a number
+ * written bare after `:`, `[` or `,`. Its first place only; undefined when it is not found there.
+ */
+function findValue(call: string, value: string): [number, number] | undefined {
+  const cut = value.length >= 80 && value.endsWith('…');
+  const inner = JSON.stringify(cut ? value.slice(0, -1) : value).slice(1, -1);
+  const quoted = call.indexOf(cut ? `"${inner}` : `"${inner}"`);
+  if (quoted >= 0) return [quoted + 1, quoted + 1 + inner.length];
+  if (!/^-?\d[\d.eE+-]*$/.test(value)) return undefined;
+  for (let i = call.indexOf(value); i >= 0; i = call.indexOf(value, i + 1)) {
+    const after = call[i + value.length] ?? '';
+    if (/[:[,]/.test(call[i - 1] ?? '') && !/[\d.eE]/.test(after)) return [i, i + value.length];
+  }
+  return undefined;
+}
+
+/** The spans of the call to highlight, in order and never overlapping. */
+function outsideSpans(call: string, outside: readonly OutsideValue[]): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const o of outside) {
+    const span = findValue(call, o.value);
+    if (span && !spans.some(([a, b]) => span[0] < b && span[1] > a)) spans.push(span);
+  }
+  return spans.sort((x, y) => x[0] - y[0]);
+}
+
+/** O2/O6: the exact call with the values that did not come from the user highlighted (JSX escapes every piece). */
+const MarkedCall: FC<{ call: string; outside?: readonly OutsideValue[] }> = ({ call, outside }) => {
+  if (!outside?.length) return <code class="call">{call}</code>;
+  const parts: (string | ReturnType<FC>)[] = [];
+  let from = 0;
+  for (const [a, b] of outsideSpans(call, outside)) {
+    parts.push(call.slice(from, a), <mark>{call.slice(a, b)}</mark>);
+    from = b;
+  }
+  parts.push(call.slice(from));
+  return <code class="call">{parts}</code>;
+};
+
+/**
+ * O2/O6: an open-world call's values that are not the user's own, one line each — "Not from you:
+ * url = https://…" as the terminal card says it — each value highlighted; the model's text, escaped.
+ */
+const OutsideValues: FC<{ outside?: readonly OutsideValue[] }> = ({ outside }) => {
+  if (!outside?.length) return null;
+  return (
+    <ul class="outside" aria-label="Values of this call that did not come from you">
+      {outside.map((o) => (
+        <li>
+          <strong>{OUTSIDE_LABEL}</strong> <code>{o.path}</code>
+          {' = '}
+          <mark>{o.value}</mark>
+        </li>
+      ))}
+    </ul>
   );
 };
 
@@ -78,7 +138,8 @@ export const Card: FC<{ a: ApprovalRecord; canAnswer: boolean; csrf: string; too
             ))}
           </ul>
           <p class="undo">{i.undo}</p>
-          <code class="call">{i.call}</code>
+          <MarkedCall call={i.call} outside={i.outside} />
+          <OutsideValues outside={i.outside} />
           {i.original && (
             // A7 (issue 40): the card words the edited call; what the model asked for stays beside it.
             <p class="edited">

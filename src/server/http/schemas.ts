@@ -102,6 +102,12 @@ const Outcome = z.enum([
   'rejected',
   'error',
 ]);
+/**
+ * O2: an open-world call's values that did not come from the user (it sends its arguments out of
+ * this deployment, and the run had read words from outside the user): where in the arguments
+ * (`url`, `items[0].city`, `headers.X (key)`) and the value, cut at 80 characters.
+ */
+const Outside = z.array(z.object({ path: z.string(), value: z.string() }));
 const CardItem = z.object({
   tool: z.string(),
   title: z.string(),
@@ -112,6 +118,8 @@ const CardItem = z.object({
   original: z.object({ title: z.string(), lines: z.array(z.string()), call: z.string() }).optional(),
   /** A7: who edited it. */
   edited_by: z.string().optional(),
+  /** O2: the values of this open-world call that did not come from the user: what the card marks. */
+  outside: Outside.optional(),
 });
 /** U2: one result of a tool declared `output: untrusted` the run read: the call and a short label (others' words). */
 const UntrustedSource = z.object({ tool: z.string(), call_id: z.string(), label: z.string() });
@@ -267,6 +275,8 @@ export const ApprovalSchema = z.object({
       original_card: z.object({ title: z.string(), lines: z.array(z.string()) }).optional(),
       /** A7: who changed them. */
       edited_by: z.string().optional(),
+      /** O2: the values of the model's call that did not come from the user (the card's item marks them). */
+      outside: Outside.optional(),
     }),
   ),
   requested_at: z.string(),

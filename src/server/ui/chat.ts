@@ -10,6 +10,8 @@
 import type { z } from 'zod';
 import type { ContinueOptions, Keel, RunOptions } from '../../keel/keel.js';
 import type { Leg } from '../../loop/legs.js';
+import { untrustedRead } from '../../loop/result.js';
+import { ownWordsOf, userTexts } from '../../policy/own-words.js';
 import type { PauseSummary, Store, StoredEvent } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
 import { allows, type Role } from '../access/tokens.js';
@@ -178,6 +180,16 @@ export class UiChat {
       if (page.length < 500) return out;
       after = page[page.length - 1].id;
     }
+  }
+
+  /**
+   * O5: before a row whose text names an address is mapped, what the run's own record says: whether
+   * it read words from outside the user (inherited ones included), and the user's own words.
+   */
+  private async provenance(mapper: ChunkMapper, row: StoredEvent): Promise<void> {
+    if (!mapper.needsProvenance(row)) return;
+    const run = await this.d.store.loadRun(mapper.runId);
+    mapper.provenance = run ? { readOutside: untrustedRead(run).length > 0, own: ownWordsOf(userTexts(run)) } : undefined;
   }
 
   /** The journal row where a run paused for this card or question. */
@@ -407,6 +419,7 @@ export class UiChat {
           if (r.event.type === 'model_request') streaming = true;
           if (r.event.type === 'assistant' || r.event.type === 'run_finished') streaming = false;
           ended = r.event.type === 'run_finished';
+          await this.provenance(mapper, r);
           const out = mapper.map(r);
           if (out.length) idleSince = Date.now();
           yield* out;
@@ -459,6 +472,7 @@ export class UiChat {
           asked = undefined;
           continue;
         }
+        await this.provenance(mapper, r);
         applyChunks(msg, mapper.map(r));
       }
       applyChunks(msg, mapper.end());

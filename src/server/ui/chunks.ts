@@ -5,7 +5,9 @@
  * mapping of the same rows, so a page that comes back sees what happened, in Keel's words.
  */
 import { sourcesLine } from '../../approvals/card.js';
-import type { ApprovalCard, CallRecord, Confirmation, RunEvent, StoredEvent } from '../../types/index.js';
+import { hostsNamed, outsideHosts } from '../../policy/answer-hosts.js';
+import type { OwnWords } from '../../policy/own-words.js';
+import type { ApprovalCard, CallRecord, Confirmation, OutsideValue, RunEvent, StoredEvent } from '../../types/index.js';
 
 /** The chunks Keel sends (a subset of the AI SDK's UIMessageChunk). */
 export type Chunk =
@@ -30,7 +32,8 @@ export interface ApprovalDescriptor {
   kind: 'card' | 'confirmation';
   run_id: string;
   title: string;
-  item: { tool: string; title: string; lines: string[]; undo?: string; call?: string };
+  /** `outside` (O2): the call's values that did not come from the user, for the page to mark as the console does. */
+  item: { tool: string; title: string; lines: string[]; undo?: string; call?: string; outside?: OutsideValue[] };
   /** What the run read from outside the user, as one line (others' words: a page escapes it). */
   read?: string;
   /** The question a confirmation asks. */
@@ -61,7 +64,14 @@ function cardDescriptor(runId: string, card: ApprovalCard, n: number): ApprovalD
     kind: 'card',
     run_id: runId,
     title: card.title,
-    item: { tool: i.tool, title: i.title, lines: i.lines, undo: i.undo, call: i.call },
+    item: {
+      tool: i.tool,
+      title: i.title,
+      lines: i.lines,
+      undo: i.undo,
+      call: i.call,
+      ...(i.outside?.length ? { outside: i.outside.map((o) => ({ ...o })) } : {}),
+    },
     ...(read ? { read } : {}),
   };
 }
@@ -80,6 +90,27 @@ function confirmDescriptor(runId: string, question: string, confirm: Confirmatio
 }
 
 /**
+ * O5: what the run's own record says about the addresses its text names — whether it has read words
+ * from outside the user (its own reads and what it inherited), and the user's own words — looked up
+ * by the stream (chat.ts) before a row whose text names an address is mapped.
+ */
+export interface AnswerProvenance {
+  readOutside: boolean;
+  own: OwnWords;
+}
+
+/** The text a row completes in the chat: a reply's, a question's, or the run's answer. */
+function rowText(e: RunEvent): string {
+  if (e.type === 'assistant') return e.text;
+  if (e.type === 'paused' && e.pause.kind === 'ask_user') return e.pause.question;
+  if (e.type === 'run_finished') return e.result.answer ?? '';
+  return '';
+}
+
+/** How much of a run's text the mapper keeps to name its outside hosts from. */
+const SAID_MAX = 200_000;
+
+/**
  * Maps one run's journal rows (and live text deltas) to chunks for one assistant message. `known`
  * are the tool calls the page's message already has: an outcome for a call the message does not
  * have is sent after the call's input, so the page's state never meets an unknown call.
@@ -94,6 +125,13 @@ export class ChunkMapper {
   /** Held writes awaiting a confirmation: call id → the run's question's seq. */
   private readonly held = new Map<string, CallRecord>();
   private heldAsked: string[] = [];
+  /** O5: the run's text so far (what its outside hosts are named from), and whether this message's text names an address. */
+  private said = '';
+  private namesAddress = false;
+  /** O5: the outside hosts last sent in this message (a data part with the same id replaces it). */
+  private hostsSent = '';
+  /** O5: set by the stream before a row whose text names an address (see needsProvenance). */
+  provenance: AnswerProvenance | undefined;
 
   constructor(
     readonly runId: string,
@@ -106,6 +144,33 @@ export class ChunkMapper {
   knowOnly(ids: Iterable<string>): void {
     this.known.clear();
     for (const id of ids) this.known.add(id);
+    this.namesAddress = false;
+    this.hostsSent = '';
+  }
+
+  /** O5: the row's text names an address: the stream looks up the run's provenance first. */
+  needsProvenance(row: StoredEvent | { event: RunEvent }): boolean {
+    const text = rowText(row.event);
+    return text !== '' && hostsNamed(text).length > 0;
+  }
+
+  /**
+   * O5: a text of the run is complete. Once the run has read words from outside the user and this
+   * message's text names an address, the message gets a `data-keel-outside-hosts` part: the hosts
+   * the run's text names that the user never wrote — what a page keeps inert (no image fetched, no
+   * link followed by itself). Sent again, replacing it, when the list grows.
+   */
+  private completed(out: Chunk[], text: string): void {
+    if (!text) return;
+    if (this.said.length < SAID_MAX) this.said += `${text.slice(0, SAID_MAX - this.said.length)}\n`;
+    if (!this.namesAddress) this.namesAddress = hostsNamed(text).length > 0;
+    const p = this.provenance;
+    if (!this.namesAddress || !p?.readOutside) return;
+    const hosts = outsideHosts(this.said, p.own);
+    const key = hosts.join(' ');
+    if (!hosts.length || key === this.hostsSent) return;
+    this.hostsSent = key;
+    out.push({ type: 'data-keel-outside-hosts', id: `${this.runId}-hosts`, data: { run_id: this.runId, hosts } });
   }
 
   private openText(out: Chunk[]): { id: string; sent: string } {
@@ -128,6 +193,7 @@ export class ChunkMapper {
     out.push({ type: 'text-delta', id: t.id, delta: text });
     this.closeText(out);
     this.lastText = text;
+    this.completed(out, text);
   }
 
   private introduce(out: Chunk[], call: { id: string; name: string; args?: unknown }): void {
@@ -162,6 +228,7 @@ export class ChunkMapper {
           if (rest) out.push({ type: 'text-delta', id: this.text.id, delta: rest });
           this.closeText(out);
           this.lastText = e.text;
+          this.completed(out, e.text);
         } else {
           this.closeText(out);
           this.say(out, e.text);
