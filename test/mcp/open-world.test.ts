@@ -111,7 +111,7 @@ test('O2 mcp serve (elicitation): before an untrusted read a fetch runs unasked;
     const [q] = s.asked;
     assert.match(q, /Approve this call\?$/);
     assert.ok(q.includes(`exact call: fetch_url(${JSON.stringify(exfil)})`), q);
-    assert.ok(q.includes(`not from you, sent out: url = "${exfil.url}"`), q);
+    assert.ok(q.includes(`Not from you: url = ${exfil.url}`), q);
     assert.ok(q.includes(`This run read words from outside you: 1 result of read_email (${MALLORY})`), q);
     assert.deepEqual(leftWhenAsked, [], 'nothing left before the answer');
     assert.equal(r.isError, true);
