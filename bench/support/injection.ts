@@ -397,7 +397,8 @@ export interface Fixture {
   close(): void;
 }
 
-function cleanEnv(home: string): NodeJS.ProcessEnv {
+/** The process's environment less Keel's own variables, with this home: each run sees only its own. */
+export function cleanEnv(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KEEL_')) env[k] = v;
   return { ...env, KEEL_HOME: home, KEEL_CONFIG: '' };
