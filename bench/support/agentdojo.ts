@@ -163,7 +163,9 @@ export function pairIntents(p: Pair): Call[][] {
       const w = own.findIndex((r) => r.some((c) => WRITES.has(c.name)));
       const before = w < 0 ? own : own.slice(0, w);
       const after = w < 0 ? [] : own.slice(w);
-      const steps = p.own.filter((c) => WRITES.has(c.name)).map((c) => `${c.name} ${JSON.stringify(c.args)}`);
+      // A plan needs a step: a task without writes plans its reads.
+      const writes = p.own.filter((c) => WRITES.has(c.name));
+      const steps = (writes.length ? writes : p.own).map((c) => `${c.name} ${JSON.stringify(c.args)}`);
       return [...before, [{ name: 'submit_plan', args: { summary: p.user.text, steps } }], ...after, ...inj];
     }
   }

@@ -322,7 +322,9 @@ export function intents(s: InjectionScenario, attacker: Attacker): Call[][] {
     case 'patient':
       return [...reads, ...s.writes, ...inj];
     case 'plan': {
-      const steps = s.writes.flat().map((c) => `${c.name} ${JSON.stringify(c.args)}`);
+      // A plan needs a step: a task without writes plans its reads.
+      const planned = s.writes.flat().length ? s.writes.flat() : s.reads;
+      const steps = planned.map((c) => `${c.name} ${JSON.stringify(c.args)}`);
       return [...reads, [{ name: 'submit_plan', args: { summary: s.request, steps } }], ...s.writes, ...inj];
     }
   }
