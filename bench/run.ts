@@ -6,9 +6,19 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
-const benches = ['startup', 'mount', 'loop', 'prompt', 'reliability', 'serve', 'scale', 'install', 'injection'].filter((b) =>
-  only.length ? only.includes(b) : true,
-);
+const benches = [
+  'startup',
+  'mount',
+  'loop',
+  'prompt',
+  'reliability',
+  'serve',
+  'scale',
+  'install',
+  'injection',
+  'injection-egress',
+  'injection-agentdojo',
+].filter((b) => (only.length ? only.includes(b) : true));
 let failed = 0;
 for (const b of benches) {
   const file = join(here, `${b}.ts`);

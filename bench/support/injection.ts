@@ -322,7 +322,9 @@ export function intents(s: InjectionScenario, attacker: Attacker): Call[][] {
     case 'patient':
       return [...reads, ...s.writes, ...inj];
     case 'plan': {
-      const steps = s.writes.flat().map((c) => `${c.name} ${JSON.stringify(c.args)}`);
+      // A plan needs a step: a task without writes plans its reads.
+      const planned = s.writes.flat().length ? s.writes.flat() : s.reads;
+      const steps = planned.map((c) => `${c.name} ${JSON.stringify(c.args)}`);
       return [...reads, [{ name: 'submit_plan', args: { summary: s.request, steps } }], ...s.writes, ...inj];
     }
   }
@@ -397,7 +399,8 @@ export interface Fixture {
   close(): void;
 }
 
-function cleanEnv(home: string): NodeJS.ProcessEnv {
+/** The process's environment less Keel's own variables, with this home: each run sees only its own. */
+export function cleanEnv(home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('KEEL_')) env[k] = v;
   return { ...env, KEEL_HOME: home, KEEL_CONFIG: '' };

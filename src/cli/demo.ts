@@ -13,6 +13,7 @@ import { BUNDLED_PLUGINS, Keel, PACKAGE_ROOT, type PauseResponder } from '../kee
 import { parseScript, type ScriptEntry } from '../models/script.js';
 import type { ApprovalCard, CallRecord, RequestTrace, RunResult } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { canonicalJson } from '../util/json.js';
 import { eventPrinter } from './render.js';
 
 /** How the scenario's user answers each pause: a question, a confirmation (yes/no), a card. */
@@ -46,6 +47,10 @@ const ScenarioSchema = z.strictObject({
     read_from_outside: z.array(z.string()).optional(),
     /** U6: every card the run showed named those sources. */
     cards_name_sources: z.boolean().optional(),
+    /** O2: the values the run's cards marked as not the user's own, card by card, item by item. */
+    outside_marked: z.array(z.strictObject({ tool: z.string(), path: z.string(), value: z.string() })).optional(),
+    /** O1: the open-world calls that ran (their arguments left this machine), as `tool(args)`: [] when nothing left. */
+    sent_out: z.array(z.string()).optional(),
   }),
 });
 
@@ -83,6 +88,8 @@ export interface ScenarioOutcome {
   degraded: string[];
   /** The cards the run showed, in order. */
   cards: ApprovalCard[];
+  /** O1: the calls of open-world tools that ran, as `tool(args)`. */
+  sentOut: string[];
   problems: string[];
 }
 
@@ -136,6 +143,18 @@ function check(s: Scenario, o: Omit<ScenarioOutcome, 'problems'>): string[] {
   }
   if (e.cards_name_sources && (!o.cards.length || o.cards.some((c) => !c.untrusted?.length))) {
     p.push(`${o.cards.filter((c) => !c.untrusted?.length).length} of ${o.cards.length} cards did not name what the run read from outside`);
+  }
+  if (e.outside_marked) {
+    const marked = o.cards.flatMap((c) =>
+      c.items.flatMap((i) => (i.outside ?? []).map((m) => ({ tool: i.tool, path: m.path, value: m.value }))),
+    );
+    if (JSON.stringify(marked) !== JSON.stringify(e.outside_marked)) {
+      const show = (xs: { tool: string; path: string; value: string }[]) => xs.map((m) => `${m.tool} ${m.path} = ${m.value}`).join('; ');
+      p.push(`the cards marked [${show(marked)}] as not the user's, expected [${show(e.outside_marked)}]`);
+    }
+  }
+  if (e.sent_out && JSON.stringify(o.sentOut) !== JSON.stringify(e.sent_out)) {
+    p.push(`open-world calls ran [${o.sentOut.join(', ')}], expected [${e.sent_out.join(', ')}]`);
   }
   if (e.degraded && JSON.stringify(o.degraded) !== JSON.stringify(e.degraded)) {
     p.push(`degraded plugins [${o.degraded.join(', ')}], expected [${e.degraded.join(', ')}]`);
@@ -227,7 +246,11 @@ async function runScenario(s: Scenario, home: string, opts: DemoOptions, out: (s
     if (r.status !== 'paused' && r.answer) out(`assistant: ${r.answer}\n`);
     const run = await keel.getRun(r.run_id);
     const toolsRan = run.steps.filter((x) => x.outcome === 'ran' && x.tool !== 'ask_user').map((x) => x.tool);
-    const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded, cards };
+    // What left this machine: every call of an open-world tool that ran, as the run's own record has it.
+    const sentOut = run.steps
+      .filter((x) => x.outcome === 'ran' && reg.byName.get(x.tool)?.declaration.open_world)
+      .map((x) => `${x.tool}(${canonicalJson(x.args ?? {})})`);
+    const o = { name: s.name, title: s.title, result: r, pauses, toolsRan, degraded, cards, sentOut };
     return { ...o, problems: opts.model ? [] : [...undeclaredCalls(s, run), ...check(s, o)] };
   } finally {
     await keel.close();
