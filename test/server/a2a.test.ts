@@ -1,0 +1,286 @@
+/**
+ * Issue 48 (S10–S13): keel serve as an A2A v1.0 agent, driven with the official `@a2a-js/sdk`
+ * client (ClientFactory, JsonRpcTransportFactory with a fetch that adds the bearer token) — never a
+ * hand-written JSON-RPC call. The card is public and names the skills; a message starts a run and
+ * the task is the run; a destructive call makes the task input-required with the card in words and
+ * as data; a viewer's answer is refused and runs nothing; the approver's answer runs the call once
+ * and completes the task; the same answer again changes nothing; a routed card is answered only by
+ * its group; a question and a confirmation are answered on the task; CancelTask cancels the run
+ * and closes its card; a card answered elsewhere moves a subscribed task on.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type Message, SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
+import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { calls, script } from '../support/helpers.js';
+import { byTool, routeCards } from '../support/routed.js';
+import { type TestServer, testServer } from '../support/server.js';
+
+let s: TestServer;
+let finance: string;
+before(async () => {
+  s = await testServer();
+  // A9: send_email's cards are routed to the finance group (as a Cedar policy's @approvers would route them).
+  routeCards(s.srv.keel.store as never, byTool(['send_email'], ['finance'], ['big-mail']));
+  finance = (await s.api('POST', '/v1/tokens', { token: s.admin, body: { name: 'fin', role: 'approver', groups: ['finance'] } })).body.token;
+});
+after(() => s.close());
+
+/** The official client, as the README's example makes it: a fetch that adds the token. */
+async function a2a(token: string): Promise<Client> {
+  const fetchImpl: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('authorization', `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }),
+  );
+  return factory.createFromUrl(s.url);
+}
+
+let n = 0;
+/** A SendMessage request: text and/or a data part, on a task or in a context, choosing the model. */
+function msg(o: { text?: string; data?: Record<string, unknown>; taskId?: string; contextId?: string; model?: string; messageId?: string }) {
+  const parts = [...(o.text !== undefined ? [{ text: o.text }] : []), ...(o.data ? [{ data: o.data }] : [])];
+  return SendMessageRequest.fromJSON({
+    message: {
+      messageId: o.messageId ?? `m-${++n}`,
+      role: 'ROLE_USER',
+      parts,
+      ...(o.taskId ? { taskId: o.taskId } : {}),
+      ...(o.contextId ? { contextId: o.contextId } : {}),
+    },
+    ...(o.model ? { metadata: { model: o.model } } : {}),
+  });
+}
+
+const asTask = (r: Message | Task): Task => {
+  assert.ok('status' in r, `a task, not a message: ${JSON.stringify(r)}`);
+  return r as Task;
+};
+const texts = (m: Message | undefined) => (m?.parts ?? []).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
+// biome-ignore lint/suspicious/noExplicitAny: a data part is checked field by field
+const dataOf = (m: Message | undefined): any => m?.parts.find((p) => p.content?.$case === 'data')?.content?.value;
+const answerOf = (t: Task) => t.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])));
+const trashed = (id: string) => calls(s.home, 'mail-calls.log').filter((l) => l === `trash_email {"ids":["${id}"]}`).length;
+const trashScript = (id: string, name: string) =>
+  script(s.home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: [id] } }] }, { text: `Trashed ${id}.` }] as never, name);
+
+test('S10: the agent card is public: skills from the plugins, the JSON-RPC interface, a bearer scheme, no secrets', async () => {
+  const res = await fetch(`${s.url}/.well-known/agent-card.json`);
+  assert.equal(res.status, 200);
+  const text = await res.text();
+  const card = JSON.parse(text);
+  assert.equal(card.name, 'Keel');
+  assert.deepEqual(card.supportedInterfaces, [{ url: `${s.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]);
+  assert.equal(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme, 'Bearer');
+  assert.deepEqual(card.capabilities, { streaming: true, pushNotifications: false });
+  const mail = card.skills.find((k: { id: string }) => k.id === 'mail');
+  assert.match(mail.description, /trash_email \(destructive; each call waits for a person to approve its card/);
+  assert.match(mail.description, /search_inbox \(read; runs without asking\): Search the inbox/);
+  assert.ok(mail.tags.includes('send_email'));
+  assert.ok(!text.includes(s.home), 'no folder of the deployment');
+  assert.ok(!text.includes(s.admin) && !/keel_[A-Za-z0-9_-]{20,}/.test(text), 'no token');
+  // The official client reads it and picks the interface it names.
+  const client = await a2a(s.viewer);
+  assert.equal((await client.getAgentCard()).name, 'Keel');
+});
+
+test('S11: a message starts a run — the task is the run, its context the session; a second message in the context continues the session', async () => {
+  const client = await a2a(s.approver);
+  const model = script(s.home, [{ text: 'First answer.' }, { text: 'Second answer.' }] as never, 'two-turns.yaml');
+  const first = asTask(await client.sendMessage(msg({ text: 'hello', model, contextId: 'ctx-a2a-1' })));
+  assert.equal(first.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.match(first.id, /^run_/);
+  assert.equal(first.contextId, 'ctx-a2a-1');
+  assert.deepEqual(answerOf(first), ['First answer.']);
+  const run = (await s.api('GET', `/v1/runs/${first.id}`, { token: s.viewer })).body;
+  assert.equal(run.session_id, 'ctx-a2a-1');
+  assert.equal(run.answer, 'First answer.');
+  const second = asTask(await client.sendMessage(msg({ text: 'and again', model, contextId: first.contextId })));
+  assert.deepEqual(answerOf(second), ['Second answer.'], 'the scripted model went on from the session');
+  assert.notEqual(second.id, first.id);
+  const runs = (await s.api('GET', '/v1/runs?session=ctx-a2a-1', { token: s.viewer })).body.runs;
+  assert.equal(runs.length, 2);
+  // GetTask and ListTasks read it (a viewer may).
+  const viewer = await a2a(s.viewer);
+  const got = await viewer.getTask({ tenant: '', id: first.id });
+  assert.equal(got.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.deepEqual(answerOf(got), ['First answer.']);
+  const listed = await viewer.listTasks({ tenant: '', contextId: 'ctx-a2a-1', status: 0, pageToken: '', statusTimestampAfter: undefined, includeArtifacts: true });
+  assert.deepEqual(listed.tasks.map((t) => t.id).sort(), [first.id, second.id].sort());
+  // A resent message (same messageId) starts nothing again.
+  await assert.rejects(client.sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' })).then(() => client.sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' }))), /started task run_\w+ already/);
+});
+
+test('S11: SendStreamingMessage streams the task working, the answer as an artifact, then completed', async () => {
+  const client = await a2a(s.approver);
+  const model = script(s.home, [{ tool_calls: [{ id: 'r1', name: 'search_inbox', args: { query: 'x' } }] }, { text: 'Found three.' }] as never, 'stream.yaml');
+  const events: StreamResponse[] = [];
+  for await (const e of client.sendMessageStream(msg({ text: 'search', model }))) events.push(e);
+  const kinds = events.map((e) => e.payload?.$case);
+  assert.deepEqual(kinds, ['task', 'artifactUpdate', 'statusUpdate']);
+  const task = events[0].payload?.$case === 'task' ? events[0].payload.value : undefined;
+  assert.equal(task?.status?.state, TaskState.TASK_STATE_WORKING);
+  const art = events[1].payload?.$case === 'artifactUpdate' ? events[1].payload.value : undefined;
+  assert.deepEqual(texts({ parts: art?.artifact?.parts ?? [] } as never), ['Found three.']);
+  const end = events[2].payload?.$case === 'statusUpdate' ? events[2].payload.value : undefined;
+  assert.equal(end?.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(end?.taskId, task?.id);
+});
+
+test('S12: a destructive call makes the task input-required with the card in words and as data; a viewer is refused; the approver runs it once; the same answer again changes nothing', async () => {
+  const approver = await a2a(s.approver);
+  const viewer = await a2a(s.viewer);
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'trash m1', model: trashScript('m1', 'trash-m1.yaml') })));
+  assert.equal(waiting.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const words = texts(waiting.status?.message).join('\n');
+  assert.match(words, /^Approval needed \(apr_\w+\): Move 1 email\(s\) to Trash/);
+  assert.match(words, /exact call: trash_email\(\{"ids":\["m1"\]\}\)/);
+  const data = dataOf(waiting.status?.message);
+  assert.match(data.approval, /^apr_/);
+  assert.equal(data.items.length, 1);
+  assert.equal(data.items[0].tool, 'trash_email');
+  assert.deepEqual(data.items[0].args, { ids: ['m1'] });
+  assert.deepEqual(data.items[0].describe, { title: 'Move 1 email(s) to Trash', lines: ['Your weekly deals'] });
+  assert.equal(data.items[0].undo, 'reversible with restore_email');
+  assert.deepEqual(data.untrusted, []);
+  // The same card, read by the API, is the one the task names.
+  assert.equal((await s.api('GET', `/v1/approvals/${data.approval}`, { token: s.viewer })).body.status, 'pending');
+
+  // A viewer may read the task, not answer it: refused, nothing runs, the card stays pending.
+  assert.equal((await viewer.getTask({ tenant: '', id: waiting.id })).status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  await assert.rejects(viewer.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })), /vic is a viewer/);
+  assert.equal(trashed('m1'), 0);
+  assert.equal((await s.api('GET', `/v1/approvals/${data.approval}`, { token: s.viewer })).body.status, 'pending');
+
+  // The approver's answer runs the call once and completes the task.
+  const done = asTask(await approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })));
+  assert.equal(done.id, waiting.id);
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.deepEqual(answerOf(done), ['Trashed m1.']);
+  assert.equal(trashed('m1'), 1);
+  const audit = (await s.srv.keel.store?.listAudit(data.approval)) ?? [];
+  assert.ok(audit.some((a) => a.action === 'approved' && a.actor === 'ana-phone'), JSON.stringify(audit));
+
+  // The same answer again: refused, nothing more runs.
+  await assert.rejects(
+    approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })),
+    /has ended|answered already|nothing changed/,
+  );
+  assert.equal(trashed('m1'), 1);
+});
+
+test('S12: an answer replayed while its run still works, or one for a card answered from the API, changes nothing; a subscribed task moves on when the card is answered elsewhere', async () => {
+  const approver = await a2a(s.approver);
+  const model = script(
+    s.home,
+    [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m2'] } }] }, { delay_ms: 400, text: 'Trashed m2.' }] as never,
+    'trash-m2.yaml',
+  );
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'trash m2', model })));
+  const approval = dataOf(waiting.status?.message).approval;
+  // Someone subscribes; the card is answered from the API (the console's and the CLI's path): the task moves on.
+  const sub = (async () => {
+    const seen: StreamResponse[] = [];
+    for await (const e of approver.resubscribeTask({ tenant: '', id: waiting.id })) seen.push(e);
+    return seen;
+  })();
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal((await s.api('POST', `/v1/approvals/${approval}`, { token: s.approver, body: { decision: 'approve' } })).status, 200);
+  // The A2A answer to the same card: refused (answered already), nothing runs twice.
+  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })), /answered already|nothing changed|is working/);
+  const seen = await sub;
+  assert.equal(seen[0].payload?.$case, 'task');
+  const last = seen[seen.length - 1].payload;
+  assert.equal(last?.$case === 'statusUpdate' ? last.value.status?.state : undefined, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(trashed('m2'), 1);
+});
+
+test('S12 (A9): a routed card is answered only by a token of its group, through the one answer path', async () => {
+  const approver = await a2a(s.approver);
+  const fin = await a2a(finance);
+  const model = script(
+    s.home,
+    [{ tool_calls: [{ id: 's1', name: 'send_email', args: { to: 'bob', subject: 'invoice' } }] }, { text: 'Sent.' }] as never,
+    'routed.yaml',
+  );
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'mail bob the invoice', model })));
+  const data = dataOf(waiting.status?.message);
+  assert.deepEqual(data.approvers, ['finance']);
+  assert.match(texts(waiting.status?.message).join('\n'), /Only FINANCE may answer this card/);
+  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })), /routed to the group finance/);
+  assert.equal((await s.api('GET', `/v1/approvals/${data.approval}`, { token: s.viewer })).body.status, 'pending');
+  const done = asTask(await fin.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })));
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(calls(s.home, 'mail-calls.log').filter((l) => l.startsWith('send_email')).length, 1);
+});
+
+test('S12: a question and a confirmation of held writes are input-required too, answered on the task with text and { confirm }', async () => {
+  const approver = await a2a(s.approver);
+  const model = script(
+    s.home,
+    [
+      { tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Which day?' } }] },
+      { tool_calls: [{ id: 'c1', name: 'create_reminder', args: { title: 'dentist', due: 'monday' } }] },
+      { tool_calls: [{ id: 'q2', name: 'ask_user', args: { question: 'Create the reminder "dentist" on Monday?' } }] },
+      { tool_calls: [{ id: 'c2', name: 'create_reminder', args: { title: 'dentist', due: 'monday' } }] },
+      { text: 'Reminder set.' },
+    ] as never,
+    'question.yaml',
+  );
+  const asked = asTask(await approver.sendMessage(msg({ text: 'remind me', model })));
+  assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  assert.deepEqual(dataOf(asked.status?.message), { question: 'Which day?' });
+  assert.deepEqual(texts(asked.status?.message), ['Which day?']);
+  // A decision where a question waits is refused; the text answers it.
+  await assert.rejects(approver.sendMessage(msg({ taskId: asked.id, data: { confirm: true } })), /asks a question/);
+  const confirm = asTask(await approver.sendMessage(msg({ taskId: asked.id, text: 'Monday' })));
+  assert.equal(confirm.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const held = dataOf(confirm.status?.message);
+  assert.deepEqual(held.confirm.tools, ['create_reminder']);
+  assert.equal(held.confirm.items[0].tool, 'create_reminder');
+  assert.deepEqual(held.confirm.items[0].args, { title: 'dentist', due: 'monday' });
+  // R16: words are not a decision.
+  await assert.rejects(approver.sendMessage(msg({ taskId: asked.id, text: 'yes' })), /a free-text answer is not a decision/);
+  const done = asTask(await approver.sendMessage(msg({ taskId: asked.id, data: { confirm: true } })));
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.deepEqual(answerOf(done), ['Reminder set.']);
+  // The history holds the question and its answer.
+  const history = (await approver.getTask({ tenant: '', id: asked.id })).history.map((m) => texts(m).join(''));
+  assert.deepEqual(history.slice(0, 3), ['remind me', 'Which day?', 'Monday']);
+});
+
+test('S13: CancelTask cancels the waiting run (audited), its card closes and can run nothing; a viewer cannot cancel', async () => {
+  const approver = await a2a(s.approver);
+  const viewer = await a2a(s.viewer);
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'trash m3', model: trashScript('m3', 'trash-m3.yaml') })));
+  const approval = dataOf(waiting.status?.message).approval;
+  await assert.rejects(viewer.cancelTask({ tenant: '', id: waiting.id, metadata: undefined }), /vic is a viewer/);
+  const cancelled = await approver.cancelTask({ tenant: '', id: waiting.id, metadata: { reason: 'changed my mind' } });
+  assert.equal(cancelled.status?.state, TaskState.TASK_STATE_CANCELED);
+  assert.match(texts(cancelled.status?.message).join(''), /cancelled by ana-phone: changed my mind/);
+  const card = (await s.api('GET', `/v1/approvals/${approval}`, { token: s.viewer })).body;
+  assert.equal(card.status, 'rejected');
+  assert.equal(card.reason, 'the run was cancelled');
+  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })), /has ended \(cancelled\)/);
+  assert.equal((await s.api('POST', `/v1/approvals/${approval}`, { token: s.approver, body: { decision: 'approve' } })).status, 409);
+  assert.equal(trashed('m3'), 0);
+  const audit = (await s.srv.keel.store?.listAudit(waiting.id)) ?? [];
+  assert.ok(audit.some((a) => a.action === 'cancel_run' && a.actor === 'ana-phone'));
+  // Cancelling again says what it is.
+  assert.equal((await approver.cancelTask({ tenant: '', id: waiting.id, metadata: undefined })).status?.state, TaskState.TASK_STATE_CANCELED);
+});
+
+test('S10: a call without a token, or with one the server does not know, is refused (401); the version is checked', async () => {
+  const res = await fetch(`${s.url}/a2a`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: {} }),
+  });
+  assert.equal(res.status, 401);
+  assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+  assert.equal((await res.json()).error.code, -32040);
+  await assert.rejects((await a2a('keel_not-a-token')).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined }), /not valid/);
+});
