@@ -10,8 +10,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { type Message, SendMessageRequest, type StreamResponse, type Task, TaskState } from '@a2a-js/sdk';
-import { type Client, ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { a2aClient, answerOf, asTask, dataOf, a2aMessage as msg, texts } from '../support/a2a.js';
 import { calls, script } from '../support/helpers.js';
 import { byTool, routeCards } from '../support/routed.js';
 import { type TestServer, testServer } from '../support/server.js';
@@ -22,47 +22,12 @@ before(async () => {
   s = await testServer();
   // A9: send_email's cards are routed to the finance group (as a Cedar policy's @approvers would route them).
   routeCards(s.srv.keel.store as never, byTool(['send_email'], ['finance'], ['big-mail']));
-  finance = (await s.api('POST', '/v1/tokens', { token: s.admin, body: { name: 'fin', role: 'approver', groups: ['finance'] } })).body.token;
+  finance = (await s.api('POST', '/v1/tokens', { token: s.admin, body: { name: 'fin', role: 'approver', groups: ['finance'] } })).body
+    .token;
 });
 after(() => s.close());
 
-/** The official client, as the README's example makes it: a fetch that adds the token. */
-async function a2a(token: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set('authorization', `Bearer ${token}`);
-    return fetch(input, { ...init, headers });
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }),
-  );
-  return factory.createFromUrl(s.url);
-}
-
-let n = 0;
-/** A SendMessage request: text and/or a data part, on a task or in a context, choosing the model. */
-function msg(o: { text?: string; data?: Record<string, unknown>; taskId?: string; contextId?: string; model?: string; messageId?: string }) {
-  const parts = [...(o.text !== undefined ? [{ text: o.text }] : []), ...(o.data ? [{ data: o.data }] : [])];
-  return SendMessageRequest.fromJSON({
-    message: {
-      messageId: o.messageId ?? `m-${++n}`,
-      role: 'ROLE_USER',
-      parts,
-      ...(o.taskId ? { taskId: o.taskId } : {}),
-      ...(o.contextId ? { contextId: o.contextId } : {}),
-    },
-    ...(o.model ? { metadata: { model: o.model } } : {}),
-  });
-}
-
-const asTask = (r: Message | Task): Task => {
-  assert.ok('status' in r, `a task, not a message: ${JSON.stringify(r)}`);
-  return r as Task;
-};
-const texts = (m: Message | undefined) => (m?.parts ?? []).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []));
-// biome-ignore lint/suspicious/noExplicitAny: a data part is checked field by field
-const dataOf = (m: Message | undefined): any => m?.parts.find((p) => p.content?.$case === 'data')?.content?.value;
-const answerOf = (t: Task) => t.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])));
+const a2a = (token: string) => a2aClient(s.url, token);
 const trashed = (id: string) => calls(s.home, 'mail-calls.log').filter((l) => l === `trash_email {"ids":["${id}"]}`).length;
 const trashScript = (id: string, name: string) =>
   script(s.home, [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: [id] } }] }, { text: `Trashed ${id}.` }] as never, name);
@@ -108,15 +73,31 @@ test('S11: a message starts a run — the task is the run, its context the sessi
   const got = await viewer.getTask({ tenant: '', id: first.id });
   assert.equal(got.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.deepEqual(answerOf(got), ['First answer.']);
-  const listed = await viewer.listTasks({ tenant: '', contextId: 'ctx-a2a-1', status: 0, pageToken: '', statusTimestampAfter: undefined, includeArtifacts: true });
+  const listed = await viewer.listTasks({
+    tenant: '',
+    contextId: 'ctx-a2a-1',
+    status: 0,
+    pageToken: '',
+    statusTimestampAfter: undefined,
+    includeArtifacts: true,
+  });
   assert.deepEqual(listed.tasks.map((t) => t.id).sort(), [first.id, second.id].sort());
   // A resent message (same messageId) starts nothing again.
-  await assert.rejects(client.sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' })).then(() => client.sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' }))), /started task run_\w+ already/);
+  await assert.rejects(
+    client
+      .sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' }))
+      .then(() => client.sendMessage(msg({ text: 'hello', model, messageId: 'fixed-1' }))),
+    /started task run_\w+ already/,
+  );
 });
 
 test('S11: SendStreamingMessage streams the task working, the answer as an artifact, then completed', async () => {
   const client = await a2a(s.approver);
-  const model = script(s.home, [{ tool_calls: [{ id: 'r1', name: 'search_inbox', args: { query: 'x' } }] }, { text: 'Found three.' }] as never, 'stream.yaml');
+  const model = script(
+    s.home,
+    [{ tool_calls: [{ id: 'r1', name: 'search_inbox', args: { query: 'x' } }] }, { text: 'Found three.' }] as never,
+    'stream.yaml',
+  );
   const events: StreamResponse[] = [];
   for await (const e of client.sendMessageStream(msg({ text: 'search', model }))) events.push(e);
   const kinds = events.map((e) => e.payload?.$case);
@@ -124,7 +105,7 @@ test('S11: SendStreamingMessage streams the task working, the answer as an artif
   const task = events[0].payload?.$case === 'task' ? events[0].payload.value : undefined;
   assert.equal(task?.status?.state, TaskState.TASK_STATE_WORKING);
   const art = events[1].payload?.$case === 'artifactUpdate' ? events[1].payload.value : undefined;
-  assert.deepEqual(texts({ parts: art?.artifact?.parts ?? [] } as never), ['Found three.']);
+  assert.deepEqual(texts(art?.artifact), ['Found three.']);
   const end = events[2].payload?.$case === 'statusUpdate' ? events[2].payload.value : undefined;
   assert.equal(end?.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.equal(end?.taskId, task?.id);
@@ -151,7 +132,10 @@ test('S12: a destructive call makes the task input-required with the card in wor
 
   // A viewer may read the task, not answer it: refused, nothing runs, the card stays pending.
   assert.equal((await viewer.getTask({ tenant: '', id: waiting.id })).status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
-  await assert.rejects(viewer.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })), /vic is a viewer/);
+  await assert.rejects(
+    viewer.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })),
+    /vic is a viewer/,
+  );
   assert.equal(trashed('m1'), 0);
   assert.equal((await s.api('GET', `/v1/approvals/${data.approval}`, { token: s.viewer })).body.status, 'pending');
 
@@ -162,7 +146,10 @@ test('S12: a destructive call makes the task input-required with the card in wor
   assert.deepEqual(answerOf(done), ['Trashed m1.']);
   assert.equal(trashed('m1'), 1);
   const audit = (await s.srv.keel.store?.listAudit(data.approval)) ?? [];
-  assert.ok(audit.some((a) => a.action === 'approved' && a.actor === 'ana-phone'), JSON.stringify(audit));
+  assert.ok(
+    audit.some((a) => a.action === 'approved' && a.actor === 'ana-phone'),
+    JSON.stringify(audit),
+  );
 
   // The same answer again: refused, nothing more runs.
   await assert.rejects(
@@ -190,7 +177,10 @@ test('S12: an answer replayed while its run still works, or one for a card answe
   await new Promise((r) => setTimeout(r, 200));
   assert.equal((await s.api('POST', `/v1/approvals/${approval}`, { token: s.approver, body: { decision: 'approve' } })).status, 200);
   // The A2A answer to the same card: refused (answered already), nothing runs twice.
-  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })), /answered already|nothing changed|is working/);
+  await assert.rejects(
+    approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })),
+    /answered already|nothing changed|is working/,
+  );
   const seen = await sub;
   assert.equal(seen[0].payload?.$case, 'task');
   const last = seen[seen.length - 1].payload;
@@ -210,7 +200,10 @@ test('S12 (A9): a routed card is answered only by a token of its group, through 
   const data = dataOf(waiting.status?.message);
   assert.deepEqual(data.approvers, ['finance']);
   assert.match(texts(waiting.status?.message).join('\n'), /Only FINANCE may answer this card/);
-  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })), /routed to the group finance/);
+  await assert.rejects(
+    approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })),
+    /routed to the group finance/,
+  );
   assert.equal((await s.api('GET', `/v1/approvals/${data.approval}`, { token: s.viewer })).body.status, 'pending');
   const done = asTask(await fin.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })));
   assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
@@ -264,13 +257,19 @@ test('S13: CancelTask cancels the waiting run (audited), its card closes and can
   const card = (await s.api('GET', `/v1/approvals/${approval}`, { token: s.viewer })).body;
   assert.equal(card.status, 'rejected');
   assert.equal(card.reason, 'the run was cancelled');
-  await assert.rejects(approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })), /has ended \(cancelled\)/);
+  await assert.rejects(
+    approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve' } })),
+    /has ended \(cancelled\)/,
+  );
   assert.equal((await s.api('POST', `/v1/approvals/${approval}`, { token: s.approver, body: { decision: 'approve' } })).status, 409);
   assert.equal(trashed('m3'), 0);
   const audit = (await s.srv.keel.store?.listAudit(waiting.id)) ?? [];
   assert.ok(audit.some((a) => a.action === 'cancel_run' && a.actor === 'ana-phone'));
   // Cancelling again says what it is.
-  assert.equal((await approver.cancelTask({ tenant: '', id: waiting.id, metadata: undefined })).status?.state, TaskState.TASK_STATE_CANCELED);
+  assert.equal(
+    (await approver.cancelTask({ tenant: '', id: waiting.id, metadata: undefined })).status?.state,
+    TaskState.TASK_STATE_CANCELED,
+  );
 });
 
 test('S10: a call without a token, or with one the server does not know, is refused (401); the version is checked', async () => {
@@ -282,5 +281,8 @@ test('S10: a call without a token, or with one the server does not know, is refu
   assert.equal(res.status, 401);
   assert.equal(res.headers.get('www-authenticate'), 'Bearer');
   assert.equal((await res.json()).error.code, -32040);
-  await assert.rejects((await a2a('keel_not-a-token')).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined }), /not valid/);
+  await assert.rejects(
+    (await a2a('keel_not-a-token')).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined }),
+    /not valid/,
+  );
 });

@@ -158,7 +158,13 @@ class RunExecutor implements AgentExecutor {
     if (!plan || !task) throw new UnsupportedOperationError(`task ${rc.taskId} has no leg to run here`);
     // The task as it stands now: working, with the client's message in its history.
     const history = plan.fresh ? [plan.message, ...task.history.slice(1)] : [...task.history, plan.message];
-    bus.publish(AgentEvent.task({ ...task, history, status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() } }));
+    bus.publish(
+      AgentEvent.task({
+        ...task,
+        history,
+        status: { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() },
+      }),
+    );
     plan.go();
     const signal = rc.context.state.get(STATE.signal) as AbortSignal | undefined;
     for await (const e of followRun(this.d, { id: plan.leg.run_id, session_id: plan.leg.session_id }, plan.after, signal)) bus.publish(e);
@@ -277,7 +283,9 @@ export class KeelRequestHandler extends DefaultRequestHandler {
       const seen = (await store.listAudit(key)).find((a) => a.action === 'a2a_message');
       if (seen) {
         const { run_id } = JSON.parse(seen.detail) as { run_id: string };
-        throw new UnsupportedOperationError(`message ${m.messageId} started task ${run_id} already: nothing started again (GetTask reads it)`);
+        throw new UnsupportedOperationError(
+          `message ${m.messageId} started task ${run_id} already: nothing started again (GetTask reads it)`,
+        );
       }
       const session = m.contextId || `a2a-${randomUUID()}`;
       const leg = await keel.startRun(text, {
@@ -361,7 +369,8 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     const run = await store.loadRun(params.id);
     if (!run) throw new TaskNotFoundError(`no task ${params.id}`);
     if (run.status === 'failed' && run.reason === 'cancelled') return taskOf(run);
-    if (run.status === 'done' || run.status === 'failed') throw new TaskNotCancelableError(`task ${run.id} has ended (${run.reason}) already`);
+    if (run.status === 'done' || run.status === 'failed')
+      throw new TaskNotCancelableError(`task ${run.id} has ended (${run.reason}) already`);
     if (runner.isQueued(run.id) || runner.isActive(run.id))
       throw new TaskNotCancelableError(`task ${run.id} is being worked by this server: cancel it once it waits for input`);
     const reason = typeof params.metadata?.reason === 'string' ? params.metadata.reason.slice(0, 2000) : null;

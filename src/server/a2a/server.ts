@@ -10,7 +10,7 @@
 import { A2A_VERSION_HEADER, AgentCard, Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { defaultServerCallContextBuilder, JsonRpcTransportHandler, type ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { allows, type Role, type Tokens } from '../access/tokens.js';
-import { A2A_PATH, agentCardJson } from './card.js';
+import { agentCardJson } from './card.js';
 import { type A2aDeps, CODES, KeelRequestHandler, STATE, TokenUser } from './handler.js';
 
 export interface A2aServerDeps extends A2aDeps {
@@ -29,7 +29,12 @@ const NEEDS: Record<string, Role> = {
   DeleteTaskPushNotificationConfig: 'approver',
 };
 
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' };
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
 const KEEP_ALIVE_MS = 15_000;
 const INTERNAL_ERROR = -32603;
 
@@ -91,7 +96,8 @@ function sse(first: RpcResponse | undefined, it: AsyncIterator<RpcResponse>, ctx
 /** The A2A surface: the agent card, and the JSON-RPC endpoint. */
 export function a2aServer(d: A2aServerDeps): { card(req: Request): Promise<Response>; rpc(req: Request): Promise<Response> } {
   let handler: Promise<{ rpc: JsonRpcTransportHandler; card: AgentCard }> | undefined;
-  const cardJson = async (origin: string) => agentCardJson(await d.keel.registry(d.pluginDirs), { baseUrl: d.publicUrl ?? origin, version: d.version });
+  const cardJson = async (origin: string) =>
+    agentCardJson(await d.keel.registry(d.pluginDirs), { baseUrl: d.publicUrl ?? origin, version: d.version });
   const made = (origin: string) =>
     (handler ??= cardJson(origin)
       .then((json) => {
@@ -165,7 +171,10 @@ export function a2aServer(d: A2aServerDeps): { card(req: Request): Promise<Respo
         first = await it.next();
       } catch (err) {
         // Refused before anything was streamed (a replayed answer, a routed card): one JSON-RPC error, as the SDK's adapter answers it.
-        const { status, body: res } = finish({ jsonrpc: '2.0', id: (rpcId as string | number) ?? null, error: JsonRpcTransportHandler.mapToJSONRPCError(err) }, ctx);
+        const { status, body: res } = finish(
+          { jsonrpc: '2.0', id: (rpcId as string | number) ?? null, error: JsonRpcTransportHandler.mapToJSONRPCError(err) },
+          ctx,
+        );
         return Response.json(res, { status });
       }
       return sse(first.done ? undefined : first.value, it, ctx, rpcId);

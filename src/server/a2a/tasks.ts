@@ -25,7 +25,16 @@ export function dataPart(value: Record<string, unknown>): Part {
 
 /** A message from Keel (the agent) about a task. */
 export function agentMessage(run: Pick<RunState, 'id' | 'session_id'>, messageId: string, parts: Part[]): Message {
-  return { messageId, contextId: run.session_id, taskId: run.id, role: Role.ROLE_AGENT, parts, metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId,
+    contextId: run.session_id,
+    taskId: run.id,
+    role: Role.ROLE_AGENT,
+    parts,
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /** The user's words in a task's history. */
@@ -62,7 +71,12 @@ export function pauseMessage(run: Pick<RunState, 'id' | 'session_id'>, p: PauseS
 }
 
 /** How a run that ended says so: Keel's answer, or why it failed, with the reason as data. */
-export function endMessage(run: Pick<RunState, 'id' | 'session_id'>, status: RunStatus, reason: string | null, answer: string | null): Message {
+export function endMessage(
+  run: Pick<RunState, 'id' | 'session_id'>,
+  status: RunStatus,
+  reason: string | null,
+  answer: string | null,
+): Message {
   const words = answer ?? `The run ${status === 'failed' ? 'failed' : 'ended'}${reason ? ` (${reason})` : ''}.`;
   return agentMessage(run, `${run.id}-end`, [textPart(words), dataPart({ status, reason })]);
 }
@@ -78,7 +92,14 @@ export function stateOf(status: RunStatus, reason: string | null, pause: PauseSu
 
 /** The run's answer as the task's artifact. */
 export function answerArtifact(answer: string): Artifact {
-  return { artifactId: 'answer', name: 'answer', description: "Keel's answer", parts: [textPart(answer)], metadata: undefined, extensions: [] };
+  return {
+    artifactId: 'answer',
+    name: 'answer',
+    description: "Keel's answer",
+    parts: [textPart(answer)],
+    metadata: undefined,
+    extensions: [],
+  };
 }
 
 /** The status a run is in now, with its message (the card, question, answer or reason). */
