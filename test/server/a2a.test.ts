@@ -9,10 +9,14 @@
  * and closes its card; a card answered elsewhere moves a subscribed task on.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
 import { a2aClient, answerOf, asTask, dataOf, a2aMessage as msg, texts } from '../support/a2a.js';
-import { calls, script } from '../support/helpers.js';
+import { calls, ROOT, script, tempHome } from '../support/helpers.js';
+import { readmeBlock } from '../support/readme.js';
 import { byTool, routeCards } from '../support/routed.js';
 import { type TestServer, testServer } from '../support/server.js';
 
@@ -285,4 +289,74 @@ test('S10: a call without a token, or with one the server does not know, is refu
     (await a2a('keel_not-a-token')).listTasks({ tenant: '', contextId: '', status: 0, pageToken: '', statusTimestampAfter: undefined }),
     /not valid/,
   );
+});
+
+test("S12 (A7): an edit on the answer is checked as everywhere — refused, the card stays pending; a rejection runs nothing and the task completes with the model's words", async () => {
+  const approver = await a2a(s.approver);
+  const model = script(
+    s.home,
+    [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m3'] } }] }, { text: 'Left it alone.' }] as never,
+    'edit.yaml',
+  );
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'trash m3 again', model })));
+  const approval = dataOf(waiting.status?.message).approval;
+  await assert.rejects(
+    approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve', arguments: { ids: ['nope'] } } })),
+    /no email with id nope/,
+  );
+  assert.equal((await s.api('GET', `/v1/approvals/${approval}`, { token: s.viewer })).body.status, 'pending');
+  const done = asTask(await approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'reject', reason: 'not now' } })));
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.deepEqual(answerOf(done), ['Left it alone.']);
+  const card = (await s.api('GET', `/v1/approvals/${approval}`, { token: s.viewer })).body;
+  assert.equal(card.status, 'rejected');
+  assert.equal(card.reason, 'not now');
+  assert.equal(trashed('m3'), 0);
+});
+
+test("S10: KEEL_PUBLIC_URL is the origin the card names (behind a proxy); the README's A2A client runs as written against the server", async () => {
+  const home = tempHome('keel-a2a-readme-');
+  const model = script(home, [
+    { tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m2'] } }] },
+    { text: 'Trashed m2.' },
+  ] as never);
+  const other = await testServer({ KEEL_MODEL: model, KEEL_PUBLIC_URL: 'https://keel.example.com/' }, home);
+  try {
+    const card = await (await fetch(`${other.url}/.well-known/agent-card.json`)).json();
+    assert.equal(card.supportedInterfaces[0].url, 'https://keel.example.com/a2a');
+    await assert.rejects(
+      testServer({ KEEL_PUBLIC_URL: 'ftp://keel.example.com' }),
+      /KEEL_PUBLIC_URL=ftp:\/\/keel.example.com is not an http\(s\) URL/,
+    );
+    // The README's client, in a folder of its own that finds @a2a-js/sdk as an app's node_modules would.
+    const dir = tempHome('keel-a2a-client-');
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    writeFileSync(join(dir, 'a2a-client.mjs'), readmeBlock('a2a-client'));
+    // The card names the public URL, which this test cannot reach: the client is pointed at the server through its own card path.
+    const local = await testServer({ KEEL_MODEL: model }, tempHome('keel-a2a-readme2-'));
+    try {
+      const child = spawn(process.execPath, ['a2a-client.mjs', 'trash m2'], {
+        cwd: dir,
+        env: { ...process.env, KEEL_URL: local.url, KEEL_TOKEN: local.approver },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stderr.on('data', (d) => (err += d));
+      child.stdout.on('data', (d) => {
+        out += d;
+        // A person reads the card, then types y.
+        if (out.endsWith('> ')) child.stdin.write('y\n');
+      });
+      const code = await new Promise<number | null>((r) => child.on('close', r));
+      assert.equal(code, 0, err);
+      assert.match(out, /Approval needed \(apr_\w+\): Move 1 email\(s\) to Trash/);
+      assert.match(out, /Trashed m2\.\n$/);
+      assert.equal(calls(local.home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length, 1);
+    } finally {
+      await local.close();
+    }
+  } finally {
+    await other.close();
+  }
 });
