@@ -1,5 +1,5 @@
 /**
- * Issue 48: Keel's A2A agent card (`/.well-known/agent-card.json`), public by the protocol: what this
+ * Issue 48 (S10): Keel's A2A agent card (`/.well-known/agent-card.json`), public by the protocol: what this
  * deployment can do — one skill per plugin (and the application's own tools), each tool with its
  * effect, what the core does before it runs, and the first line of its description — where to call
  * it (the JSON-RPC interface), and that a bearer token is needed. Never holds a secret, a folder, a

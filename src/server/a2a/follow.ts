@@ -1,5 +1,5 @@
 /**
- * Issue 48 (S5): a run's journal as A2A task events — the status and the answer of the task a run
+ * Issue 48 (S11; S5): a run's journal as A2A task events — the status and the answer of the task a run
  * is. The journal is the source, read after each wake-up (or every pollMs, for a run another
  * process works: a PostgreSQL store's notifications wake the hub too), so a live stream, a
  * re-subscription and a restarted server tell the same thing. Stops where the task stops: at a

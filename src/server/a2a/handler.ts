@@ -1,5 +1,5 @@
 /**
- * Issue 48: Keel's A2A request handler — the official SDK's DefaultRequestHandler, with what a
+ * Issue 48 (S11–S13): Keel's A2A request handler — the official SDK's DefaultRequestHandler, with what a
  * message means in Keel put in front of it. A message without a task starts a run (its context is
  * the run's session); a message on a task answers what the run waits for, through the facade's one
  * answer path (A3: a card's answer through answerApproval, with the token as who answers, so A9's

@@ -1,5 +1,5 @@
 /**
- * Issue 48: where `keel serve` speaks A2A — the agent card at `/.well-known/agent-card.json` and
+ * Issue 48 (S10): where `keel serve` speaks A2A — the agent card at `/.well-known/agent-card.json` and
  * the JSON-RPC binding at `/a2a` — mounted on the server's Hono app. The SDK and everything that
  * uses it load on the first A2A request (server.ts), never at start: a server no agent calls does
  * not pay for it. Holds no state and no logic of its own beyond that.

@@ -1,5 +1,5 @@
 /**
- * Issue 48: the A2A surface of `keel serve` over HTTP — the agent card, and the JSON-RPC binding
+ * Issue 48 (S10): the A2A surface of `keel serve` over HTTP — the agent card, and the JSON-RPC binding
  * served with the SDK's own transport handler (JsonRpcTransportHandler) from Keel's Hono app, as the
  * SDK's express adapter serves it: one JSON response, or server-sent events for the streaming
  * methods. Keel's tokens authenticate (A9: a viewer reads — GetTask, ListTasks, SubscribeToTask —

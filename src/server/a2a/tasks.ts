@@ -1,5 +1,5 @@
 /**
- * Issue 48: a run as an A2A task, and the SDK's TaskStore backed by Keel's own store. The task IS
+ * Issue 48 (S11, S12): a run as an A2A task, and the SDK's TaskStore backed by Keel's own store. The task IS
  * the run: its id is the run's id, its context the run's session, its state the run's status and
  * pause, its result the run's answer. Nothing is stored twice: `save` keeps nothing (what the SDK
  * would save — the messages it appends, its view of the status — is read back from the run), so a
