@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
-const benches = ['startup', 'mount', 'loop', 'prompt', 'reliability', 'serve', 'scale', 'install', 'injection'].filter((b) =>
+const benches = ['startup', 'mount', 'loop', 'prompt', 'reliability', 'serve', 'a2a', 'scale', 'install', 'injection'].filter((b) =>
   only.length ? only.includes(b) : true,
 );
 let failed = 0;

@@ -154,10 +154,11 @@ class RunExecutor implements AgentExecutor {
 
   async execute(rc: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const plan = rc.context.state.get(STATE.plan) as Plan | undefined;
-    const task = await this.tasks.load(rc.taskId);
+    const task = await this.tasks.load(rc.taskId, rc.context);
     if (!plan || !task) throw new UnsupportedOperationError(`task ${rc.taskId} has no leg to run here`);
-    // The task as it stands now: working, with the client's message in its history.
-    const history = plan.fresh ? [plan.message, ...task.history.slice(1)] : [...task.history, plan.message];
+    // The task as it stands now: working, with the client's message in its history (a new run's request is that message).
+    const rest = task.history.filter((h) => h.messageId !== plan.message.messageId);
+    const history = plan.fresh ? [plan.message, ...rest.slice(1)] : [...rest, plan.message];
     bus.publish(
       AgentEvent.task({
         ...task,
@@ -325,6 +326,8 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     if (bad) throw new RequestMalformedError(`${bad} holds text no store can hold (a NUL character, or half of a UTF-16 surrogate pair)`);
     // The client has the journal up to here: the task's events are what the answer sets going.
     const after = await store.latestEventId();
+    // The run as read here is the call's working copy of the task: the SDK does not read it again.
+    await this.tasks.save(taskOf(run), ctx);
     if (data && 'approval' in data) {
       const id = data.approval;
       const decision = data.decision;

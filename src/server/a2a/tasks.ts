@@ -165,21 +165,39 @@ function cursorFrom(token: string): { created_at: string; id: string } | undefin
   return undefined;
 }
 
+/** Where a call keeps the SDK's working copy of the tasks it touched (its context's state). */
+const WORKING = 'keel.tasks';
+
 /**
- * The SDK's TaskStore over Keel's store. Every reader of a token sees every run (A9: roles, as the
- * HTTP API shows them); a delegate's run is part of the task that started it, not a task of its own
- * in a listing.
+ * The SDK's TaskStore over Keel's store. `load` reads the run. `save` writes nothing to Keel: the
+ * run is the task already. What the SDK saves in the middle of one call — the status it applies
+ * from the run's own journal events, the client's message in the history — is that call's working
+ * copy, kept in the call's context and read back by the same call only (so one answer does not read
+ * the whole run again at every event); the next call, and every other reader, reads the run. Every
+ * reader of a token sees every run (A9: roles, as the HTTP API shows them); a delegate's run is
+ * part of the task that started it, not a task of its own in a listing.
  */
 export class KeelTaskStore implements TaskStore {
   constructor(private readonly store: Store) {}
 
-  async load(taskId: string, _context?: ServerCallContext): Promise<Task | undefined> {
+  private working(context: ServerCallContext | undefined): Map<string, Task> | undefined {
+    if (!context) return undefined;
+    let m = context.state.get(WORKING) as Map<string, Task> | undefined;
+    if (!m) context.state.set(WORKING, (m = new Map()));
+    return m;
+  }
+
+  async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
+    const copy = this.working(context)?.get(taskId);
+    if (copy) return structuredClone(copy);
     const run = await this.store.loadRun(taskId);
     return run ? taskOf(run) : undefined;
   }
 
-  /** The run is the task: whatever the SDK would keep of it is the run's already. */
-  async save(_task: Task, _context?: ServerCallContext): Promise<void> {}
+  /** The run is the task: nothing is written to Keel; the SDK's working copy lasts as long as its call. */
+  async save(task: Task, context?: ServerCallContext): Promise<void> {
+    this.working(context)?.set(task.id, structuredClone(task));
+  }
 
   async list(params: ListTasksRequest, _context?: ServerCallContext): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? 50;
