@@ -220,7 +220,7 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     const m = params.message;
     if (!m?.messageId) throw new RequestMalformedError('message.messageId is required.');
     try {
-      const plan = m.taskId ? await this.answer(m, ctx) : await this.start(m, params.metadata, ctx);
+      const plan = m.taskId ? await this.answer(m, ctx) : await this.start(m, { ...(m.metadata ?? {}), ...(params.metadata ?? {}) }, ctx);
       ctx.state.set(STATE.plan, plan);
       return { ...params, message: { ...m, taskId: plan.leg.run_id, contextId: plan.leg.session_id } };
     } catch (err) {
