@@ -21,7 +21,7 @@ import {
   type ServerCallContext,
   type User,
 } from '@a2a-js/sdk/server';
-import type { Keel } from '../../keel/keel.js';
+import { isMcpSession, type Keel } from '../../keel/keel.js';
 import type { Leg } from '../../loop/legs.js';
 import { allowedModel } from '../../models/index.js';
 import { ModelError } from '../../models/types.js';
@@ -320,6 +320,10 @@ export class KeelRequestHandler extends DefaultRequestHandler {
       throw new RequestMalformedError(`contextId ${m.contextId} is not the context of task ${run.id} (${run.session_id})`);
     if (run.status === 'done' || run.status === 'failed')
       throw new UnsupportedOperationError(`task ${run.id} has ended (${run.reason}): it takes no more messages; nothing changed`);
+    if (isMcpSession(run))
+      throw new UnsupportedOperationError(
+        `task ${run.id} is an MCP session's: its cards are answered in Keel's console or CLI, or by its MCP client`,
+      );
     const data = dataOf(m);
     const text = textOf(m);
     const bad = unstorable(text, 'message.parts') ?? unstorable(data, 'message.parts.data');
@@ -374,6 +378,7 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     if (run.status === 'failed' && run.reason === 'cancelled') return taskOf(run);
     if (run.status === 'done' || run.status === 'failed')
       throw new TaskNotCancelableError(`task ${run.id} has ended (${run.reason}) already`);
+    if (isMcpSession(run)) throw new TaskNotCancelableError(`task ${run.id} is an MCP session's: its MCP server holds it`);
     if (runner.isQueued(run.id) || runner.isActive(run.id))
       throw new TaskNotCancelableError(`task ${run.id} is being worked by this server: cancel it once it waits for input`);
     const reason = typeof params.metadata?.reason === 'string' ? params.metadata.reason.slice(0, 2000) : null;
