@@ -220,7 +220,13 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     const m = params.message;
     if (!m?.messageId) throw new RequestMalformedError('message.messageId is required.');
     try {
-      const plan = m.taskId ? await this.answer(m, ctx) : await this.start(m, { ...(m.metadata ?? {}), ...(params.metadata ?? {}) }, ctx);
+      // A card's answer sent without its task (only the approval's id) is the answer on the card's task.
+      const card = !m.taskId && !textOf(m) ? dataOf(m)?.approval : undefined;
+      const taskId = typeof card === 'string' ? (await this.d.store.getApproval(card))?.run_id : undefined;
+      const plan =
+        m.taskId || taskId
+          ? await this.answer(taskId ? { ...m, taskId } : m, ctx)
+          : await this.start(m, { ...(m.metadata ?? {}), ...(params.metadata ?? {}) }, ctx);
       ctx.state.set(STATE.plan, plan);
       return { ...params, message: { ...m, taskId: plan.leg.run_id, contextId: plan.leg.session_id } };
     } catch (err) {
