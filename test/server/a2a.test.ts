@@ -14,6 +14,7 @@ import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { type StreamResponse, TaskState } from '@a2a-js/sdk';
+import { stringify } from 'yaml';
 import { a2aClient, answerOf, asTask, dataOf, a2aMessage as msg, texts } from '../support/a2a.js';
 import { calls, ROOT, script, tempHome } from '../support/helpers.js';
 import { readmeBlock } from '../support/readme.js';
@@ -360,5 +361,58 @@ test("S10: KEEL_PUBLIC_URL is the origin the card names (behind a proxy); the RE
     }
   } finally {
     await other.close();
+  }
+});
+
+test("S12 (D1): a task whose run waits for a delegate shows the delegate's card as its own; answered on the task, the delegate's call runs once and the task completes with the run's answer", async () => {
+  const home = tempHome('keel-a2a-delegate-');
+  const child = script(
+    home,
+    [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed the deals.' }] as never,
+    'child.yaml',
+  );
+  writeFileSync(
+    join(home, 'config.yaml'),
+    stringify({
+      subagents: {
+        delegates: [
+          {
+            name: 'cleaner',
+            description: 'tidies the inbox',
+            instructions: 'You tidy things up.',
+            tools: ['search_inbox', 'trash_email'],
+            model: child,
+          },
+        ],
+      },
+    }),
+  );
+  const srv = await testServer({}, home);
+  try {
+    const approver = await a2aClient(srv.url, srv.approver);
+    const model = script(
+      home,
+      [
+        { tool_calls: [{ id: 't', name: 'task', args: { agent: 'cleaner', prompt: 'Trash the promotion m1.' } }] },
+        { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+        { text: 'The cleaner trashed the deals.' },
+      ] as never,
+      'parent.yaml',
+    );
+    const waiting = asTask(await approver.sendMessage(msg({ text: 'Clean up my inbox', model })));
+    assert.equal(waiting.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED, JSON.stringify(waiting.status));
+    const data = dataOf(waiting.status?.message);
+    assert.equal(data.items[0].tool, 'trash_email');
+    assert.equal(data.chain.delegate, 'cleaner');
+    assert.match(data.run_id, /^run_/);
+    assert.notEqual(data.run_id, waiting.id, "the delegate's run, named beside the card");
+    assert.equal((await approver.getTask({ tenant: '', id: waiting.id })).status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const done = asTask(await approver.sendMessage(msg({ taskId: waiting.id, data: { approval: data.approval, decision: 'approve' } })));
+    assert.equal(done.id, waiting.id);
+    assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(done.status));
+    assert.deepEqual(answerOf(done), ['The cleaner trashed the deals.']);
+    assert.equal(calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length, 1);
+  } finally {
+    await srv.close();
   }
 });

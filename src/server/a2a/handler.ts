@@ -31,7 +31,7 @@ import { storableText } from '../../util/text.js';
 import { type Role, tokenPrincipal } from '../access/tokens.js';
 import type { Hub, LegRunner } from '../workers/runner.js';
 import { type FollowDeps, followRun } from './follow.js';
-import { KeelTaskStore, taskOf } from './tasks.js';
+import { delegateChain, KeelTaskStore, taskOf } from './tasks.js';
 
 /** What the handler is given by keel serve. */
 export interface A2aDeps extends FollowDeps {
@@ -66,6 +66,10 @@ export const CODES = { unauthenticated: -32040, forbidden: -32043 } as const;
 
 /** A leg a message claimed, driven by the executor once the SDK has taken the request (or by `release`, if it never does). */
 interface Plan {
+  /** The task: the run the client's message is about. */
+  task: { id: string; session_id: string };
+  /** D1: the delegates the task's run waits for, outermost first (followed too). */
+  chain: string[];
   leg: Leg;
   /** The journal rows the task's client has already: followed from after this one. */
   after: number;
@@ -112,16 +116,16 @@ const callerOf = (ctx: ServerCallContext) => {
   return u.who;
 };
 
-/** What a waiting run takes as an answer, in one sentence (the refusal of a message that is not one). */
-function waitsFor(run: RunState): string {
+/** What a waiting run (the task's, or a delegate's it waits for) takes as an answer, in one sentence (the refusal of a message that is not one). */
+function waitsFor(task: string, run: RunState): string {
   const p = run.pause;
   if (run.status === 'paused' && p?.kind === 'approval')
-    return `task ${run.id} waits for approval ${p.approval_id}: answer with a data part { "approval": "${p.approval_id}", "decision": "approve" | "reject" }`;
+    return `task ${task} waits for approval ${p.approval_id}: answer with a data part { "approval": "${p.approval_id}", "decision": "approve" | "reject" }`;
   if (run.status === 'paused' && p?.kind === 'ask_user')
     return p.confirm
-      ? `task ${run.id} asks to confirm ${p.confirm.tools.join(', ')}: answer with a data part { "confirm": true } or { "confirm": false } (a free-text answer is not a decision)`
-      : `task ${run.id} asks a question: answer with its text`;
-  return `task ${run.id} is working: nothing waits for an answer`;
+      ? `task ${task} asks to confirm ${p.confirm.tools.join(', ')}: answer with a data part { "confirm": true } or { "confirm": false } (a free-text answer is not a decision)`
+      : `task ${task} asks a question: answer with its text`;
+  return `task ${task} is working: nothing waits for an answer`;
 }
 
 /** A KeelError as the A2A error a client reads, with the HTTP status and code the transport sends for it. */
@@ -168,7 +172,7 @@ class RunExecutor implements AgentExecutor {
     );
     plan.go();
     const signal = rc.context.state.get(STATE.signal) as AbortSignal | undefined;
-    for await (const e of followRun(this.d, { id: plan.leg.run_id, session_id: plan.leg.session_id }, plan.after, signal)) bus.publish(e);
+    for await (const e of followRun(this.d, plan.task, plan.after, signal, plan.chain)) bus.publish(e);
   }
 
   /** Unused: the handler cancels a task itself, through Keel's cancel. */
@@ -222,25 +226,35 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     try {
       // A card's answer sent without its task (only the approval's id) is the answer on the card's task.
       const card = !m.taskId && !textOf(m) ? dataOf(m)?.approval : undefined;
-      const taskId = typeof card === 'string' ? (await this.d.store.getApproval(card))?.run_id : undefined;
+      const taskId = typeof card === 'string' ? await this.rootOf((await this.d.store.getApproval(card))?.run_id) : undefined;
       const plan =
         m.taskId || taskId
           ? await this.answer(taskId ? { ...m, taskId } : m, ctx)
           : await this.start(m, { ...(m.metadata ?? {}), ...(params.metadata ?? {}) }, ctx);
       ctx.state.set(STATE.plan, plan);
-      return { ...params, message: { ...m, taskId: plan.leg.run_id, contextId: plan.leg.session_id } };
+      return { ...params, message: { ...m, taskId: plan.task.id, contextId: plan.task.session_id } };
     } catch (err) {
       throw refusal(err, ctx);
     }
   }
 
-  private plan(leg: Leg, after: number, message: Message, fresh: boolean): Plan {
+  /** D1: the task a run belongs to — its own, or the run that started it, for a delegate's. */
+  private async rootOf(runId: string | undefined): Promise<string | undefined> {
+    let run = runId ? await this.d.store.loadRun(runId) : undefined;
+    for (let depth = 0; run?.parent && depth < 16; depth++) run = (await this.d.store.loadRun(run.parent.run_id)) ?? run;
+    return run?.id;
+  }
+
+  private plan(leg: Leg, after: number, message: Message, fresh: boolean, task: RunState | Leg = leg, chain: RunState[] = []): Plan {
     let gone = false;
+    const ids = 'run_id' in task ? { id: task.run_id, session_id: task.session_id } : { id: task.id, session_id: task.session_id };
     return {
+      task: ids,
+      chain: chain.map((c) => c.id),
       leg,
       after,
       fresh,
-      message: { ...message, taskId: leg.run_id, contextId: leg.session_id },
+      message: { ...message, taskId: ids.id, contextId: ids.session_id },
       go: () => {
         if (gone) return;
         gone = true;
@@ -336,8 +350,12 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     if (bad) throw new RequestMalformedError(`${bad} holds text no store can hold (a NUL character, or half of a UTF-16 surrogate pair)`);
     // The client has the journal up to here: the task's events are what the answer sets going.
     const after = await store.latestEventId();
+    // D1: the run may wait for a delegate, and the delegate for a person: its card or question is the task's.
+    const chain = run.status === 'paused' && run.pause?.kind === 'task' ? await delegateChain(store, run) : [];
+    while (chain.length && (chain[chain.length - 1].status === 'done' || chain[chain.length - 1].status === 'failed')) chain.pop();
+    const asking = chain.length ? chain[chain.length - 1] : run;
     // The run as read here is the call's working copy of the task: the SDK does not read it again.
-    await this.tasks.save(taskOf(run), ctx);
+    await this.tasks.save(taskOf(run, chain.length ? asking : undefined), ctx);
     if (data && 'approval' in data) {
       const id = data.approval;
       const decision = data.decision;
@@ -347,7 +365,8 @@ export class KeelRequestHandler extends DefaultRequestHandler {
         throw new RequestMalformedError('arguments: a JSON object (a card of several calls: { "<call_id>": {...} })');
       if (data.reason !== undefined && typeof data.reason !== 'string') throw new RequestMalformedError('reason: text');
       const card = await store.getApproval(id);
-      if (!card || card.run_id !== run.id) throw new RequestMalformedError(`approval ${id} is not a card of task ${run.id}`);
+      if (!card || (card.run_id !== run.id && !chain.some((c) => c.id === card.run_id)))
+        throw new RequestMalformedError(`approval ${id} is not a card of task ${run.id}`);
       // A3/A9: the one answer path, as this token — its groups decide a routed card; an edit is checked as everywhere (A7).
       const { leg } = await keel.answerApproval(id, decision, {
         actor: who.name,
@@ -357,22 +376,22 @@ export class KeelRequestHandler extends DefaultRequestHandler {
         who: { name: who.name, role: who.role, groups: who.groups, kind: 'token' },
       });
       if (!leg) throw new UnsupportedOperationError(`approval ${id} is answered; its run is carried on elsewhere`);
-      return this.plan(leg, after, m, false);
+      return this.plan(leg, after, m, false, run, chain.slice(0, chain.findIndex((c) => c.id === card.run_id) + 1));
     }
-    const p = run.status === 'paused' ? run.pause : null;
+    const p = asking.status === 'paused' ? asking.pause : null;
     if (data && 'confirm' in data) {
       if (typeof data.confirm !== 'boolean') throw new RequestMalformedError('confirm: true or false');
-      if (p?.kind !== 'ask_user' || !p.confirm) throw new UnsupportedOperationError(waitsFor(run));
-      const leg = await keel.answerRun(run.id, { text: text || (data.confirm ? 'yes' : 'no'), confirm: data.confirm });
-      await this.audit(who.name, 'answer_question', run.id, { confirm: data.confirm, via: 'a2a' });
-      return this.plan(leg, after, m, false);
+      if (p?.kind !== 'ask_user' || !p.confirm) throw new UnsupportedOperationError(waitsFor(run.id, asking));
+      const leg = await keel.answerRun(asking.id, { text: text || (data.confirm ? 'yes' : 'no'), confirm: data.confirm });
+      await this.audit(who.name, 'answer_question', asking.id, { confirm: data.confirm, via: 'a2a' });
+      return this.plan(leg, after, m, false, run, chain);
     }
-    if (!text) throw new RequestMalformedError(`the message holds no answer: ${waitsFor(run)}`);
+    if (!text) throw new RequestMalformedError(`the message holds no answer: ${waitsFor(run.id, asking)}`);
     // R16: a confirmation takes a decision, not words; a card takes its data part.
-    if (p?.kind !== 'ask_user' || p.confirm) throw new RequestMalformedError(waitsFor(run));
-    const leg = await keel.answerRun(run.id, { text });
-    await this.audit(who.name, 'answer_question', run.id, { confirm: null, via: 'a2a' });
-    return this.plan(leg, after, m, false);
+    if (p?.kind !== 'ask_user' || p.confirm) throw new RequestMalformedError(waitsFor(run.id, asking));
+    const leg = await keel.answerRun(asking.id, { text });
+    await this.audit(who.name, 'answer_question', asking.id, { confirm: null, via: 'a2a' });
+    return this.plan(leg, after, m, false, run, chain);
   }
 
   /** CancelTask is Keel's cancel (audited, its cards closed in the same step, A3); a run being worked is not cancelled under it. */
@@ -381,7 +400,7 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     const { keel, store, runner, hub } = this.d;
     const run = await store.loadRun(params.id);
     if (!run) throw new TaskNotFoundError(`no task ${params.id}`);
-    if (run.status === 'failed' && run.reason === 'cancelled') return taskOf(run);
+    if (run.status === 'failed' && run.reason === 'cancelled') return this.tasks.taskOf(run);
     if (run.status === 'done' || run.status === 'failed')
       throw new TaskNotCancelableError(`task ${run.id} has ended (${run.reason}) already`);
     if (isMcpSession(run)) throw new TaskNotCancelableError(`task ${run.id} is an MCP session's: its MCP server holds it`);
@@ -405,13 +424,16 @@ export class KeelRequestHandler extends DefaultRequestHandler {
     const after = await this.d.store.latestEventId();
     const run = await this.d.store.loadRun(params.id);
     if (!run) throw new TaskNotFoundError(`no task ${params.id}`);
-    const task = taskOf(run);
+    const chain = run.status === 'paused' && run.pause?.kind === 'task' ? await delegateChain(this.d.store, run) : [];
+    while (chain.length && (chain[chain.length - 1].status === 'done' || chain[chain.length - 1].status === 'failed')) chain.pop();
+    const task = taskOf(run, chain[chain.length - 1]);
     const state = task.status?.state;
     if (state === TaskState.TASK_STATE_COMPLETED || state === TaskState.TASK_STATE_FAILED || state === TaskState.TASK_STATE_CANCELED)
       throw new UnsupportedOperationError(`task ${run.id} has ended (${run.reason}): there is nothing to subscribe to; GetTask reads it`);
     yield { payload: { $case: 'task', value: task } };
     const signal = ctx.state.get(STATE.signal) as AbortSignal | undefined;
-    for await (const e of followRun(this.d, run, after, signal)) {
+    const ids = chain.map((c) => c.id);
+    for await (const e of followRun(this.d, run, after, signal, ids)) {
       if (e.kind === 'statusUpdate') yield { payload: { $case: 'statusUpdate', value: e.data } };
       else if (e.kind === 'artifactUpdate') yield { payload: { $case: 'artifactUpdate', value: e.data } };
     }

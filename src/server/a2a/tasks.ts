@@ -57,17 +57,42 @@ export function cardData(p: Extract<PauseSummary, { kind: 'approval' }>): Record
   };
 }
 
-/** What a waiting task asks, in words and as data: a card, a confirmation of held writes, or a question. */
-export function pauseMessage(run: Pick<RunState, 'id' | 'session_id'>, p: PauseSummary): Message | undefined {
-  const id = `${run.id}-p${p.seq}`;
-  if (p.kind === 'approval') return agentMessage(run, id, [textPart(renderCardText(p.card, p.approval_id)), dataPart(cardData(p))]);
+/**
+ * What a waiting task asks, in words and as data: a card, a confirmation of held writes, or a
+ * question. `from` is the run that asks when it is not the task's own: a delegate of it (D1), whose
+ * id the data part names (`run_id`).
+ */
+export function pauseMessage(run: Pick<RunState, 'id' | 'session_id'>, p: PauseSummary, from = run.id): Message | undefined {
+  const id = `${from}-p${p.seq}`;
+  const by = from === run.id ? {} : { run_id: from };
+  if (p.kind === 'approval')
+    return agentMessage(run, id, [textPart(renderCardText(p.card, p.approval_id)), dataPart({ ...cardData(p), ...by })]);
   if (p.kind !== 'ask_user') return undefined;
   if (p.confirm)
     return agentMessage(run, id, [
       textPart([p.question, ...renderConfirmation(p.confirm).map((l) => l.trim())].join('\n')),
-      dataPart({ confirm: { ...p.confirm, untrusted: p.confirm.untrusted ?? [] }, question: p.question }),
+      dataPart({ confirm: { ...p.confirm, untrusted: p.confirm.untrusted ?? [] }, question: p.question, ...by }),
     ]);
-  return agentMessage(run, id, [textPart(p.question), dataPart({ question: p.question })]);
+  return agentMessage(run, id, [textPart(p.question), dataPart({ question: p.question, ...by })]);
+}
+
+/** A pause that waits for a person (a card, a question, a confirmation). */
+export const asksPerson = (p: PauseSummary | null | undefined): boolean => p?.kind === 'approval' || p?.kind === 'ask_user';
+
+/**
+ * D1: the delegates a run waits for, down to the one that waits for a person (or still works):
+ * a task's pause may be its delegate's card or question. Empty when the run waits for no delegate.
+ */
+export async function delegateChain(store: Store, run: RunState): Promise<RunState[]> {
+  const chain: RunState[] = [];
+  let at = run;
+  while (at.status === 'paused' && at.pause?.kind === 'task' && chain.length < 16) {
+    const child = await store.loadRun(at.pause.child_run);
+    if (!child) break;
+    chain.push(child);
+    at = child;
+  }
+  return chain;
 }
 
 /** How a run that ended says so: Keel's answer, or why it failed, with the reason as data. */
@@ -85,7 +110,7 @@ export function endMessage(
 export function stateOf(status: RunStatus, reason: string | null, pause: PauseSummary | null | undefined): TaskState {
   if (status === 'done') return TaskState.TASK_STATE_COMPLETED;
   if (status === 'failed') return reason === 'cancelled' ? TaskState.TASK_STATE_CANCELED : TaskState.TASK_STATE_FAILED;
-  if (status === 'paused' && (pause?.kind === 'approval' || pause?.kind === 'ask_user')) return TaskState.TASK_STATE_INPUT_REQUIRED;
+  if (status === 'paused' && asksPerson(pause)) return TaskState.TASK_STATE_INPUT_REQUIRED;
   // Running, interrupted (carried on at the next start) or waiting for a delegate: Keel is working on it.
   return TaskState.TASK_STATE_WORKING;
 }
@@ -102,8 +127,14 @@ export function answerArtifact(answer: string): Artifact {
   };
 }
 
-/** The status a run is in now, with its message (the card, question, answer or reason). */
-export function statusOf(run: RunState): TaskStatus {
+/** The status a run is in now, with its message (the card, question, answer or reason); `asking` is the delegate that waits for a person, if one does. */
+export function statusOf(run: RunState, asking?: RunState): TaskStatus {
+  if (asking?.pause && asksPerson(asking.pause) && run.status === 'paused')
+    return {
+      state: TaskState.TASK_STATE_INPUT_REQUIRED,
+      message: pauseMessage(run, asking.pause, asking.id),
+      timestamp: asking.updated_at,
+    };
   const state = stateOf(run.status, run.reason, run.pause);
   const message =
     state === TaskState.TASK_STATE_INPUT_REQUIRED && run.pause
@@ -116,10 +147,10 @@ export function statusOf(run: RunState): TaskStatus {
 
 /**
  * The run as a task. Its history: the request, each question the run asked with the answer it got,
- * then what it waits for or why it failed.
+ * then what it waits for (its own pause, or `asking`'s: the delegate that waits for a person) or why it failed.
  */
-export function taskOf(run: RunState): Task {
-  const status = statusOf(run);
+export function taskOf(run: RunState, asking?: RunState): Task {
+  const status = statusOf(run, asking);
   const history: Message[] = [userMessage(run, `${run.id}-u`, run.request)];
   for (const s of run.steps) {
     if (s.tool !== 'ask_user') continue;
@@ -191,7 +222,12 @@ export class KeelTaskStore implements TaskStore {
     const copy = this.working(context)?.get(taskId);
     if (copy) return structuredClone(copy);
     const run = await this.store.loadRun(taskId);
-    return run ? taskOf(run) : undefined;
+    return run ? this.taskOf(run) : undefined;
+  }
+
+  /** The run as a task, a delegate's card or question shown as the task's own when the run waits for it. */
+  async taskOf(run: RunState): Promise<Task> {
+    return taskOf(run, run.pause?.kind === 'task' ? (await delegateChain(this.store, run)).pop() : undefined);
   }
 
   /** The run is the task: nothing is written to Keel; the SDK's working copy lasts as long as its call. */
@@ -222,7 +258,7 @@ export class KeelTaskStore implements TaskStore {
         if (r.parent_run || (params.statusTimestampAfter && r.updated_at < params.statusTimestampAfter)) continue;
         const run = await this.store.loadRun(r.id);
         if (!run) continue;
-        const task = taskOf(run);
+        const task = await this.taskOf(run);
         if (want !== undefined && task.status?.state !== want) continue;
         tasks.push(task);
         if (tasks.length === pageSize) {
