@@ -416,3 +416,36 @@ test("S12 (D1): a task whose run waits for a delegate shows the delegate's card 
     await srv.close();
   }
 });
+
+test("S11: a failed run is a failed task with Keel's reason and words", async () => {
+  const approver = await a2a(s.approver);
+  // The scripted model has one reply and is asked for a second: the run fails (model_error).
+  const model = script(s.home, [{ tool_calls: [{ id: 'x1', name: 'search_inbox', args: { query: 'x' } }] }] as never, 'fails.yaml');
+  const failed = asTask(await approver.sendMessage(msg({ text: 'hello there', model })));
+  assert.equal(failed.status?.state, TaskState.TASK_STATE_FAILED);
+  assert.deepEqual(dataOf(failed.status?.message), { status: 'failed', reason: 'model_error' });
+  assert.match(texts(failed.status?.message).join(''), /I stopped before finishing: the model failed/);
+  assert.deepEqual(answerOf(failed), []);
+});
+
+test('S12 (A7): an edit on the answer runs the edited call, once, instead of the model’s', async () => {
+  const approver = await a2a(s.approver);
+  const model = script(
+    s.home,
+    [{ tool_calls: [{ id: 't1', name: 'trash_email', args: { ids: ['m3'] } }] }, { text: 'Done as you said.' }] as never,
+    'edit-ok.yaml',
+  );
+  const waiting = asTask(await approver.sendMessage(msg({ text: 'trash email m3', model })));
+  const approval = dataOf(waiting.status?.message).approval;
+  const before = trashed('m1');
+  const done = asTask(
+    await approver.sendMessage(msg({ taskId: waiting.id, data: { approval, decision: 'approve', arguments: { ids: ['m1'] } } })),
+  );
+  assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED);
+  assert.equal(trashed('m3'), 0, "the model's call did not run");
+  assert.equal(trashed('m1'), before + 1, 'the edited call ran once');
+  const card = (await s.api('GET', `/v1/approvals/${approval}`, { token: s.viewer })).body;
+  assert.deepEqual(card.items[0].args, { ids: ['m1'] });
+  assert.deepEqual(card.items[0].original_args, { ids: ['m3'] });
+  assert.equal(card.items[0].edited_by, 'ana-phone');
+});
