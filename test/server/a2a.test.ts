@@ -449,3 +449,20 @@ test('S12 (A7): an edit on the answer runs the edited call, once, instead of the
   assert.deepEqual(card.items[0].original_args, { ids: ['m3'] });
   assert.equal(card.items[0].edited_by, 'ana-phone');
 });
+
+test('S10 (S3): a JSON-RPC body past KEEL_MAX_BODY_BYTES is refused (413) before it is read, as a JSON-RPC error', async () => {
+  const res = await fetch(`${s.url}/a2a`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.approver}`, 'content-type': 'application/json', 'a2a-version': '1.0' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { parts: [{ text: 'x'.repeat(1_100_000) }] } },
+    }),
+  });
+  assert.equal(res.status, 413);
+  const body = await res.json();
+  assert.equal(body.error.code, -32600);
+  assert.match(body.error.message, /KEEL_MAX_BODY_BYTES/);
+});

@@ -18,7 +18,7 @@ import type { Leg } from '../../loop/legs.js';
 import { ModelError } from '../../models/types.js';
 import type { RunSummary } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
-import { mountA2a } from '../a2a/mount.js';
+import { A2A_PATH, mountA2a } from '../a2a/mount.js';
 import { Push } from '../alerts/push.js';
 import { mountConsole } from '../console/console.js';
 import { STATUS_OF } from '../http/problems.js';
@@ -60,7 +60,16 @@ export function createApp(d: ServerDeps): Hono {
     onError: (c) =>
       c.req.path.startsWith('/v1/')
         ? problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)`)
-        : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
+        : c.req.path === A2A_PATH
+          ? c.json(
+              {
+                jsonrpc: '2.0',
+                id: null,
+                error: { code: -32600, message: `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)` },
+              },
+              413,
+            )
+          : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
   });
   app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.onError((err, c) => {
