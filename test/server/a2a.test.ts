@@ -371,6 +371,11 @@ test("S12 (D1): a task whose run waits for a delegate shows the delegate's card 
     [{ tool_calls: [{ id: 'd1', name: 'trash_email', args: { ids: ['m1'] } }] }, { text: 'Trashed the deals.' }] as never,
     'child.yaml',
   );
+  const asker = script(
+    home,
+    [{ tool_calls: [{ id: 'q1', name: 'ask_user', args: { question: 'Keep the report draft?' } }] }, { text: 'Kept it.' }] as never,
+    'asker.yaml',
+  );
   writeFileSync(
     join(home, 'config.yaml'),
     stringify({
@@ -383,6 +388,7 @@ test("S12 (D1): a task whose run waits for a delegate shows the delegate's card 
             tools: ['search_inbox', 'trash_email'],
             model: child,
           },
+          { name: 'asker', description: 'asks what to keep', instructions: 'You ask first.', tools: ['search_inbox'], model: asker },
         ],
       },
     }),
@@ -412,6 +418,25 @@ test("S12 (D1): a task whose run waits for a delegate shows the delegate's card 
     assert.equal(done.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(done.status));
     assert.deepEqual(answerOf(done), ['The cleaner trashed the deals.']);
     assert.equal(calls(home, 'mail-calls.log').filter((l) => l.startsWith('trash_email')).length, 1);
+
+    // A delegate's question is the task's question too, answered with text on the task.
+    const parent = script(
+      home,
+      [
+        { tool_calls: [{ id: 't', name: 'task', args: { agent: 'asker', prompt: 'Ask what to keep.' } }] },
+        { tool_calls: [{ id: 'w', name: 'task_wait', args: { id: 'tk_1' } }] },
+        { text: 'The report draft stays.' },
+      ] as never,
+      'parent2.yaml',
+    );
+    const asked = asTask(await approver.sendMessage(msg({ text: 'Ask me what to keep in my inbox', model: parent })));
+    assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED, JSON.stringify(asked.status));
+    const q = dataOf(asked.status?.message);
+    assert.equal(q.question, 'Keep the report draft?');
+    assert.match(q.run_id, /^run_/);
+    const answered = asTask(await approver.sendMessage(msg({ taskId: asked.id, text: 'Yes, keep it' })));
+    assert.equal(answered.status?.state, TaskState.TASK_STATE_COMPLETED, JSON.stringify(answered.status));
+    assert.deepEqual(answerOf(answered), ['The report draft stays.']);
   } finally {
     await srv.close();
   }
