@@ -96,7 +96,7 @@ test('S11: a message starts a run — the task is the run, its context the sessi
   );
 });
 
-test('S11: SendStreamingMessage streams the task working, the answer as an artifact, then completed', async () => {
+test('S11: SendStreamingMessage streams the task working, its progress, the answer as an artifact, then completed', async () => {
   const client = await a2a(s.approver);
   const model = script(
     s.home,
@@ -106,12 +106,16 @@ test('S11: SendStreamingMessage streams the task working, the answer as an artif
   const events: StreamResponse[] = [];
   for await (const e of client.sendMessageStream(msg({ text: 'search', model }))) events.push(e);
   const kinds = events.map((e) => e.payload?.$case);
-  assert.deepEqual(kinds, ['task', 'artifactUpdate', 'statusUpdate']);
+  assert.deepEqual(kinds, ['task', 'statusUpdate', 'artifactUpdate', 'statusUpdate']);
   const task = events[0].payload?.$case === 'task' ? events[0].payload.value : undefined;
   assert.equal(task?.status?.state, TaskState.TASK_STATE_WORKING);
-  const art = events[1].payload?.$case === 'artifactUpdate' ? events[1].payload.value : undefined;
+  // Progress: the reply that calls a tool, which tool — not its arguments nor its result.
+  const progress = events[1].payload?.$case === 'statusUpdate' ? events[1].payload.value : undefined;
+  assert.equal(progress?.status?.state, TaskState.TASK_STATE_WORKING);
+  assert.deepEqual(dataOf(progress?.status?.message), { calls: [{ tool: 'search_inbox', call_id: 'r1' }] });
+  const art = events[2].payload?.$case === 'artifactUpdate' ? events[2].payload.value : undefined;
   assert.deepEqual(texts(art?.artifact), ['Found three.']);
-  const end = events[2].payload?.$case === 'statusUpdate' ? events[2].payload.value : undefined;
+  const end = events[3].payload?.$case === 'statusUpdate' ? events[3].payload.value : undefined;
   assert.equal(end?.status?.state, TaskState.TASK_STATE_COMPLETED);
   assert.equal(end?.taskId, task?.id);
 });

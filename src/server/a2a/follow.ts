@@ -11,7 +11,7 @@ import { TaskState } from '@a2a-js/sdk';
 import { AgentEvent, type AgentExecutionEvent } from '@a2a-js/sdk/server';
 import type { RunState, Store } from '../../types/index.js';
 import type { Hub } from '../workers/runner.js';
-import { answerArtifact, delegateChain, endMessage, pauseMessage, stateOf } from './tasks.js';
+import { answerArtifact, delegateChain, endMessage, pauseMessage, progressMessage, stateOf } from './tasks.js';
 
 const ended = (r: RunState) => r.status === 'done' || r.status === 'failed';
 
@@ -61,11 +61,25 @@ export async function* followRun(
   try {
     while (!signal?.aborted) {
       const top = stack[stack.length - 1];
-      const rows = await d.store.listEvents({ run_id: top.id, after: top.last, limit: 200, types: ['paused', 'run_finished'] });
+      const rows = await d.store.listEvents({
+        run_id: top.id,
+        after: top.last,
+        limit: 200,
+        types: ['assistant', 'paused', 'run_finished'],
+      });
       let moved = false;
       for (const r of rows) {
         top.last = r.id;
         const e = r.event;
+        if (e.type === 'assistant') {
+          // Progress of the task's own run: a reply that calls tools (its words, and which tools) — never their arguments or results.
+          if (stack.length === 1 && e.tool_calls.length)
+            yield AgentEvent.statusUpdate({
+              ...ids,
+              status: { state: TaskState.TASK_STATE_WORKING, message: progressMessage(run, e.step, e.text, e.tool_calls), timestamp: r.at },
+            });
+          continue;
+        }
         if (e.type === 'paused') {
           if (e.pause.kind === 'task') {
             // Waits for a delegate (or its delegate): the card or question of the one that asks is the task's;

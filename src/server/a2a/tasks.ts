@@ -95,6 +95,18 @@ export async function delegateChain(store: Store, run: RunState): Promise<RunSta
   return chain;
 }
 
+/** A reply of the run that calls tools, as a working task's status: the model's words, and which tools it calls (not with what). */
+export function progressMessage(
+  run: Pick<RunState, 'id' | 'session_id'>,
+  step: number,
+  text: string,
+  calls: readonly { id: string; name: string }[],
+): Message {
+  const parts = text.trim() ? [textPart(text)] : [];
+  parts.push(dataPart({ calls: calls.map((c) => ({ tool: c.name, call_id: c.id })) }));
+  return agentMessage(run, `${run.id}-r${step}`, parts);
+}
+
 /** How a run that ended says so: Keel's answer, or why it failed, with the reason as data. */
 export function endMessage(
   run: Pick<RunState, 'id' | 'session_id'>,
