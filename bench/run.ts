@@ -13,6 +13,7 @@ const benches = [
   'prompt',
   'reliability',
   'serve',
+  'a2a',
   'scale',
   'install',
   'injection',

@@ -77,6 +77,21 @@ function positive(env: NodeJS.ProcessEnv, name: string, fallback: number): numbe
   return n;
 }
 
+/** Issue 48: KEEL_PUBLIC_URL, the origin clients reach the server at (behind a proxy), as the A2A agent card names it. */
+function publicUrlOf(env: NodeJS.ProcessEnv): string | undefined {
+  const v = env.KEEL_PUBLIC_URL;
+  if (v === undefined || v === '') return undefined;
+  let u: URL | undefined;
+  try {
+    u = new URL(v);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.username || u.password || u.search || u.hash)
+    throw new KeelError('config', `KEEL_PUBLIC_URL=${v} is not an http(s) URL without credentials, query or fragment`);
+  return u.href.replace(/\/+$/, '');
+}
+
 export async function startServer(o: ServeOptions = {}): Promise<RunningServer> {
   const env = o.env ?? process.env;
   const log = o.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -84,6 +99,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const shutdownMs = positive(env, 'KEEL_SHUTDOWN_TIMEOUT_MS', 10_000);
   const maxBodyBytes = positive(env, 'KEEL_MAX_BODY_BYTES', 1_000_000);
   limitsFromEnv(env); // a bad limit is refused before the server listens
+  const publicUrl = publicUrlOf(env);
   const keel = new Keel({ env, defaultPluginDirs: o.defaultPluginDirs });
   const store = keel.store;
   if (!store) throw new KeelError('config', 'keel serve needs a store');
@@ -151,6 +167,7 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
     state: () => state,
     pollMs: positive(env, 'KEEL_SERVE_POLL_MS', 1000),
     push: alerts.push,
+    publicUrl,
   });
 
   const hostname = o.host ?? '127.0.0.1';

@@ -39,7 +39,7 @@ export const LAYERS = [
  * layer (serve.ts, index.ts): its top.
  */
 export const SUBLAYERS: Record<string, readonly string[]> = {
-  server: ['access', 'http', 'workers', 'alerts', 'mcp', 'console', 'ui', 'api', '.'],
+  server: ['access', 'http', 'workers', 'alerts', 'mcp', 'console', 'ui', 'a2a', 'api', '.'],
 };
 
 function files(dir: string): string[] {

@@ -7,8 +7,8 @@
  *
  * This file builds the app: the middleware every request meets (CORS, the body limit, errors as
  * problem+json), the helpers the route groups share, then each group in ROUTES' order — status,
- * runs, events, approvals, sessions, plugins, tokens and push, the chat UI — the OpenAPI document
- * and the console. It never imports from src/server/serve.ts or src/server/index.ts (above it).
+ * runs, events, approvals, sessions, plugins, tokens and push, the chat UI — the OpenAPI document,
+ * the A2A agent's card and JSON-RPC binding, and the console. It never imports from src/server/serve.ts or src/server/index.ts (above it).
  */
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -18,6 +18,7 @@ import type { Leg } from '../../loop/legs.js';
 import { ModelError } from '../../models/types.js';
 import type { RunSummary } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
+import { A2A_PATH, mountA2a } from '../a2a/mount.js';
 import { Push } from '../alerts/push.js';
 import { mountConsole } from '../console/console.js';
 import { STATUS_OF } from '../http/problems.js';
@@ -59,7 +60,16 @@ export function createApp(d: ServerDeps): Hono {
     onError: (c) =>
       c.req.path.startsWith('/v1/')
         ? problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)`)
-        : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
+        : c.req.path === A2A_PATH
+          ? c.json(
+              {
+                jsonrpc: '2.0',
+                id: null,
+                error: { code: -32600, message: `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)` },
+              },
+              413,
+            )
+          : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
   });
   app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.onError((err, c) => {
@@ -121,6 +131,22 @@ export function createApp(d: ServerDeps): Hono {
   chatRoutes(api);
 
   app.get('/v1/openapi.json', (c) => c.json(openApi(routes, d.version)));
+
+  // Issue 48: Keel as an A2A agent (src/server/a2a/): its card, and the JSON-RPC binding over the same runs, answers and tokens.
+  mountA2a(app, {
+    keel,
+    store,
+    hub,
+    runner,
+    tokens,
+    pluginDirs: d.pluginDirs,
+    model: d.model,
+    allowedModels: d.allowedModels,
+    pollMs: d.pollMs,
+    stopping: () => d.state() === 'stopping',
+    version: d.version,
+    publicUrl: d.publicUrl,
+  });
 
   mountConsole(app, {
     keel,

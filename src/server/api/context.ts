@@ -36,6 +36,8 @@ export interface ServerDeps {
   pollMs: number;
   /** Web Push (S7); off when not given. */
   push?: Push;
+  /** Issue 48: the origin clients reach the server at (KEEL_PUBLIC_URL), named by the A2A agent card; else a request's own. */
+  publicUrl?: string;
 }
 
 /** The app's shared pieces, made once by createApp and handed to each route group. */
