@@ -16,10 +16,11 @@ import type { Subagents } from '../subagents/delegates.js';
 import { askUser, CORE_DECLARATIONS, findTools, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
 import type { AppTool, MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
+import type { Env } from '../types/env.js';
 
 export interface RegistriesOptions {
   home: string;
-  env: NodeJS.ProcessEnv;
+  env: Env;
   /** Memory for the memory_* built-ins; null: they are not offered (names stay reserved). */
   memory: MemoryStore | null;
   /** The operator's policy, read when the first registry is mounted (an invalid rule stops the start). */
@@ -169,7 +170,7 @@ export class Registries {
 }
 
 /** Plugin folders: the given ones, else KEEL_PLUGINS, else the defaults. */
-export function resolvePluginDirs(given: readonly string[] | undefined, env: NodeJS.ProcessEnv, defaults: readonly string[]): string[] {
+export function resolvePluginDirs(given: readonly string[] | undefined, env: Env, defaults: readonly string[]): string[] {
   if (given?.length) return given.map((d) => resolve(d));
   const fromEnv = env.KEEL_PLUGINS?.split(',')
     .map((s) => s.trim())

@@ -6,31 +6,12 @@
 import { basename } from 'node:path';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { ToolSpec } from '../types/index.js';
+import type { PolicyDiagnostic, PolicyEntry } from './policy-types.js';
 import { schemaJsonFor, unionArgs } from './cedar-schema.js';
 
 type Cedar = typeof CedarWasm;
 
-export interface PolicyDiagnostic {
-  severity: 'error' | 'warning';
-  /** file:line:col */
-  at: string;
-  message: string;
-  policy?: string;
-}
-
-/** One policy of the file, as the engine and the verdicts know it. */
-export interface PolicyEntry {
-  id: string;
-  effect: 'permit' | 'forbid';
-  /** file:line:col of its first character. */
-  at: string;
-  ask: boolean;
-  approvers?: string[];
-  /** O4: a permit annotated `@after_untrusted("allow")`: the calls it lets through run without a card after untrusted reads. */
-  after_untrusted?: true;
-  /** The tools its resource scope can reach: null for any tool. */
-  scope: { tools?: ReadonlySet<string>; plugin?: string } | null;
-}
+export type { PolicyDiagnostic, PolicyEntry } from './policy-types.js';
 
 export interface Entry extends PolicyEntry {
   text: string;

@@ -29,7 +29,7 @@ test('npm pack ships dist/ and the examples and no tests; the tarball installed 
 
   const demo = spawnSync(bin, ['demo'], { cwd: project, env, encoding: 'utf8' });
   assert.equal(demo.status, 0, demo.stdout + demo.stderr);
-  assert.match(demo.stdout, /11 passed, 0 failed/);
+  assert.match(demo.stdout, /12 passed, 0 failed/);
   // The installed CLI runs the compiled reference plugins (no TypeScript loader).
   assert.ok(files.includes('package/dist/plugins/calendar/index.js'));
 
