@@ -5,7 +5,7 @@
  * with no casts. Given an `effect` (and any other declaration field of a manifest entry), it keeps
  * the declaration on the tool and the result is an app tool, for Keel's own tools list (R32).
  */
-import { z } from 'zod';
+import type { z } from 'zod';
 import type {
   AppTool,
   CallDescription,
@@ -76,6 +76,16 @@ type Declared<E> = { effect?: E } & Omit<Partial<DeclarationFields>, 'effect'>;
 export type DefinedTool<E> = [E] extends [Effect] ? AppTool : ToolDefinition;
 
 /**
+ * A zod schema, known by the mark zod 4 puts on each (what `instanceof z.ZodType` checks), so that
+ * the library never loads zod itself: a plain JSON Schema app pays nothing for it (issue 49 — zod is
+ * ~95 modules), and one written with zod has it loaded already, and converts through its own copy.
+ */
+function isZodSchema(p: unknown): p is z.ZodObject {
+  const traits = (p as { _zod?: { traits?: unknown } } | null)?._zod?.traits;
+  return traits instanceof Set && traits.has('ZodType');
+}
+
+/**
  * A tool definition with its handler typed by its schema. Pass a zod object or a JSON Schema
  * written inline. Add `effect` (and `confirm`, `approval`, `guidance`, `pinned`, `answers_directly`,
  * `undo`, `idempotent`, `editable`, `contract_modes` as needed) to declare it in code as an app tool; a
@@ -89,9 +99,9 @@ export function defineTool<const S extends z.ZodObject | ObjectSchema, E extends
 ): DefinedTool<E>;
 export function defineTool(def: Handlers<never> & { parameters: z.ZodObject | ObjectSchema }): ToolDefinition {
   const p = def.parameters;
-  if (!(p instanceof z.ZodType)) return def as unknown as ToolDefinition;
+  if (!isZodSchema(p)) return def as unknown as ToolDefinition;
   // The model sees JSON Schema; the handler gets what the zod schema makes of the arguments (defaults, coercions).
-  const { $schema: _s, ...parameters } = z.toJSONSchema(p, { target: 'draft-7', io: 'input' }) as JsonSchema;
+  const { $schema: _s, ...parameters } = p.toJSONSchema({ target: 'draft-7', io: 'input' }) as JsonSchema;
   const parse = (args: unknown) => p.parse(args) as never;
   // Everything else on the tool (its declaration, and any field the declaration check will refuse) is kept as given.
   const { name: _n, description: _d, parameters: _p, execute: _e, describe: _ds, validate: _v, ...rest } = def;

@@ -4,6 +4,7 @@
  */
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ErrorObject, ValidateFunction } from 'ajv';
+import { plainSchemaValid } from '../manifest/plain-schema.js';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
 import type { SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
 
@@ -19,6 +20,17 @@ function ajv(): AjvClass {
     instance = new Ajv({ allErrors: false, strict: false, coerceTypes: false, addUsedSchema: false });
   }
   return instance;
+}
+// For schemas already checked against the meta-schema at registration (plain ones, below): compiling
+// them does not check them again. ajv's own check compiles draft-07's meta-schema into a validator
+// first — 60-200 ms of code generation in a cold process, most of a first run's cost (issue 49).
+let checkedInstance: AjvClass | undefined;
+function ajvForChecked(): AjvClass {
+  if (!checkedInstance) {
+    const { Ajv } = createRequire(import.meta.url)('ajv') as typeof import('ajv');
+    checkedInstance = new Ajv({ allErrors: false, strict: false, coerceTypes: false, addUsedSchema: false, validateSchema: false });
+  }
+  return checkedInstance;
 }
 
 /**
@@ -95,11 +107,11 @@ function isPlainSchema(s: unknown, root = false): boolean {
 function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ValidateFunction {
   if (
     isPlainSchema(schema, true) &&
-    (checked ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean) : ajv().validateSchema(schema))
+    (checked ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean) : plainSchemaValid(schema) || ajv().validateSchema(schema))
   ) {
     let compiled: ValidateFunction | undefined;
     return () => {
-      compiled ??= ajv().compile(schema);
+      compiled ??= ajvForChecked().compile(schema);
       return compiled;
     };
   }
