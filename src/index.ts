@@ -39,7 +39,7 @@ export type * from './plugin-host/types.js';
 export type { Shortlist } from './prompt/menu.js';
 // Keel behind an AI SDK chat page (useChat): the handler an application mounts in its own route.
 export type { ApprovalDescriptor } from './server/ui/chunks.js';
-export { type ChatHandlerActor, type ChatHandlerOptions, chatHandler } from './server/ui/handler.js';
+export { type ChatHandlerActor, type ChatHandlerOptions, chatHandler } from './server/ui/entry.js';
 // The store: the interfaces (in the types below) and the default SQLite implementation.
 export { SqliteStore } from './store/sqlite.js';
 export { defineTool, type FromSchema, type ObjectSchema } from './tools/define.js';

@@ -45,6 +45,7 @@ async function keel() {
   const t0 = now();
   const { Keel, defineTool } = await import(pathToFileURL(join(keelRoot, 'dist', 'src', 'index.js')).href);
   const t1 = now();
+  if (process.env.KEEL_COLD_MARKS) process._rawDebug('MARK imported');
   const tools = [];
   for (let i = 0; i < TOOLS; i++) {
     const name = toolName(i);
@@ -70,6 +71,7 @@ async function keel() {
   // No plugin folders, no config: the application's own tools only (KEEL_PLUGINS is cleared by the parent).
   const agent = new Keel({ home, tools, ...(store === 'none' ? { store: null } : {}) });
   const t2 = now();
+  if (process.env.KEEL_COLD_MARKS) process._rawDebug('MARK set up');
   // A zero-latency replayed model (a ModelClient of the application's own): its time is the model's.
   const model = {
     spec: 'bench:replay',
@@ -79,7 +81,10 @@ async function keel() {
       const events = r
         ? [
             { type: 'tool_call', call: { id: r.id, name: r.name, args: { ...r.args } } },
-            { type: 'done', reply: { text: '', tool_calls: [{ id: r.id, name: r.name, args: { ...r.args } }], usage: { input: 0, output: 0 } } },
+            {
+              type: 'done',
+              reply: { text: '', tool_calls: [{ id: r.id, name: r.name, args: { ...r.args } }], usage: { input: 0, output: 0 } },
+            },
           ]
         : [
             { type: 'text_delta', text: FINAL_TEXT },

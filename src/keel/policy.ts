@@ -5,8 +5,9 @@
  * decision out for itself: it asks the one gate (`decide`, src/policy/gate.ts) with a gate state built
  * from the reads it is told to imagine, and puts what the gate answered into words.
  */
-import type { PolicyDiagnostic, PolicyEntry } from '../policy/policy-types.js';
+
 import { type Decision, decide, deriveGateState, type GateState, type PolicyVerdict, SUBMIT_TOOL } from '../policy/gate.js';
+import type { PolicyDiagnostic, PolicyEntry } from '../policy/policy-types.js';
 import { checkedPrincipal } from '../policy/principal.js';
 import type { AppTool, Mode, Principal, ToolSpec, UntrustedSource } from '../types/index.js';
 import { MODES } from '../types/index.js';

@@ -15,8 +15,8 @@ import type { OperatorPolicy } from '../policy/operator.js';
 import type { Subagents } from '../subagents/delegates.js';
 import { askUser, CORE_DECLARATIONS, findTools, memoryTools, reportGoal, submitGoal, submitPlan } from '../tools/builtins.js';
 import { loadSkills, skillsDir, skillsSignature } from '../tools/skills.js';
-import type { AppTool, MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
 import type { Env } from '../types/env.js';
+import type { AppTool, MemoryStore, Mode, ToolContext, ToolSpec } from '../types/index.js';
 
 export interface RegistriesOptions {
   home: string;

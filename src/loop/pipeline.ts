@@ -127,10 +127,11 @@ export function prepareCall(x: PrepareInput): Prepared {
     admissible: x.menu.admissible(call.name),
     argsProblem,
     key,
-    ...(argsProblem ? {} : { args }),
+    // One shape for every call (issue 49): absent values are undefined, not left out by a spread.
+    args: argsProblem ? undefined : args,
     mode: x.mode,
     state: x.gate,
-    ...(policy && tool ? { verdict: () => (verdict ??= policy(tool, args)) } : {}),
+    verdict: policy && tool ? () => (verdict ??= policy(tool, args)) : undefined,
   });
   const prepared = decided(x, decision, tool, args, key);
   if (verdict) prepared.verdict = verdict;

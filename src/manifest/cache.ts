@@ -18,43 +18,48 @@ import type { Manifest } from './schema.js';
  * itself, so a changed manifest or a changed Keel never reuses a stale verdict.
  */
 export class ManifestCache implements SchemaVerdicts {
-  private readonly entries: Record<string, Manifest>;
-  /** Hashes of tool parameter schemas that passed ajv's meta-schema check (only valid ones). */
-  private readonly schemas: Record<string, 1>;
+  /** The file's content, read on first use (issue 49: a Keel with only app tools whose schemas are plain never reads it, nor hashes Keel's code for its name). */
+  private data: { manifests: Record<string, Manifest>; schemas: Record<string, 1> } | undefined;
+  private file: string | undefined;
   private dirty = false;
 
-  private constructor(
-    private readonly file: string,
-    data: { manifests?: Record<string, Manifest>; schemas?: Record<string, 1> },
-  ) {
-    this.entries = data.manifests ?? {};
-    this.schemas = data.schemas ?? {};
+  private constructor(private readonly home: string) {}
+
+  private get loaded(): { manifests: Record<string, Manifest>; schemas: Record<string, 1> } {
+    if (!this.data) {
+      this.file = join(this.home, 'cache', `manifests-${codeVersion()}.json`);
+      let data: { manifests?: Record<string, Manifest>; schemas?: Record<string, 1> } = {};
+      try {
+        data = JSON.parse(readFileSync(this.file, 'utf8'));
+      } catch {
+        // No cache yet, or an unreadable one: start empty.
+      }
+      this.data = { manifests: data.manifests ?? {}, schemas: data.schemas ?? {} };
+    }
+    return this.data;
   }
 
   /**
-   * A schema's verdict from the cache, else from the plain check (M6: no ajv meta-schema to compile),
+   * A schema's verdict from the plain check (M6: no ajv meta-schema to compile), else from the cache,
    * else from `check` (remembered only when valid).
    */
   valid(schema: Record<string, unknown>, check: () => boolean): boolean {
+    // The plain check first: cheaper than the key's hash (issue 49: 2,000 tools hashed ~15 ms cold),
+    // and its verdict needs no keeping.
+    if (plainSchemaValid(schema)) return true;
     const key = this.key(JSON.stringify(schema));
-    if (this.schemas[key]) return true;
-    const ok = plainSchemaValid(schema) || check();
+    const { schemas } = this.loaded;
+    if (schemas[key]) return true;
+    const ok = check();
     if (ok) {
-      this.schemas[key] = 1;
+      schemas[key] = 1;
       this.dirty = true;
     }
     return ok;
   }
 
   static open(home: string): ManifestCache {
-    const file = join(home, 'cache', `manifests-${codeVersion()}.json`);
-    let data = {};
-    try {
-      data = JSON.parse(readFileSync(file, 'utf8'));
-    } catch {
-      // No cache yet, or an unreadable one: start empty.
-    }
-    return new ManifestCache(file, data);
+    return new ManifestCache(home);
   }
 
   key(text: string): string {
@@ -62,21 +67,21 @@ export class ManifestCache implements SchemaVerdicts {
   }
 
   get(key: string): Manifest | undefined {
-    return this.entries[key];
+    return this.loaded.manifests[key];
   }
 
   set(key: string, manifest: Manifest): void {
-    this.entries[key] = manifest;
+    this.loaded.manifests[key] = manifest;
     this.dirty = true;
   }
 
   /** Writes atomically (temp file + rename), so concurrent processes never read half a file. */
   save(): void {
-    if (!this.dirty) return;
+    if (!this.dirty || !this.data || !this.file) return;
     try {
       mkdirSync(dirname(this.file), { recursive: true });
       const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({ manifests: this.entries, schemas: this.schemas }));
+      writeFileSync(tmp, JSON.stringify(this.data));
       renameSync(tmp, this.file);
       this.dirty = false;
     } catch {

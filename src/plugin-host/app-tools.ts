@@ -87,7 +87,25 @@ function split(t: object, index: number, name: string): Split {
  * row for each one refused (`failed` when `tools` is not a list at all). Never throws: a tool whose
  * fields cannot even be read is refused with the reason.
  */
-export function checkAppTools(tools: unknown): { candidates: AppCandidate[]; rows: Row[]; failed: boolean } {
+export function checkAppTools(tools: unknown): AppToolsCheck {
+  if (!Array.isArray(tools)) return checkList(tools);
+  // One check per list: the Keel checks its tools when it is made (R32: a mistake fails loudly at
+  // once) and its first mount takes them from here (issue 49: at 2,000 tools the second check was
+  // ~60 ms of the first run). A list is taken as given, as the registries keep mounts by list.
+  let checked = checkedLists.get(tools);
+  if (!checked) checkedLists.set(tools, (checked = checkList(tools)));
+  return checked;
+}
+
+export interface AppToolsCheck {
+  readonly candidates: readonly AppCandidate[];
+  readonly rows: readonly Row[];
+  readonly failed: boolean;
+}
+
+const checkedLists = new WeakMap<readonly unknown[], AppToolsCheck>();
+
+function checkList(tools: unknown): AppToolsCheck {
   if (!Array.isArray(tools)) {
     const got = tools === null ? 'null' : typeof tools;
     return {

@@ -6,8 +6,8 @@
 import { basename } from 'node:path';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { ToolSpec } from '../types/index.js';
-import type { PolicyDiagnostic, PolicyEntry } from './policy-types.js';
 import { schemaJsonFor, unionArgs } from './cedar-schema.js';
+import type { PolicyDiagnostic, PolicyEntry } from './policy-types.js';
 
 type Cedar = typeof CedarWasm;
 

@@ -306,8 +306,10 @@ export function deriveGateState(
   inherited: readonly UntrustedSource[] = [],
   own?: () => OwnWords,
 ): GateState {
+  // One literal, one shape: the gate reads this state on every call (a spread in front made each
+  // state an object built property by property, out of its in-object slots — issue 49, bench/loop).
   const state: GateState = {
-    ...(own ? { own } : {}),
+    own,
     untrusted: inherited.map((u) => Object.freeze({ ...u })),
     consentedCalls: new Set(),
     declinedCalls: new Set(),

@@ -24,4 +24,3 @@ export interface PolicyEntry {
   /** The tools its resource scope can reach: null for any tool. */
   scope: { tools?: ReadonlySet<string>; plugin?: string } | null;
 }
-

@@ -191,41 +191,63 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   }
 
   // Per term, the tools it occurs in (ascending) and its pseudo term frequency in each: the
-  // fields' weighted, length-normalised counts summed (BM25F).
+  // fields' weighted, length-normalised counts summed (BM25F). Issue 49: no per-tool map and no
+  // array per term — term ids in order of first use, each occurrence appended to one flat list
+  // (tool, term, weight), then counted into one pair of typed arrays that every term's postings
+  // view — at 2,000 tools the old way allocated ~10,000 small arrays on a cold process's first request.
   const termIds = new Map<string, number>();
-  const termDocs: number[][] = [];
-  const termTf: number[][] = [];
-  const local = new Map<number, number>();
-  docs.forEach((d, i) => {
-    local.clear();
+  const occTerm: number[] = [];
+  const occDoc: number[] = [];
+  const occNorm: number[] = [];
+  for (let i = 0; i < docs.length; i++) {
+    const d = docs[i];
     for (const f of fields) {
       const { w, b } = TUNING.fields[f];
       const norm = w / (1 - b + (b * d[f].length) / avg[f]);
       for (const term of d[f]) {
         let id = termIds.get(term);
-        if (id === undefined) {
-          termIds.set(term, (id = termDocs.length));
-          termDocs.push([]);
-          termTf.push([]);
-        }
-        local.set(id, (local.get(id) ?? 0) + norm);
+        if (id === undefined) termIds.set(term, (id = termIds.size));
+        occTerm.push(id);
+        occDoc.push(i);
+        occNorm.push(norm);
       }
     }
-    for (const [id, x] of local) {
-      termDocs[id].push(i);
-      termTf[id].push(x);
+  }
+  // Postings per term: distinct tools (ascending, as the occurrences come tool by tool), the
+  // weights summed in the order they occur.
+  const nTerms = termIds.size;
+  const lastDoc = new Int32Array(nTerms).fill(-1);
+  const count = new Int32Array(nTerms + 1);
+  for (let k = 0; k < occTerm.length; k++) {
+    const id = occTerm[k];
+    if (lastDoc[id] !== occDoc[k]) {
+      lastDoc[id] = occDoc[k];
+      count[id + 1]++;
     }
-  });
+  }
+  for (let id = 0; id < nTerms; id++) count[id + 1] += count[id];
+  const allDocs = new Int32Array(count[nTerms]);
+  const tf = new Float64Array(count[nTerms]);
+  const fill = count.slice(0, nTerms);
+  lastDoc.fill(-1);
+  for (let k = 0; k < occTerm.length; k++) {
+    const id = occTerm[k];
+    if (lastDoc[id] !== occDoc[k]) {
+      lastDoc[id] = occDoc[k];
+      allDocs[fill[id]++] = occDoc[k];
+    }
+    tf[fill[id] - 1] += occNorm[k];
+  }
+  const allWeights = new Float32Array(count[nTerms]);
   const postings = new Map<string, Postings>();
   const { k1 } = TUNING;
   for (const [term, id] of termIds) {
-    const ds = termDocs[id];
-    const idf = Math.log(1 + (n - ds.length + 0.5) / (ds.length + 0.5));
-    const weights = new Float32Array(ds.length);
-    termTf[id].forEach((x, k) => {
-      weights[k] = (idf * x * (k1 + 1)) / (k1 + x);
-    });
-    postings.set(term, { docs: Int32Array.from(ds), weights });
+    const from = count[id];
+    const to = count[id + 1];
+    const df = to - from;
+    const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+    for (let k = from; k < to; k++) allWeights[k] = (idf * tf[k] * (k1 + 1)) / (k1 + tf[k]);
+    postings.set(term, { docs: allDocs.subarray(from, to), weights: allWeights.subarray(from, to) });
   }
   return {
     byName: new Map(pool.map((t, i) => [t.name, i])),

@@ -176,7 +176,11 @@ function counter(where: Located): ChildProcess | undefined {
  */
 export async function countRequestTokens(system: string, tools: readonly DeclaredTool[], enc: Encoding): Promise<number> {
   const texts = [system, declarationsText(tools)];
-  const w = counter(await locate());
+  const where = await locate();
+  // Starting the counter (a process: ~10-30 ms of this thread's time to spawn) waits for the turn of
+  // the event loop after this one, so the request it counts goes to the model first (issue 49).
+  if (!worker) await new Promise((resolve) => setImmediate(resolve));
+  const w = counter(where);
   if (!w) return -1;
   const id = ++lastId;
   return new Promise<number>((resolve) => {

@@ -99,6 +99,18 @@ function isPlainSchema(s: unknown, root = false): boolean {
 }
 
 /**
+ * Compiles a schema checked at registration without checking it again; one its plugin changed since
+ * (it no longer compiles) is compiled by the checking instance, whose error says what is wrong.
+ */
+function compileChecked(schema: Record<string, unknown>): ValidateFunction {
+  try {
+    return ajvForChecked().compile(schema);
+  } catch {
+    return ajv().compile(schema);
+  }
+}
+
+/**
  * The validator for a tool's parameters. Refusal stays a registration error: a plain schema that
  * passes ajv's meta-schema check cannot fail to compile, so it is compiled on first use (ajv's code
  * generation costs ~1-2 ms a schema, seconds for a few thousand tools); every other schema is
@@ -107,11 +119,13 @@ function isPlainSchema(s: unknown, root = false): boolean {
 function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ValidateFunction {
   if (
     isPlainSchema(schema, true) &&
-    (checked ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean) : plainSchemaValid(schema) || ajv().validateSchema(schema))
+    (checked
+      ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean)
+      : plainSchemaValid(schema) || ajv().validateSchema(schema))
   ) {
     let compiled: ValidateFunction | undefined;
     return () => {
-      compiled ??= ajvForChecked().compile(schema);
+      compiled ??= compileChecked(schema);
       return compiled;
     };
   }

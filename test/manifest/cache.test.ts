@@ -11,7 +11,8 @@ function plugin(root: string, manifest: string): string {
   writeFileSync(join(dir, 'plugin.yaml'), manifest);
   writeFileSync(
     join(dir, 'index.js'),
-    "export default (api) => api.registerTool({ name: 'look', description: 'd', parameters: { type: 'object' }, execute: () => 'ok' });\n",
+    // Plain keywords the plain check leaves to ajv (an enum of objects): ajv's meta-schema verdict, kept.
+    "export default (api) => api.registerTool({ name: 'look', description: 'd', parameters: { type: 'object', properties: { v: { enum: [{ a: 1 }, { b: 2 }] } } }, execute: () => 'ok' });\n",
   );
   return join(root, 'plugins');
 }
@@ -27,7 +28,7 @@ test('manifest cache: a validated manifest is reused by content; an edited one i
   assert.equal(files.length, 1, `one cache file: ${files}`);
   const cached = JSON.parse(readFileSync(join(home, 'cache', files[0]), 'utf8'));
   assert.equal(Object.keys(cached.manifests).length, 1, 'the valid manifest is cached');
-  assert.equal(Object.keys(cached.schemas).length, 1, "the tool's parameter schema verdict is cached");
+  assert.equal(Object.keys(cached.schemas).length, 1, "the tool's parameter schema verdict (ajv's) is cached");
 
   // The cached verdict is what a second mount uses: tamper with it to prove it is consulted.
   const key = Object.keys(cached.manifests)[0];
@@ -62,4 +63,21 @@ test('schema verdicts: only valid parameter schemas are remembered; an invalid o
     assert.equal(reg.plugins[0].status, 'degraded', `mount ${i + 1}`);
     assert.match(reg.plugins[0].degraded[0].message, /not a valid JSON Schema/);
   }
+});
+
+test('schema verdicts: a plain schema is judged by the plain check and never hashed into the cache (issue 49)', async () => {
+  const home = tempHome();
+  const dir = join(home, 'plain', 'p');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'plugin.yaml'), GOOD);
+  writeFileSync(
+    join(dir, 'index.js'),
+    "export default (api) => api.registerTool({ name: 'look', description: 'd', parameters: { type: 'object', properties: { q: { type: 'string' } } }, execute: () => 'ok' });\n",
+  );
+  const reg = await mountPlugins([join(home, 'plain')], { home });
+  assert.equal(reg.plugins[0].status, 'loaded');
+  const [file] = readdirSync(join(home, 'cache'));
+  const cached = JSON.parse(readFileSync(join(home, 'cache', file), 'utf8'));
+  assert.equal(Object.keys(cached.manifests).length, 1, 'the manifest is cached');
+  assert.deepEqual(cached.schemas, {}, 'no verdict kept for a schema the plain check settles');
 });
