@@ -2,7 +2,8 @@
 // use) into dist/cli: a handful of files instead of ~90 modules for Node to resolve, read and link
 // one by one, which was ~40 ms of every one-reply `keel run` (bench/startup). Packages stay external
 // (loaded from node_modules as before); the library's entry points stay the tsc output in dist/src.
-import { rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -22,3 +23,13 @@ await build({
   packages: 'external',
   logLevel: 'warning',
 });
+
+// `keel --help` as the program prints it in a pipe (80 columns), written beside the bundle so that
+// bin/keel.js prints it without loading the CLI (issue 49). The file is absent while this runs, so
+// the program itself answers; test/cli/quick-help.test.ts checks the two agree.
+const help = execFileSync(process.execPath, [join(root, 'bin', 'keel.js'), '--help'], {
+  cwd: root,
+  encoding: 'utf8',
+  env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '' },
+});
+writeFileSync(join(outdir, 'help.txt'), help);

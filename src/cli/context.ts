@@ -31,8 +31,8 @@ export interface Io {
 
 /** Whether stdout and stderr are terminals (colour is for terminals only). */
 export interface Tty {
-  stdout: { isTTY?: boolean };
-  stderr: { isTTY?: boolean };
+  stdout: { isTTY?: boolean; columns?: number };
+  stderr: { isTTY?: boolean; columns?: number };
 }
 
 /** How a command that ends with a run shows it. */

@@ -122,7 +122,14 @@ export async function main(argv: string[], raw: Io = defaultIo, tty: Tty = proce
 
   const program = new Command('keel')
     .description('Keel: an agent core where every tool declares its effect, and the core enforces it.')
-    .configureOutput({ writeOut: io.out, writeErr: io.err })
+    // Help is at most 80 columns wide (narrower on a narrower terminal): the same text on every wide
+    // terminal and in a pipe, so `keel --help` can print the text the build wrote (bin/keel.js).
+    .configureOutput({
+      writeOut: io.out,
+      writeErr: io.err,
+      getOutHelpWidth: () => helpWidth(tty.stdout),
+      getErrHelpWidth: () => helpWidth(tty.stderr),
+    })
     // A repeatable option starts empty; its description says what empty means (KEEL_PLUGINS, …),
     // so commander's "(default: [])" would only contradict it.
     .configureHelp({
@@ -283,6 +290,11 @@ Environment:
   }
   if (pipeClosed) return EXIT.ok;
   return signalled ? (signalled === 'SIGINT' ? 130 : 143) : code;
+}
+
+/** The width help wraps at: 80 columns, or a narrower terminal's width. */
+export function helpWidth(stream: { isTTY?: boolean; columns?: number }): number {
+  return stream.isTTY && stream.columns && stream.columns < 80 ? stream.columns : 80;
 }
 
 /** Whether a home this command made holds anything worth keeping: a run, or a token. */

@@ -100,7 +100,8 @@ const HELP_MODULES = new Set([
 ]);
 
 test("issue 47: keel --help loads only the commands' registrations: commander, no rendering, no config, no node:crypto", async () => {
-  for (const args of [['--help'], ['runs', '--help'], ['--version']]) {
+  // `keel --help` and `--version` alone never load the CLI (issue 49, below); a command's help does.
+  for (const args of [['runs', '--help'], ['help'], ['--help', '--server', 'http://x']]) {
     const { r, urls } = await modulesLoaded(args);
     assert.equal(r.code, 0, r.stderr);
     assert.ok(
@@ -128,6 +129,40 @@ test("issue 47: keel --help loads only the commands' registrations: commander, n
       `keel ${args.join(' ')} loaded more than the registrations`,
     );
   }
+});
+
+test('issue 49: keel --help and keel --version print without loading the CLI, and say what the program says', async () => {
+  const { main } = await import(pathToFileURL(join(ROOT, 'dist', 'cli', 'main.js')).href);
+  const fromProgram = async (args: string[]) => {
+    let out = '';
+    const code = await main(
+      ['node', 'keel', ...args],
+      { out: (t: string) => (out += t), err: () => {}, env: { NO_COLOR: '1' } },
+      { stdout: {}, stderr: {} },
+    );
+    return { code, out };
+  };
+  for (const args of [['--help'], ['-h'], ['--version'], ['-V']]) {
+    const { r, urls } = await modulesLoaded(args);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(
+      urls.filter((u) => u.includes('/dist/') || u.includes('/node_modules/')),
+      [],
+      `keel ${args.join(' ')} loaded the CLI`,
+    );
+    const program = await fromProgram(args);
+    assert.equal(program.code, 0);
+    assert.equal(r.stdout, program.out, `keel ${args.join(' ')}: the quick text is the program's`);
+  }
+  // On a wide terminal the program wraps its help at 80 columns too, as the quick text does.
+  const wide = await main(
+    ['node', 'keel', '--help'],
+    { out: () => {}, err: () => {}, env: {} },
+    { stdout: { isTTY: true, columns: 200 }, stderr: {} },
+  );
+  assert.equal(wide, 0);
+  const { helpWidth } = await import(pathToFileURL(join(ROOT, 'dist', 'cli', 'main.js')).href);
+  assert.deepEqual([helpWidth({ isTTY: true, columns: 200 }), helpWidth({ isTTY: true, columns: 60 }), helpWidth({})], [80, 60, 80]);
 });
 
 /** The packages (by name) a `keel` command imported, from the URLs the load-list hook recorded. */
