@@ -73,7 +73,7 @@ function sample(c: Contender, tools: number): Sample {
     cwd: ROOT,
     encoding: 'utf8',
     // No plugin folders, no config, no store setting of the caller's: the application's tools only.
-    env: { ...process.env, KEEL_PLUGINS: '', KEEL_STORE: '', KEEL_CONFIG: '', KEEL_TOOL_CAP: '', OTEL_EXPORTER_OTLP_ENDPOINT: '' },
+    env: { ...process.env, KEEL_PLUGINS: '', KEEL_STORE: '', KEEL_CONFIG: '', KEEL_TOOL_CAP: '', KEEL_COUNT_TOKENS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: '' },
   });
   if (r.status !== 0) throw new Error(`${c.name} at ${tools} tools exited ${r.status}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Sample;

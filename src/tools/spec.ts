@@ -3,10 +3,11 @@
  * declaration. Never registers a tool whose schema does not compile.
  */
 import { createRequire } from 'node:module';
-import type { Ajv as AjvClass, ErrorObject, ValidateFunction } from 'ajv';
+import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { plainSchemaValid } from '../manifest/plain-schema.js';
 import { type Declaration, effectiveGate, type Gate, normalizeDeclaration } from '../manifest/schema.js';
 import type { SchemaVerdicts, ToolDefinition, ToolSpec } from '../types/index.js';
+import { compilePlainArgs, formatArgsError, inPlainArgsSubset, UNSURE } from './plain-args.js';
 
 // One validator instance: compiled schemas are cached by it. Made on first use (loading ajv costs
 // tens of milliseconds): a run whose manifests' verdicts are cached and that validates no call
@@ -98,6 +99,17 @@ function isPlainSchema(s: unknown, root = false): boolean {
   return true;
 }
 
+/** A check of a tool's arguments: undefined when they match, else the first problem in words. */
+type ArgsCheck = (args: unknown) => string | undefined;
+
+function ajvCheck(validateFn: ValidateFunction): ArgsCheck {
+  return (args) => {
+    if (validateFn(args)) return undefined;
+    const first = validateFn.errors?.[0];
+    return first ? formatArgsError(first) : 'the arguments do not match the parameters schema';
+  };
+}
+
 /**
  * Compiles a schema checked at registration without checking it again; one its plugin changed since
  * (it no longer compiles) is compiled by the checking instance, whose error says what is wrong.
@@ -111,25 +123,49 @@ function compileChecked(schema: Record<string, unknown>): ValidateFunction {
 }
 
 /**
- * The validator for a tool's parameters. Refusal stays a registration error: a plain schema that
- * passes ajv's meta-schema check cannot fail to compile, so it is compiled on first use (ajv's code
+ * The check of a plain, valid schema, made on first use. Within plain-args.ts's subset (nearly
+ * every tool's) it is an interpreter that answers what ajv answers without loading ajv (issue 49:
+ * ~40-70 ms of module loading, then ~1-3 ms of code generation per schema); ajv is asked only when
+ * the interpreter cannot promise its answer for a value (UNSURE). Other plain schemas (format, …)
+ * are compiled by ajv, without checking them against the meta-schema a second time.
+ */
+function plainArgsCheck(schema: Record<string, unknown>): ArgsCheck {
+  if (!inPlainArgsSubset(schema)) return ajvCheck(compileChecked(schema));
+  const plain = compilePlainArgs(schema);
+  let viaAjv: ArgsCheck | undefined;
+  return (args) => {
+    const answer = plain(args);
+    if (answer !== UNSURE) return answer;
+    try {
+      viaAjv ??= ajvCheck(compileChecked(schema));
+    } catch (err) {
+      // Only if the plugin changed its schema object after its first call.
+      return `the tool's parameters schema no longer compiles: ${(err as Error).message}`;
+    }
+    return viaAjv(args);
+  };
+}
+
+/**
+ * The check of a tool's parameters. Refusal stays a registration error: a plain schema that passes
+ * ajv's meta-schema check cannot fail to compile, so its check is made on first use (ajv's code
  * generation costs ~1-2 ms a schema, seconds for a few thousand tools); every other schema is
  * compiled now, and ajv's own error is the refusal.
  */
-function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ValidateFunction {
+function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ArgsCheck {
   if (
     isPlainSchema(schema, true) &&
     (checked
       ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean)
       : plainSchemaValid(schema) || ajv().validateSchema(schema))
   ) {
-    let compiled: ValidateFunction | undefined;
+    let made: ArgsCheck | undefined;
     return () => {
-      compiled ??= compileChecked(schema);
-      return compiled;
+      made ??= plainArgsCheck(schema);
+      return made;
     };
   }
-  const compiled = ajv().compile(schema);
+  const compiled = ajvCheck(ajv().compile(schema));
   return () => compiled;
 }
 
@@ -152,15 +188,6 @@ export function definitionProblem(def: Partial<ToolDefinition> | undefined): str
   return undefined;
 }
 
-function formatAjvError(e: ErrorObject): string {
-  const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : 'arguments';
-  if (e.keyword === 'required') return `missing required argument '${(e.params as { missingProperty: string }).missingProperty}'`;
-  if (e.keyword === 'additionalProperties') {
-    return `unknown argument '${(e.params as { additionalProperty: string }).additionalProperty}'`;
-  }
-  return `${where} ${e.message ?? 'is invalid'}`;
-}
-
 /**
  * Builds the core's view of a tool. Throws when `parameters` does not compile as JSON Schema
  * (a registration error, never a run-time surprise).
@@ -171,7 +198,7 @@ export function makeToolSpec(
   declaration: Declaration = DEFAULT_DECLARATION,
   checked?: SchemaVerdicts,
 ): ToolSpec {
-  let validator: () => ValidateFunction;
+  let validator: () => ArgsCheck;
   try {
     validator = parametersValidator({ type: 'object', ...def.parameters }, checked);
   } catch (err) {
@@ -185,16 +212,14 @@ export function makeToolSpec(
     declaration,
     gate,
     checkArgs: (args) => {
-      let validateFn: ValidateFunction;
+      let check: ArgsCheck;
       try {
-        validateFn = validator();
+        check = validator();
       } catch (err) {
         // Only if the plugin changed its schema object after registration.
         return `the tool's parameters schema no longer compiles: ${(err as Error).message}`;
       }
-      if (validateFn(args)) return undefined;
-      const first = validateFn.errors?.[0];
-      return first ? formatAjvError(first) : 'the arguments do not match the parameters schema';
+      return check(args);
     },
   };
 }
@@ -209,6 +234,6 @@ export function schemaCheck(schema: object): (value: unknown) => string | undefi
     validateFn ??= ajv().compile(schema);
     if (validateFn(value)) return undefined;
     const first = validateFn.errors?.[0];
-    return first ? formatAjvError(first) : 'the value does not match the schema';
+    return first ? formatArgsError(first) : 'the value does not match the schema';
   };
 }
