@@ -48,26 +48,62 @@ export const isStopWord = (word: string): boolean => STOP.has(word);
 // --- terms
 
 const stems = new Map<string, string>();
+
+/** A character's class for `terms`: 1 lower-case letter, 2 upper-case letter, 3 digit, 0 anything else. */
+function charClass(c: number): number {
+  if (c >= 97 && c <= 122) return 1;
+  if (c >= 65 && c <= 90) return 2;
+  if (c >= 48 && c <= 57) return 3;
+  return 0;
+}
+
 /**
  * Text → terms: split on anything not a letter or digit, at camelCase humps and between letters and
  * digits ("401(k)" and "401k" both give "401"); lower-cased; stop words, single characters and
- * one- or two-digit numbers dropped; stemmed.
+ * one- or two-digit numbers dropped; stemmed. One pass over the characters (issue 49: the split by a
+ * regular expression with look-behinds was most of a 2,000-tool pool's index on a cold first run;
+ * test/prompt/terms.test.ts holds the two to the same pieces).
  */
 function terms(text: string): string[] {
   const out: string[] = [];
-  for (const raw of text.split(/[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/)) {
-    if (raw.length < 2 || (raw.length < 3 && /^\d+$/.test(raw))) continue;
-    const w = raw.toLowerCase();
-    if (STOP.has(w)) continue;
-    let s = stems.get(w);
-    if (s === undefined) {
-      s = stem(w);
-      if (stems.size > 50_000) stems.clear(); // requests bring new words forever; the pool's are re-stemmed cheaply
-      stems.set(w, s);
+  for (const raw of pieces(text)) addTerm(out, raw);
+  return out;
+}
+
+/**
+ * The pieces of a text, in order: runs of ASCII letters and digits, cut at a lower→upper hump and
+ * between letters and digits — what `text.split(/[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/)`
+ * gives, without its empty strings.
+ */
+export function pieces(text: string): string[] {
+  const out: string[] = [];
+  let start = -1;
+  let prev = 0;
+  const n = text.length;
+  for (let i = 0; i <= n; i++) {
+    const cls = i < n ? charClass(text.charCodeAt(i)) : 0;
+    const cut = cls === 0 || (start >= 0 && ((prev === 1 && cls === 2) || (prev !== 3 && cls === 3) || (prev === 3 && cls !== 3)));
+    if (cut && start >= 0) {
+      out.push(text.slice(start, i));
+      start = -1;
     }
-    out.push(s);
+    if (cls !== 0 && start < 0) start = i;
+    prev = cls;
   }
   return out;
+}
+
+function addTerm(out: string[], raw: string): void {
+  if (raw.length < 2 || (raw.length < 3 && /^\d+$/.test(raw))) return;
+  const w = raw.toLowerCase();
+  if (STOP.has(w)) return;
+  let s = stems.get(w);
+  if (s === undefined) {
+    s = stem(w);
+    if (stems.size > 50_000) stems.clear(); // requests bring new words forever; the pool's are re-stemmed cheaply
+    stems.set(w, s);
+  }
+  out.push(s);
 }
 
 // --- the index
@@ -132,7 +168,8 @@ const indexes = new WeakMap<readonly ToolSpec[], Index>();
 
 /** A hash of the code that turns a tool's text into terms: a change to it never reuses old terms. */
 let termsCode: string | undefined;
-const codeOfTerms = () => (termsCode ??= sha1([terms, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
+const codeOfTerms = () =>
+  (termsCode ??= sha1([terms, pieces, charClass, addTerm, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
 const sha1 = (text: string) => crypto.createHash('sha1').update(text).digest('hex');
 
 /**

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
-import { expansions, lexicon, parseLexicon } from '../../src/prompt/lexicon.js';
+import { expansions, lexicon, lexiconJson, parseLexicon, TABLE } from '../../src/prompt/lexicon.js';
 import { buildMenu } from '../../src/prompt/menu.js';
 import { bm25Shortlist, isStopWord, searchTools } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
@@ -106,4 +106,9 @@ test('R23: no single word of the table is one of the ranking\'s stop words ("sho
     [],
   );
   assert.deepEqual(expansions('Show me the social notifications from this week'), []);
+});
+
+test('R23 (issue 49): the lexicon a process reads (lexicon-data.ts) is the table parsed — run `npm run lexicon` after editing the table', () => {
+  assert.equal(lexiconJson(lexicon()), lexiconJson(parseLexicon(TABLE)));
+  assert.ok(lexicon().words.size > 300 && lexicon().scripts.size > 300);
 });
