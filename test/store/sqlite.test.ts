@@ -89,7 +89,12 @@ test('sqlite: a tool result is stored once (the call record refers to its tool m
   await s1.createRun(sampleRun('run-old-2'));
   await s1.close();
   const db = new Database(old);
-  db.exec('ALTER TABLE runs DROP COLUMN warnings; ALTER TABLE approvals DROP COLUMN consent_writes; DROP TABLE tool_usage;');
+  // Stamped by this schema (issue 49: an up-to-date file skips the migration's look-ups) …
+  assert.notEqual(db.pragma('user_version', { simple: true }), 0);
+  // … and an older Keel's file has no stamp.
+  db.exec(
+    'ALTER TABLE runs DROP COLUMN warnings; ALTER TABLE approvals DROP COLUMN consent_writes; DROP TABLE tool_usage; PRAGMA user_version = 0;',
+  );
   db.close();
   const s2 = new SqliteStore(old);
   t.after(() => s2.close());

@@ -5,8 +5,9 @@
  * index, the tool-use table counted once), so an older Keel's file is read as it is.
  */
 import { chmodSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS runs (
@@ -73,7 +74,10 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
 /** Opens (or creates) the store's file, readable by its owner only, with the schema up to date. */
 export function openDatabase(file: string): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const db = new Database(file, { timeout: 5000 });
+  // Loaded when a store is opened (issue 49): an application with `store: null`, and the commands
+  // that open none, never load the native module.
+  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
+  const db = new Sqlite(file, { timeout: 5000 });
   // The store holds conversations and approvals: readable by its owner only (SQLite's WAL and
   // shared-memory files take the database file's permissions).
   if (file !== ':memory:') {
@@ -87,8 +91,13 @@ export function openDatabase(file: string): Database.Database {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
-    db.exec(SCHEMA);
-    migrate(db);
+    // A file this schema already brought up to date says so in its user_version: its ~20 look-ups
+    // of tables and columns are skipped (issue 49: every command and every Keel opens the store).
+    if (db.pragma('user_version', { simple: true }) !== SCHEMA_STAMP) {
+      db.exec(SCHEMA);
+      migrate(db);
+      db.pragma(`user_version = ${SCHEMA_STAMP}`);
+    }
   } catch (err) {
     db.close();
     throw err;
@@ -97,36 +106,50 @@ export function openDatabase(file: string): Database.Database {
 }
 
 /** Columns added since the first schema: a file made by an older Keel gains them (with their defaults). */
+const ADDED: readonly [table: string, column: string, definition: string][] = [
+  ['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"],
+  ['approvals', 'consent_writes', 'INTEGER NOT NULL DEFAULT 0'],
+  // S4/R18: when the run's lease runs out (ms since the epoch); NULL for no lease.
+  ['runs', 'lease_until', 'INTEGER'],
+  // R23: how many of the run's call records its tools' use counts (NULL: all of them).
+  ['runs', 'counted_steps', 'INTEGER'],
+  // Issue 29: a journal row holds a save's events and its part of the trace.
+  ['run_events', 'n', 'INTEGER'],
+  ['run_events', 'part', 'TEXT'],
+  ['run_events', 'at_rest', 'TEXT'],
+  // U2: a memory written by a run that had read untrusted content: where from (NULL: the user's own).
+  ['memories', 'untrusted', 'TEXT'],
+  // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
+  ['runs', 'inherited_untrusted', 'TEXT'],
+  // PC9: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
+  ['runs', 'principal', 'TEXT'],
+  // R18 (issue 47): the names of the run's tools declared in code: only a process that has them carries it on; set once.
+  ['runs', 'app_tools', 'TEXT'],
+  // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
+  ['runs', 'parent_run', 'TEXT'],
+  ['runs', 'depth', 'INTEGER NOT NULL DEFAULT 0'],
+  ['runs', 'delegate', 'TEXT'],
+  ['runs', 'task_id', 'TEXT'],
+  ['runs', 'parent_request', 'TEXT'],
+  // U1/U2 (issue 47): an approved call's untrusted result keeps its label, so a replay after a crash is untrusted too.
+  ['ledger', 'untrusted', 'TEXT'],
+];
+
+/**
+ * What this code makes of a file, as a number for its user_version: a hash of the schema, the added
+ * columns and the migration itself, so any change to them migrates every file again.
+ */
+const SCHEMA_STAMP: number = stampOf(`${SCHEMA}\n${JSON.stringify(ADDED)}\n${String(migrate)}`);
+
+function stampOf(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  // A positive 31-bit number (user_version is a signed 32-bit integer; 0 is a file never stamped).
+  return h >>> 1 || 1;
+}
+
 function migrate(db: Database.Database): void {
-  const added: [table: string, column: string, definition: string][] = [
-    ['runs', 'warnings', "TEXT NOT NULL DEFAULT '[]'"],
-    ['approvals', 'consent_writes', 'INTEGER NOT NULL DEFAULT 0'],
-    // S4/R18: when the run's lease runs out (ms since the epoch); NULL for no lease.
-    ['runs', 'lease_until', 'INTEGER'],
-    // R23: how many of the run's call records its tools' use counts (NULL: all of them).
-    ['runs', 'counted_steps', 'INTEGER'],
-    // Issue 29: a journal row holds a save's events and its part of the trace.
-    ['run_events', 'n', 'INTEGER'],
-    ['run_events', 'part', 'TEXT'],
-    ['run_events', 'at_rest', 'TEXT'],
-    // U2: a memory written by a run that had read untrusted content: where from (NULL: the user's own).
-    ['memories', 'untrusted', 'TEXT'],
-    // U2: what a run's context inherited from outside the user (its session, a delegate's parent); set once.
-    ['runs', 'inherited_untrusted', 'TEXT'],
-    // PC9: who started the run (a token, the local user, an MCP client, the app), as operator policies see it; set once.
-    ['runs', 'principal', 'TEXT'],
-    // R18 (issue 47): the names of the run's tools declared in code: only a process that has them carries it on; set once.
-    ['runs', 'app_tools', 'TEXT'],
-    // D1: a delegate's run: the run that started it, how deep, as which delegate and task, and that run's request; set once.
-    ['runs', 'parent_run', 'TEXT'],
-    ['runs', 'depth', 'INTEGER NOT NULL DEFAULT 0'],
-    ['runs', 'delegate', 'TEXT'],
-    ['runs', 'task_id', 'TEXT'],
-    ['runs', 'parent_request', 'TEXT'],
-    // U1/U2 (issue 47): an approved call's untrusted result keeps its label, so a replay after a crash is untrusted too.
-    ['ledger', 'untrusted', 'TEXT'],
-  ];
-  for (const [table, column, definition] of added) {
+  for (const [table, column, definition] of ADDED) {
     const columns = (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name);
     if (!columns.includes(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
   }
