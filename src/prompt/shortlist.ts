@@ -209,13 +209,22 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   const names = new Set(pool.map((t) => t.name));
   const ownWords = (t: ToolSpec, text: string) =>
     text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && names.has(m) ? ' ' : m));
+  // A text many tools share (a parameter's description, a plugin's name, a generated pool's wording)
+  // is made into terms once per index (issue 49); the lists are only read.
+  const made = new Map<string, string[]>();
+  const once = (text: string, unique: boolean) => {
+    const key = unique ? `\u0000${text}` : text;
+    let t = made.get(key);
+    if (!t) made.set(key, (t = unique ? [...new Set(terms(text))] : terms(text)));
+    return t;
+  };
   const fieldTerms = (t: ToolSpec): Record<Field, string[]> => ({
     name: terms(t.name),
-    description: terms(ownWords(t, t.description)),
-    guidance: terms(ownWords(t, t.declaration.guidance ?? '')),
+    description: once(ownWords(t, t.description), false),
+    guidance: once(ownWords(t, t.declaration.guidance ?? ''), false),
     // Each parameter's words once: its name usually comes back in its description ("year: Year.").
-    params: paramTexts(t.parameters).flatMap((text) => [...new Set(terms(ownWords(t, text)))]),
-    plugin: terms(t.plugin),
+    params: paramTexts(t.parameters).flatMap((text) => once(ownWords(t, text), true)),
+    plugin: once(t.plugin, false),
   });
   const fields = Object.keys(TUNING.fields) as Field[];
   const docs = poolTerms(pool, fields, fieldTerms, cache);
@@ -233,9 +242,12 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   // (tool, term, weight), then counted into one pair of typed arrays that every term's postings
   // view — at 2,000 tools the old way allocated ~10,000 small arrays on a cold process's first request.
   const termIds = new Map<string, number>();
-  const occTerm: number[] = [];
-  const occDoc: number[] = [];
-  const occNorm: number[] = [];
+  let total = 0;
+  for (const d of docs) for (const f of fields) total += d[f].length;
+  const occTerm = new Int32Array(total);
+  const occDoc = new Int32Array(total);
+  const occNorm = new Float64Array(total);
+  let at = 0;
   for (let i = 0; i < docs.length; i++) {
     const d = docs[i];
     for (const f of fields) {
@@ -244,9 +256,9 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
       for (const term of d[f]) {
         let id = termIds.get(term);
         if (id === undefined) termIds.set(term, (id = termIds.size));
-        occTerm.push(id);
-        occDoc.push(i);
-        occNorm.push(norm);
+        occTerm[at] = id;
+        occDoc[at] = i;
+        occNorm[at++] = norm;
       }
     }
   }
