@@ -197,7 +197,7 @@ if (WRITE) {
     method: {
       process:
         'one fresh node process per sample (bench/support/cold-child.mjs); medians over --reps samples, contenders interleaved in a seeded shuffled order per round, after one warm-up round',
-      import: 'Keel: dist/src/index.js; pi: @mariozechner/pi-agent-core and @mariozechner/pi-ai (index)',
+      import: 'Keel: the package entry, dist/lib/index.js (dist/src/index.js for a checkout from before it was bundled); pi: @mariozechner/pi-agent-core and @mariozechner/pi-ai (index)',
       setup:
         'N tools built (Keel defineTool with JSON Schema + effect read; pi TypeBox) + the agent constructed (Keel: new Keel({ home, tools }) with store none or SQLite)',
       first_run: `one run of ${STEPS} model calls on a zero-latency replayed model: wall − model − tools`,

@@ -8,6 +8,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
 const benches = [
   'startup',
+  'cold',
   'mount',
   'loop',
   'prompt',

@@ -24,6 +24,7 @@ const INPUTS = [
   'plugins',
   'scripts/copy-plugin-assets.mjs',
   'scripts/bundle-cli.mjs',
+  'scripts/bundle-lib.mjs',
   'scripts/build-stamp.mjs',
   'tsconfig.json',
   'tsconfig.build.json',

@@ -2,15 +2,15 @@
  * One cold start, in a fresh process (bench/cold.ts spawns it once per sample): import the agent
  * core, build N tools and the agent, then run one scripted conversation on a zero-latency replayed
  * model — timing each part, with the model's and the tools' own time taken out of the first run.
- * Plain JavaScript, so no transform runs: Keel from its compiled dist/ (as a user of the package
- * runs it), pi-agent-core from its own dist/.
+ * Plain JavaScript, so no transform runs: Keel from its package entry (dist/lib, as a user of the
+ * package imports it), pi-agent-core from its own dist/.
  *
  *   node bench/support/cold-child.mjs keel|pi TOOLS STEPS STORE(none|sqlite) KEEL_ROOT
  *
  * Prints one JSON line: { import_ms, setup_ms, first_run_ms, model_ms, tools_ms, rss_mb }.
  * setup = building the tools + constructing the agent; first run = the run's wall time − model − tools.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -43,7 +43,11 @@ const timedTool = (name) => async (args) => {
 
 async function keel() {
   const t0 = now();
-  const { Keel, defineTool } = await import(pathToFileURL(join(keelRoot, 'dist', 'src', 'index.js')).href);
+  // The package's entry as a user imports it: its bundle (dist/lib), or the compiled modules for a
+  // checkout from before the library was bundled.
+  const bundled = join(keelRoot, 'dist', 'lib', 'index.js');
+  const entry = existsSync(bundled) ? bundled : join(keelRoot, 'dist', 'src', 'index.js');
+  const { Keel, defineTool } = await import(pathToFileURL(entry).href);
   const t1 = now();
   if (process.env.KEEL_COLD_MARKS) process._rawDebug('MARK imported');
   const tools = [];

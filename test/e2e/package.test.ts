@@ -23,6 +23,8 @@ test('npm pack ships dist/ and the examples and no tests; the tarball installed 
     'the examples keel demo works',
   );
   assert.ok(files.includes('package/dist/src/index.js'));
+  // The library runs from its bundle (issue 49), its types from the tsc output.
+  assert.ok(files.includes('package/dist/lib/index.js') && files.includes('package/dist/src/index.d.ts'));
   assert.ok(files.includes('package/dist/src/cli/main.js'));
   assert.ok(!files.some((f) => f.startsWith('package/test/') || f.startsWith('package/dist/test/')), 'no tests');
   assert.ok(!files.some((f) => f.startsWith('package/bench/')), 'no benchmarks');
@@ -36,11 +38,12 @@ test('npm pack ships dist/ and the examples and no tests; the tarball installed 
   const app = await appDir('use-');
   writeFileSync(
     join(app, 'use.mjs'),
-    "import { Keel, defineTool } from 'keel';\nimport { mountForTest } from 'keel/testing';\nimport { RunLeg } from 'keel/internals';\nconsole.log(typeof Keel, typeof defineTool, typeof mountForTest, typeof RunLeg);\n",
+    // The entry points share one copy of each module: the error keel/testing throws is keel's KeelError.
+    "import { Keel, defineTool, KeelError } from 'keel';\nimport { mountForTest } from 'keel/testing';\nimport { RunLeg } from 'keel/internals';\nconst same = await mountForTest('/nowhere').then(() => false, (e) => e instanceof KeelError);\nconsole.log(typeof Keel, typeof defineTool, typeof mountForTest, typeof RunLeg, same);\n",
   );
   const lib = spawnSync(process.execPath, ['use.mjs'], { cwd: app, env, encoding: 'utf8' });
   assert.equal(lib.status, 0, lib.stderr);
-  assert.equal(lib.stdout.trim(), 'function function function function');
+  assert.equal(lib.stdout.trim(), 'function function function function true');
 });
 
 test('the installed Keel has none of the optional packages, nor a compiler; what needs one fails with exit 2 naming the npm install', {
