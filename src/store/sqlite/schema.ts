@@ -93,10 +93,10 @@ export function openDatabase(file: string): Database.Database {
     db.pragma('foreign_keys = ON');
     // A file this schema already brought up to date says so in its user_version: its ~20 look-ups
     // of tables and columns are skipped (issue 49: every command and every Keel opens the store).
-    if (db.pragma('user_version', { simple: true }) !== SCHEMA_STAMP) {
+    if (db.pragma('user_version', { simple: true }) !== schemaStamp()) {
       db.exec(SCHEMA);
       migrate(db);
-      db.pragma(`user_version = ${SCHEMA_STAMP}`);
+      db.pragma(`user_version = ${schemaStamp()}`);
     }
   } catch (err) {
     db.close();
@@ -139,7 +139,8 @@ const ADDED: readonly [table: string, column: string, definition: string][] = [
  * What this code makes of a file, as a number for its user_version: a hash of the schema, the added
  * columns and the migration itself, so any change to them migrates every file again.
  */
-const SCHEMA_STAMP: number = stampOf(`${SCHEMA}\n${JSON.stringify(ADDED)}\n${String(migrate)}`);
+let stamp: number | undefined;
+const schemaStamp = (): number => (stamp ??= stampOf(`${SCHEMA}\n${JSON.stringify(ADDED)}\n${String(migrate)}`));
 
 function stampOf(text: string): number {
   let h = 0x811c9dc5;
