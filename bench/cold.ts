@@ -19,16 +19,18 @@
  *   execute: STEPS model calls, each but the last calling one read tool, then the answer.
  * The goal (issue 49): setup + first run at or below pi-agent-core's at 20 tools, within 2× at 2,000.
  * Keel runs as an application gets it: its default shortlist (12 tools declared per request; pi
- * declares all N), its default token counting (best effort where ai-tokenizer is installed, as in this
- * repository), no plugin folders.
+ * declares all N), no plugin folders, token counting off (KEEL_COUNT_TOKENS=0: ai-tokenizer is an
+ * optional package; this repository has it), each process with a new, empty KEEL_HOME — and once
+ * more with a KEEL_HOME kept between its processes ("home kept"): what a second start of the same
+ * app finds in KEEL_HOME/cache (the shortlist's index terms for its pool).
  *
  * --baseline DIR: another checkout of Keel with its dist/ built (e.g. `git worktree add /tmp/k REV`,
  * its node_modules, `npm run build`) runs as a third contender: the same figures before a change.
  * Writes bench/results/cold.json. No wall-clock assertion anywhere: figures and ratios.
  */
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -50,9 +52,12 @@ interface Contender {
   impl: 'keel' | 'pi';
   store: string;
   root: string;
+  /** A KEEL_HOME kept across this contender's processes (per tool count): the caches a second start finds. */
+  keep?: boolean;
 }
 const contenders: Contender[] = [
   ...STORES.map((store) => ({ name: `keel (store ${store})`, impl: 'keel' as const, store, root: ROOT })),
+  { name: 'keel (store none, home kept)', impl: 'keel', store: 'none', root: ROOT, keep: true },
   ...(BASELINE
     ? STORES.map((store) => ({ name: `keel-baseline (store ${store})`, impl: 'keel' as const, store, root: resolve(BASELINE) }))
     : []),
@@ -68,12 +73,22 @@ interface Sample {
   rss_mb: number;
 }
 
+const kept = mkdtempSync(join(tmpdir(), 'keel-bench-cold-kept-'));
 function sample(c: Contender, tools: number): Sample {
-  const r = spawnSync(process.execPath, [CHILD, c.impl, String(tools), String(STEPS), c.store, c.root], {
+  const home = c.keep ? [join(kept, String(tools))] : [];
+  const r = spawnSync(process.execPath, [CHILD, c.impl, String(tools), String(STEPS), c.store, c.root, ...home], {
     cwd: ROOT,
     encoding: 'utf8',
     // No plugin folders, no config, no store setting of the caller's: the application's tools only.
-    env: { ...process.env, KEEL_PLUGINS: '', KEEL_STORE: '', KEEL_CONFIG: '', KEEL_TOOL_CAP: '', KEEL_COUNT_TOKENS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: '' },
+    env: {
+      ...process.env,
+      KEEL_PLUGINS: '',
+      KEEL_STORE: '',
+      KEEL_CONFIG: '',
+      KEEL_TOOL_CAP: '',
+      KEEL_COUNT_TOKENS: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: '',
+    },
   });
   if (r.status !== 0) throw new Error(`${c.name} at ${tools} tools exited ${r.status}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as Sample;
@@ -144,6 +159,8 @@ for (const n of TOOLS) {
   }
 }
 
+rmSync(kept, { recursive: true, force: true });
+
 const ratios: Record<string, number> = {};
 const verdicts: string[] = [];
 for (const n of TOOLS) {
@@ -197,11 +214,13 @@ if (WRITE) {
     method: {
       process:
         'one fresh node process per sample (bench/support/cold-child.mjs); medians over --reps samples, contenders interleaved in a seeded shuffled order per round, after one warm-up round',
-      import: 'Keel: the package entry, dist/lib/index.js (dist/src/index.js for a checkout from before it was bundled); pi: @mariozechner/pi-agent-core and @mariozechner/pi-ai (index)',
+      import:
+        'Keel: the package entry, dist/lib/index.js (dist/src/index.js for a checkout from before it was bundled); pi: @mariozechner/pi-agent-core and @mariozechner/pi-ai (index)',
       setup:
         'N tools built (Keel defineTool with JSON Schema + effect read; pi TypeBox) + the agent constructed (Keel: new Keel({ home, tools }) with store none or SQLite)',
       first_run: `one run of ${STEPS} model calls on a zero-latency replayed model: wall − model − tools`,
-      keel_defaults: 'shortlist cap 12 (pi declares all tools), token counting at its default, no plugin folders',
+      keel_defaults:
+        'shortlist cap 12 (pi declares all tools), KEEL_COUNT_TOKENS=0, no plugin folders, a new KEEL_HOME per process except for "home kept" (one per tool count, kept across its processes after the warm-up round)',
       baseline: BASELINE || null,
     },
     rows,

@@ -5,7 +5,10 @@
  * Plain JavaScript, so no transform runs: Keel from its package entry (dist/lib, as a user of the
  * package imports it), pi-agent-core from its own dist/.
  *
- *   node bench/support/cold-child.mjs keel|pi TOOLS STEPS STORE(none|sqlite) KEEL_ROOT
+ *   node bench/support/cold-child.mjs keel|pi TOOLS STEPS STORE(none|sqlite) KEEL_ROOT [HOME]
+ *
+ * HOME: a KEEL_HOME kept between processes (its caches filled by the ones before); without it, a new
+ * empty one, removed after.
  *
  * Prints one JSON line: { import_ms, setup_ms, first_run_ms, model_ms, tools_ms, rss_mb }.
  * setup = building the tools + constructing the agent; first run = the run's wall time − model − tools.
@@ -16,7 +19,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
-const [impl, toolsArg, stepsArg, store, keelRoot] = process.argv.slice(2);
+const [impl, toolsArg, stepsArg, store, keelRoot, keptHome] = process.argv.slice(2);
 const TOOLS = Number(toolsArg);
 const STEPS = Number(stepsArg);
 const now = () => performance.now();
@@ -71,7 +74,7 @@ async function keel() {
       }),
     );
   }
-  const home = mkdtempSync(join(tmpdir(), 'keel-bench-cold-'));
+  const home = keptHome || mkdtempSync(join(tmpdir(), 'keel-bench-cold-'));
   // No plugin folders, no config: the application's own tools only (KEEL_PLUGINS is cleared by the parent).
   const agent = new Keel({ home, tools, ...(store === 'none' ? { store: null } : {}) });
   const t2 = now();
@@ -114,7 +117,7 @@ async function keel() {
     throw new Error(`keel run ended ${result.status}/${result.reason} after ${result.model_calls} calls: ${result.answer}`);
   }
   await agent.close();
-  rmSync(home, { recursive: true, force: true });
+  if (!keptHome) rmSync(home, { recursive: true, force: true });
   return { import_ms: t1 - t0, setup_ms: t2 - t1, run_wall_ms: t3 - t2 };
 }
 
