@@ -41,21 +41,39 @@ function compiles(pattern: string): boolean {
   }
 }
 
-/** True only when `s` is a valid draft-07 schema made of the keywords above. */
-export function plainSchemaValid(s: unknown, root = true, depth = 0): boolean {
+/**
+ * An enum or const value the arguments interpreter (tools/plain-args.ts) compares as ajv does: a
+ * scalar ajv writes into its code (a finite number, a string, a boolean, null — it would write
+ * Infinity as null), or an object or array it compares by reference to the schema's own value.
+ */
+function jsonish(v: unknown): boolean {
+  return (
+    v === null || typeof v === 'string' || typeof v === 'boolean' || typeof v === 'object' || (typeof v === 'number' && Number.isFinite(v))
+  );
+}
+
+/**
+ * True only when `s` is a valid draft-07 schema made of the keywords above. With `args` (issue 49),
+ * also one whose arguments the interpreter in tools/plain-args.ts checks as ajv would: no `format`
+ * (ajv warns on unknown formats), no field left undefined, and an enum's or a const's values such
+ * that it compares them as ajv does (objects too, by deep equality — not only distinct scalars).
+ */
+export function plainSchemaValid(s: unknown, root = true, depth = 0, args = false): boolean {
   if (typeof s === 'boolean') return true;
   if (!isObject(s) || depth > MAX_DEPTH) return false;
-  const sub = (v: unknown) => plainSchemaValid(v, false, depth + 1);
+  const sub = (v: unknown) => plainSchemaValid(v, false, depth + 1, args);
   for (const k of Object.keys(s)) {
     const v = s[k];
+    if (args && v === undefined) return false;
     if (STRINGS.has(k)) {
-      if (typeof v !== 'string') return false;
+      if (typeof v !== 'string' || (args && k === 'format')) return false;
     } else if (NUMBERS.has(k)) {
       if (typeof v !== 'number' || !Number.isFinite(v)) return false;
     } else if (COUNTS.has(k)) {
       if (!Number.isInteger(v) || (v as number) < 0) return false;
     } else if (ANY.has(k)) {
       // any JSON value
+      if (args && k === 'const' && !jsonish(v)) return false;
     } else if (SCHEMA_LISTS.has(k)) {
       if (!Array.isArray(v) || v.length === 0 || !v.every(sub)) return false;
     } else {
@@ -77,7 +95,7 @@ export function plainSchemaValid(s: unknown, root = true, depth = 0): boolean {
           if (!Array.isArray(v) || !v.every((x) => typeof x === 'string') || !distinctScalars(v)) return false;
           break;
         case 'enum':
-          if (!Array.isArray(v) || v.length === 0 || !distinctScalars(v)) return false;
+          if (!Array.isArray(v) || v.length === 0 || !(args ? v.every(jsonish) : distinctScalars(v))) return false;
           break;
         case 'examples':
           if (!Array.isArray(v)) return false;

@@ -24,8 +24,11 @@
  * element ajv would compare with such an object), the check answers UNSURE and the caller asks ajv.
  */
 
+import { plainSchemaValid } from '../manifest/plain-schema.js';
+
 /** What the interpreter answers when only ajv can say (the caller then asks ajv). */
 export const UNSURE: unique symbol = Symbol('plain-args: ask ajv');
+
 export type PlainArgsCheck = (value: unknown) => string | undefined | typeof UNSURE;
 
 /** The fields of an ajv error object that `formatArgsError` reads. */
@@ -48,111 +51,22 @@ export function formatArgsError(e: ArgsError): string {
 
 // --- the subset -------------------------------------------------------------------------------
 
-/** Deeper schemas are left to ajv (and a hostile schema cannot exhaust the stack here). */
-const MAX_SCHEMA_DEPTH = 32;
 /** Deeper value comparisons (enum, const, uniqueItems) are left to ajv. */
 const MAX_EQUAL_DEPTH = 64;
-const SIMPLE_TYPES = new Set(['array', 'boolean', 'integer', 'null', 'number', 'object', 'string']);
-const STRINGS = new Set(['title', 'description', '$comment']);
-const NUMBERS = new Set(['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum']);
-const COUNTS = new Set(['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties']);
-const SCHEMA_LISTS = new Set(['anyOf', 'oneOf', 'allOf']);
 /** Keywords ajv has no rule for (they never make a schema fail, nor make it "not always valid"). */
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples']);
-const DRAFT_07 = /^http:\/\/json-schema\.org\/draft-07\/schema#?$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * An enum or const value ajv compares as this does: a scalar ajv writes into its code (a finite
- * number, a string, a boolean, null — it would write Infinity as null), or an object or array it
- * compares by reference to the schema's own value.
+ * True when the interpreter answers for `s` what ajv answers: a valid plain schema (M6's own check,
+ * manifest/plain-schema.ts, to a depth of 32) with no `format`, no undefined field, and enum and const
+ * values it compares as ajv does. Not covered: format (ajv warns on unknown formats),
+ * $ref/$id/definitions, patternProperties, tuples, if/then/else, dependencies, propertyNames,
+ * contains, nullable, unknown keywords.
  */
-function jsonish(v: unknown): boolean {
-  return (
-    v === null || typeof v === 'string' || typeof v === 'boolean' || typeof v === 'object' || (typeof v === 'number' && Number.isFinite(v))
-  );
-}
-
-function compilesAsRegExp(p: string): boolean {
-  try {
-    new RegExp(p, 'u'); // ajv's default (unicodeRegExp)
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * True when the interpreter answers for `s` what ajv answers: every keyword (at every depth, up to
- * MAX_SCHEMA_DEPTH) is one of the plain ones below with a value of the shape draft-07 allows.
- * Not covered: format (ajv warns on unknown formats), $ref/$id/definitions, patternProperties,
- * tuples, if/then/else, dependencies, propertyNames, contains, nullable, unknown keywords.
- */
-export function inPlainArgsSubset(s: unknown, root = true, depth = 0): boolean {
-  if (typeof s === 'boolean') return true;
-  if (!isObject(s) || depth > MAX_SCHEMA_DEPTH) return false;
-  const sub = (v: unknown) => inPlainArgsSubset(v, false, depth + 1);
-  for (const k of Object.keys(s)) {
-    const v = s[k];
-    if (v === undefined) return false; // ajv ignores it; simpler to leave such schemas to it
-    if (STRINGS.has(k)) {
-      if (typeof v !== 'string') return false;
-    } else if (NUMBERS.has(k)) {
-      if (typeof v !== 'number' || !Number.isFinite(v)) return false;
-    } else if (COUNTS.has(k)) {
-      if (!Number.isInteger(v) || (v as number) < 0) return false;
-    } else if (SCHEMA_LISTS.has(k)) {
-      if (!Array.isArray(v) || v.length === 0 || !v.every(sub)) return false;
-    } else {
-      switch (k) {
-        case 'default':
-          break;
-        case 'const':
-          if (!jsonish(v)) return false;
-          break;
-        case 'type':
-          if (typeof v === 'string') {
-            if (!SIMPLE_TYPES.has(v)) return false;
-          } else if (!Array.isArray(v) || v.length === 0 || !v.every((t) => SIMPLE_TYPES.has(t)) || new Set(v).size !== v.length) {
-            return false;
-          }
-          break;
-        case 'properties':
-          if (!isObject(v) || !Object.values(v).every(sub)) return false;
-          break;
-        case 'items':
-        case 'additionalProperties':
-        case 'not':
-          if (!sub(v)) return false;
-          break;
-        case 'required':
-          if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) return false;
-          break;
-        case 'enum':
-          if (!Array.isArray(v) || v.length === 0 || !v.every(jsonish)) return false;
-          break;
-        case 'examples':
-          if (!Array.isArray(v)) return false;
-          break;
-        case 'multipleOf':
-          if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return false;
-          break;
-        case 'uniqueItems':
-          if (typeof v !== 'boolean') return false;
-          break;
-        case 'pattern':
-          if (typeof v !== 'string' || !compilesAsRegExp(v)) return false;
-          break;
-        case '$schema':
-          if (!root || typeof v !== 'string' || !DRAFT_07.test(v)) return false;
-          break;
-        default:
-          return false;
-      }
-    }
-  }
-  return true;
+export function inPlainArgsSubset(s: unknown): boolean {
+  return plainSchemaValid(s, true, 0, true);
 }
 
 // --- ajv's runtime pieces ---------------------------------------------------------------------
