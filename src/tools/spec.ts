@@ -153,11 +153,12 @@ function plainArgsCheck(schema: Record<string, unknown>): ArgsCheck {
  * compiled now, and ajv's own error is the refusal.
  */
 function parametersValidator(schema: Record<string, unknown>, checked?: SchemaVerdicts): () => ArgsCheck {
+  // M6's plain check settles nearly every schema in one walk (its keywords are PLAIN_KEYWORDS);
+  // another schema of plain keywords is asked of the cache, else of ajv's meta-schema.
   if (
-    isPlainSchema(schema, true) &&
-    (checked
-      ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean)
-      : plainSchemaValid(schema) || ajv().validateSchema(schema))
+    plainSchemaValid(schema) ||
+    (isPlainSchema(schema, true) &&
+      (checked ? checked.valid(schema, () => ajv().validateSchema(schema) as boolean) : ajv().validateSchema(schema)))
   ) {
     let made: ArgsCheck | undefined;
     return () => {
