@@ -110,5 +110,6 @@ test('R23: no single word of the table is one of the ranking\'s stop words ("sho
 
 test('R23 (issue 49): the lexicon a process reads (lexicon-data.ts) is the table parsed — run `npm run lexicon` after editing the table', () => {
   assert.equal(lexiconJson(lexicon()), lexiconJson(parseLexicon(TABLE)));
+  assert.deepEqual(lexicon(), parseLexicon(TABLE), 'every map, scriptStarts included');
   assert.ok(lexicon().words.size > 300 && lexicon().scripts.size > 300);
 });
