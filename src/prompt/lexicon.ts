@@ -188,69 +188,37 @@ export function parseLexicon(table: string): Lexicon {
       } else push(lex.scripts, form, english);
     }
   }
-  lex.scriptStarts = startsOf([...lex.scripts.keys()]);
+  for (const form of [...lex.scripts.keys()].sort((a, b) => b.length - a.length)) {
+    const first = form[0];
+    lex.scriptStarts.set(first, [...(lex.scriptStarts.get(first) ?? []), form]);
+  }
   return lex;
 }
 
-/**
- * The parsed lexicon as JSON (what lexicon-data.ts holds, `npm run lexicon` writes): each list of
- * English words once (`values`), every map's entries as [key, index into values]; scriptStarts is
- * made again from the scripts' forms, as the parse makes it.
- */
+/** The parsed lexicon as plain JSON (what lexicon-data.ts holds, `npm run lexicon` writes). */
 export function lexiconJson(lex: Lexicon): string {
-  const values: string[][] = [];
-  const index = new Map<string, number>();
-  const ref = (v: string[]) => {
-    const key = v.join('\u0000');
-    let i = index.get(key);
-    if (i === undefined) {
-      index.set(key, (i = values.length));
-      values.push(v);
-    }
-    return i;
-  };
-  const entries = (m: Map<string, string[]>) => [...m].map(([k, v]) => [k, ref(v)]);
   return JSON.stringify({
-    words: entries(lex.words),
-    stemmed: entries(lex.stemmed),
-    phrases: entries(lex.phrases),
+    words: [...lex.words],
+    stemmed: [...lex.stemmed],
+    phrases: [...lex.phrases],
     phraseStarts: [...lex.phraseStarts],
     phraseWords: lex.phraseWords,
-    scripts: entries(lex.scripts),
-    values,
+    scripts: [...lex.scripts],
+    scriptStarts: [...lex.scriptStarts],
   });
 }
 
 function fromJson(text: string): Lexicon {
-  const d = JSON.parse(text) as {
-    words: [string, number][];
-    stemmed: [string, number][];
-    phrases: [string, number][];
-    phraseStarts: string[];
-    phraseWords: number;
-    scripts: [string, number][];
-    values: string[][];
-  };
-  const map = (es: [string, number][]) => new Map(es.map(([k, i]) => [k, d.values[i]]));
+  const d = JSON.parse(text);
   return {
-    words: map(d.words),
-    stemmed: map(d.stemmed),
-    phrases: map(d.phrases),
+    words: new Map(d.words),
+    stemmed: new Map(d.stemmed),
+    phrases: new Map(d.phrases),
     phraseStarts: new Set(d.phraseStarts),
     phraseWords: d.phraseWords,
-    scripts: map(d.scripts),
-    scriptStarts: startsOf(d.scripts.map(([k]) => k)),
+    scripts: new Map(d.scripts),
+    scriptStarts: new Map(d.scriptStarts),
   };
-}
-
-/** The non-Latin forms by their first character, longest first (ties in table order). */
-function startsOf(forms: string[]): Map<string, string[]> {
-  const starts = new Map<string, string[]>();
-  for (const form of [...forms].sort((a, b) => b.length - a.length)) {
-    const first = form[0];
-    starts.set(first, [...(starts.get(first) ?? []), form]);
-  }
-  return starts;
 }
 
 /**
