@@ -22,7 +22,7 @@ import type {
 import { type StepRow, stepRow, stepsFrom, toolsBlob } from '../trace.js';
 import { insertApproval } from './approvals.js';
 import { blob, blobFrom, blobOf } from './blobs.js';
-import { extendable, insertWrite, write } from './journal.js';
+import { extendable, groupWrite, insertWrite } from './journal.js';
 import { hold, leaseFor, loseRun, lostError } from './leases.js';
 import { type Row, type SqliteState, type Stored, shaped } from './state.js';
 
@@ -230,23 +230,18 @@ function updateOf(st: SqliteState, changed: number): Database.Statement {
 
 export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit): Promise<boolean> {
   let made = false;
-  write(st, () => {
-    // D5: a limited run is counted and inserted under the file's write lock (an IMMEDIATE transaction,
-    // or the journal group's, which holds it already): no other process starts one in between.
-    inTransaction(
-      st,
-      run.id,
-      () => {
-        if (limit && (st.stmt.activeDelegates.get() as { n: number }).n >= limit.activeDelegates) return;
-        st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
-        st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
-        const { had, now } = writeRun(st, run);
-        const part = partOf(st, run, had, now, [], 0);
-        if (part) insertWrite(st, run.id, [], part);
-        made = true;
-      },
-      limit !== undefined,
-    );
+  await groupWrite(st, () => {
+    // D5: a limited run is counted and inserted under the file's write lock (the journal group's,
+    // which holds it already): no other process starts one in between.
+    inTransaction(st, run.id, () => {
+      if (limit && (st.stmt.activeDelegates.get() as { n: number }).n >= limit.activeDelegates) return;
+      st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
+      st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
+      const { had, now } = writeRun(st, run);
+      const part = partOf(st, run, had, now, [], 0);
+      if (part) insertWrite(st, run.id, [], part);
+      made = true;
+    });
   });
   if (made && run.status === 'running' && run.owner) hold(st, run.id, run.owner);
   return made;
@@ -254,10 +249,10 @@ export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit
 
 export async function saveRun(st: SqliteState, run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
   if (st.lost.has(run.id)) throw lostError(st, run.id);
-  return write(st, () => {
-    let mode: Mode | undefined;
-    let first = 0;
-    let kept: JournalEntry[] = [];
+  let mode: Mode | undefined;
+  let first = 0;
+  let kept: JournalEntry[] = [];
+  await groupWrite(st, () =>
     inTransaction(st, run.id, () => {
       // A pause's card, with the paused run or not at all.
       if (card) insertApproval(st, card);
@@ -270,24 +265,24 @@ export async function saveRun(st: SqliteState, run: RunState, events?: JournalEn
       const reply = extendable(st, run.id);
       const part = partOf(st, run, had, now, kept, reply ? 1 : 0);
       if (kept.length || part) first = insertWrite(st, run.id, kept, part, reply);
-    });
-    // Committed: the kept events have their ids.
-    for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
-    // Paused or ended: no longer held here (a claim holds it again).
-    if (run.status !== 'running') st.held.delete(run.id);
-    return mode;
-  });
+    }),
+  );
+  // Committed: the kept events have their ids.
+  for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
+  // Paused or ended: no longer held here (a claim holds it again).
+  if (run.status !== 'running') st.held.delete(run.id);
+  return mode;
 }
 
 /**
- * Runs a write as one transaction. If it rolls back, what this process remembers of the file
- * (the run's counts, the blobs written) is forgotten with it, so the next save writes them again.
+ * Runs a write as one transaction (a savepoint of the journal group's). If it rolls back, what this
+ * process remembers of the file (the run's counts, the blobs written) is forgotten with it, so the
+ * next save writes them again.
  */
-function inTransaction(st: SqliteState, runId: string, write: () => void, immediate = false): void {
+function inTransaction(st: SqliteState, runId: string, write: () => void): void {
   st.uncommittedBlobs = [];
   try {
-    if (immediate) st.transaction.immediate(write);
-    else st.transaction(write);
+    st.transaction(write);
   } catch (err) {
     st.stored.delete(runId);
     st.written.delete(runId);

@@ -26,8 +26,10 @@ export interface SqliteState {
   readonly transaction: Database.Transaction<(write: () => void) => void>;
   /** Statements of the queries built from a filter, one per shape. */
   readonly shapes: Map<string, Database.Statement>;
-  /** Journal rows written since the last commit (see appendEvent). */
+  /** The journal group is open: journal rows and run writes made since the last commit (see appendEvent). */
   eventsPending: boolean;
+  /** The run writes made in the open group, each told when it commits or fails (see groupWrite). */
+  waiting: { resolve(): void; reject(err: unknown): void }[];
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   readonly stored: Map<string, Stored>;
   /** The fields this store last wrote of each run it holds running (see writeRun). */
@@ -55,6 +57,7 @@ export function newState(db: Database.Database, leaseMs: number, stmt: Record<st
     transaction: db.transaction((write: () => void) => write()),
     shapes: new Map<string, Database.Statement>(),
     eventsPending: false,
+    waiting: [],
     stored: new Map<string, Stored>(),
     written: new Map<string, unknown[]>(),
     updates: new Map<number, Database.Statement>(),
