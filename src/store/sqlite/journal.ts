@@ -49,7 +49,7 @@ export async function appendEvent(st: SqliteState, runId: string, event: RunEven
   const body = eventJson(event, keepBlob(st));
   st.lastAppended = undefined;
   const id = Number(st.stmt.appendEvent.run(runId, event.type, at, body).lastInsertRowid);
-  st.lastAppended = { runId, id, body };
+  st.lastAppended = { runId, id, body, group: st.group };
   return id;
 }
 
@@ -60,6 +60,7 @@ function openGroup(st: SqliteState): void {
   if (st.eventsPending) commitEvents(st);
   commitOthers(st);
   st.stmt.begin.run();
+  st.group++;
   st.eventsPending = true;
   PENDING.add(st);
   setImmediate(() => commitEvents(st));
@@ -176,6 +177,9 @@ export async function listEvents(st: SqliteState, q: EventQuery = {}): Promise<S
 export function extendable(st: SqliteState, runId: string): { runId: string; id: number; body: string } | undefined {
   const reply = st.lastAppended;
   if (reply?.runId !== runId) return undefined;
+  // Appended in the group still open: no other process has written since (the group holds the
+  // file's write lock), and this store appended nothing after it (that clears lastAppended).
+  if (reply.group === st.group && st.eventsPending && st.db.inTransaction) return reply;
   return reply.id === (st.stmt.lastEventRow.get() as { id: number } | undefined)?.id ? reply : undefined;
 }
 

@@ -74,7 +74,7 @@ export function runStatements(db: Database.Database): Record<string, Database.St
     calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
     requests: p(`SELECT r.step, r.meta, s.body AS system, t.body AS tools FROM requests r
       JOIN blobs s ON s.hash = r.system_hash JOIN blobs t ON t.hash = r.tools_hash WHERE r.run_id = ? ORDER BY r.seq`),
-    countUse: p('INSERT INTO tool_usage (tool, calls) VALUES (?, 1) ON CONFLICT(tool) DO UPDATE SET calls = calls + 1'),
+    countUse: p('INSERT INTO tool_usage (tool, calls) VALUES (?, ?) ON CONFLICT(tool) DO UPDATE SET calls = calls + excluded.calls'),
     toolUsage: p('SELECT tool, calls FROM tool_usage ORDER BY calls DESC, tool LIMIT ?'),
   };
 }
@@ -142,7 +142,13 @@ function writeRun(st: SqliteState, run: RunState): { mode: Mode | undefined; had
   // R23: each call that ran counts once towards its tool's use, when its run pauses or ends (not a
   // write at every step): the records since the last count, the count kept with the run's row.
   if (run.status !== 'running') {
-    for (let seq = had.counted; seq < now.steps; seq++) if (run.steps[seq].outcome === 'ran') st.stmt.countUse.run(run.steps[seq].tool);
+    // One statement per tool, however many of its calls ran.
+    const ran = new Map<string, number>();
+    for (let seq = had.counted; seq < now.steps; seq++) {
+      const c = run.steps[seq];
+      if (c.outcome === 'ran') ran.set(c.tool, (ran.get(c.tool) ?? 0) + 1);
+    }
+    for (const [tool, calls] of ran) st.stmt.countUse.run(tool, calls);
     now.counted = now.steps;
   }
   const holder = st.held.get(run.id) ?? null;

@@ -16,8 +16,10 @@ export interface SqliteState {
   readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   readonly knownBlobs: Set<string>;
-  /** The last row this store appended on its own (a run's reply): the run's next save may extend it. */
-  lastAppended: { runId: string; id: number; body: string } | undefined;
+  /** The last row this store appended on its own (a run's reply), in which group: the run's next save may extend it. */
+  lastAppended: { runId: string; id: number; body: string; group: number } | undefined;
+  /** How many journal groups this store has opened: the one open now, while `eventsPending`. */
+  group: number;
   /** Blob texts the journal's readers asked for lately (menus: a few, read again and again). */
   readonly blobCache: Map<string, string>;
   /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
@@ -52,6 +54,7 @@ export function newState(db: Database.Database, leaseMs: number, stmt: Record<st
     stmt,
     knownBlobs: new Set<string>(),
     lastAppended: undefined,
+    group: 0,
     blobCache: new Map<string, string>(),
     uncommittedBlobs: [],
     transaction: db.transaction((write: () => void) => write()),
