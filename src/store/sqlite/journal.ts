@@ -67,12 +67,21 @@ function openGroup(st: SqliteState): void {
 }
 
 /**
- * A run's write (a run created, a step saved, a session saved) made inside this store's group, in
- * its own savepoint (`f` runs its own transaction; one that fails rolls back alone): resolved with
- * what `f` returned once the group commits — the same durability as a commit of its own, since no
- * caller is told of the write before it is in the file — and rejected if the group fails to commit.
+ * A run's write (a run created, a step saved, a session saved). The first of a tick commits at once,
+ * as a write of its own (a lone run waits for no turn of the event loop); the others of the same tick
+ * — hundreds of runs whose replies came in together — are made inside this store's group, each in
+ * its own savepoint (`f` runs its own transaction; one that fails rolls back alone), and share its
+ * one commit at the end of the tick. Either way the promise resolves with what `f` returned only once
+ * the write is committed (the same durability as a commit of its own: no caller is told of a write
+ * before it is in the file), and is rejected if the group fails to commit.
  */
 export function groupWrite<T>(st: SqliteState, f: () => T): Promise<T> {
+  if (st.writesThisTick++ === 0) {
+    setImmediate(() => {
+      st.writesThisTick = 0;
+    });
+    return Promise.resolve(write(st, f));
+  }
   openGroup(st);
   const out = f();
   return new Promise<T>((resolve, reject) => st.waiting.push({ resolve: () => resolve(out), reject }));
