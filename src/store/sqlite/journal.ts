@@ -67,21 +67,24 @@ function openGroup(st: SqliteState): void {
 }
 
 /**
- * A run's write (a run created, a step saved, a session saved). The first of a tick commits at once,
- * as a write of its own (a lone run waits for no turn of the event loop); the others of the same tick
- * — hundreds of runs whose replies came in together — are made inside this store's group, each in
- * its own savepoint (`f` runs its own transaction; one that fails rolls back alone), and share its
- * one commit at the end of the tick. Either way the promise resolves with what `f` returned only once
- * the write is committed (the same durability as a commit of its own: no caller is told of a write
- * before it is in the file), and is rejected if the group fails to commit.
+ * A run's write (a run created, a step saved, a session saved; `runId`: the run it is for). It
+ * commits at once, as a write of its own, until another run writes in the same tick of the event
+ * loop (a lone run, even one whose steps never leave the microtask queue, waits for no turn of the
+ * loop); from then to the end of the tick — hundreds of runs whose replies came in together — each
+ * is made inside this store's group, in its own savepoint (`f` runs its own transaction; one that
+ * fails rolls back alone), and they share the group's one commit. Either way the promise resolves
+ * with what `f` returned only once the write is committed (the same durability as a commit of its
+ * own: no caller is told of a write before it is in the file), and is rejected if the group fails.
  */
-export function groupWrite<T>(st: SqliteState, f: () => T): Promise<T> {
-  if (st.writesThisTick++ === 0) {
+export function groupWrite<T>(st: SqliteState, runId: string, f: () => T): Promise<T> {
+  const tick = st.tick;
+  if (!tick) {
+    st.tick = { runId, batching: false };
     setImmediate(() => {
-      st.writesThisTick = 0;
+      st.tick = undefined;
     });
-    return Promise.resolve(write(st, f));
-  }
+  } else if (!tick.batching && tick.runId !== runId) tick.batching = true;
+  if (!st.tick?.batching) return Promise.resolve(write(st, f));
   openGroup(st);
   const out = f();
   return new Promise<T>((resolve, reject) => st.waiting.push({ resolve: () => resolve(out), reject }));

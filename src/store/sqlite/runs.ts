@@ -236,7 +236,7 @@ function updateOf(st: SqliteState, changed: number): Database.Statement {
 
 export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit): Promise<boolean> {
   let made = false;
-  await groupWrite(st, () => {
+  await groupWrite(st, run.id, () => {
     // D5: a limited run is counted and inserted under the file's write lock (the journal group's,
     // which holds it already): no other process starts one in between.
     inTransaction(st, run.id, () => {
@@ -258,7 +258,7 @@ export async function saveRun(st: SqliteState, run: RunState, events?: JournalEn
   let mode: Mode | undefined;
   let first = 0;
   let kept: JournalEntry[] = [];
-  await groupWrite(st, () =>
+  await groupWrite(st, run.id, () =>
     inTransaction(st, run.id, () => {
       // A pause's card, with the paused run or not at all.
       if (card) insertApproval(st, card);

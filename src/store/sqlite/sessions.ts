@@ -32,7 +32,8 @@ export async function getSession(st: SqliteState, id: string): Promise<SessionRe
 }
 
 export async function saveSession(st: SqliteState, s: SessionRecord): Promise<void> {
-  await groupWrite(st, () => {
+  // Written for the run that last used the session (as it starts): its own writes commit alike.
+  await groupWrite(st, s.last_run_id ?? s.id, () => {
     shaped(
       st,
       `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)

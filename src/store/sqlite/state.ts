@@ -32,8 +32,8 @@ export interface SqliteState {
   eventsPending: boolean;
   /** The run writes made in the open group, each told when it commits or fails (see groupWrite). */
   waiting: { resolve(): void; reject(err: unknown): void }[];
-  /** Run writes made in this tick of the event loop: the first commits at once, the others share the group's commit. */
-  writesThisTick: number;
+  /** This tick of the event loop's run writes: the run of the first, and whether another run has written since (see groupWrite). */
+  tick: { runId: string; batching: boolean } | undefined;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   readonly stored: Map<string, Stored>;
   /** The fields this store last wrote of each run it holds running (see writeRun). */
@@ -63,7 +63,7 @@ export function newState(db: Database.Database, leaseMs: number, stmt: Record<st
     shapes: new Map<string, Database.Statement>(),
     eventsPending: false,
     waiting: [],
-    writesThisTick: 0,
+    tick: undefined,
     stored: new Map<string, Stored>(),
     written: new Map<string, unknown[]>(),
     updates: new Map<number, Database.Statement>(),
