@@ -99,22 +99,20 @@ export class Sessions implements SessionWatch {
    * (so the session's mode can change while its first run works).
    */
   track(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-    return mapEvents(gen, (e) => this.follow(e));
+    return mapEvents(gen, (e) => (e.type === 'run_started' ? this.follow(e) : e));
   }
 
   /** As a run starts, binds it to its session and stores the session record. */
-  private async follow(e: LoopEvent): Promise<LoopEvent> {
-    if (e.type === 'run_started') {
-      await this.own(async () => {
-        // A new run starts in the mode it was given; a continued one in its session's mode now,
-        // which another process may have changed while the run waited.
-        const rec = await this.store?.getSession(e.session_id);
-        const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
-        this.runs.set(e.run_id, e.session_id);
-        this.modes.set(e.session_id, mode);
-        await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
-      });
-    }
+  private async follow(e: Extract<LoopEvent, { type: 'run_started' }>): Promise<LoopEvent> {
+    await this.own(async () => {
+      // A new run starts in the mode it was given; a continued one in its session's mode now,
+      // which another process may have changed while the run waited.
+      const rec = await this.store?.getSession(e.session_id);
+      const mode = (e.resumed ? rec?.mode : undefined) ?? e.mode;
+      this.runs.set(e.run_id, e.session_id);
+      this.modes.set(e.session_id, mode);
+      await this.save(e.session_id, { mode, last_run_id: e.run_id }, rec);
+    });
     return e;
   }
 

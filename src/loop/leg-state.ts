@@ -33,6 +33,31 @@ export function gateOf(s: RunView, deps: EngineDeps): GateState {
   return deriveGateState(s.steps, deps.store !== null, s.inherited_untrusted, () => (own ??= ownWordsOf(userTexts(s))));
 }
 
+/**
+ * The legs listening to each interruption signal, through one listener of the signal's own: a
+ * server's legs share one signal, and an EventTarget searches its whole list of listeners on every
+ * add and remove (hundreds of legs at once made that a cost of each leg).
+ */
+const listening = new WeakMap<AbortSignal, Set<LegState>>();
+
+function listenTo(signal: AbortSignal, leg: LegState): void {
+  let legs = listening.get(signal);
+  if (!legs) {
+    const all = new Set<LegState>();
+    listening.set(signal, all);
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const l of [...all]) l.onInterrupt();
+        all.clear();
+      },
+      { once: true },
+    );
+    legs = all;
+  }
+  legs.add(leg);
+}
+
 /** One leg's state (see RunLeg): made with the leg, read and changed only by the engine's own files. */
 export class LegState {
   readonly deps: EngineDeps;
@@ -76,7 +101,7 @@ export class LegState {
     this.gate = gateOf(run.state, deps);
     if (deps.sessionWatch) run.watchSession(deps.sessionWatch);
     for (const m of run.state.messages) if (m.role === 'assistant') for (const c of m.tool_calls) this.called.add(c.name);
-    deps.signal?.addEventListener('abort', this.onInterrupt, { once: true });
+    if (deps.signal) listenTo(deps.signal, this);
   }
 
   /** The session's mode now (C5): a switch made while the run works applies from the next decision on. */
@@ -227,6 +252,6 @@ export class LegState {
   /** The leg is over: its timer and its interruption listener go. */
   release(): void {
     clearTimeout(this.timer);
-    this.deps.signal?.removeEventListener('abort', this.onInterrupt);
+    if (this.deps.signal) listening.get(this.deps.signal)?.delete(this);
   }
 }

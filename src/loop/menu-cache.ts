@@ -70,6 +70,9 @@ export class MenuSource {
     const cap = this.shortlist?.cap;
     const fill = cap !== undefined && this.registry.pool.length > cap ? prefer() : [];
     const contract = s.contract ? renderContract(s.contract) : undefined;
+    // The request ranks tools only when the pool outgrows the shortlist's cap (Shortlist): otherwise
+    // every run over the pool shares one menu — its prompt, its token count, its form in the store.
+    const ranked = this.shortlist !== undefined && (cap === undefined || this.registry.pool.length > cap);
     const key = [
       s.mode,
       contract ?? '',
@@ -77,7 +80,7 @@ export class MenuSource {
       cap ?? '',
       inPool(called),
       inPool(admitted),
-      this.shortlist ? s.request : '',
+      ranked ? s.request : '',
       inPool(fill, false),
     ].join('\u0001');
     let memo = MENU_MEMO.get(this.registry.pool);

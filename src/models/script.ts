@@ -136,6 +136,18 @@ function readScript(path: string, shown: string, cache: FileCache | undefined): 
  * open file itself, and read only that far.
  */
 export async function readScriptAsync(path: string, shown: string, cache?: FileCache): Promise<ScriptEntry[]> {
+  // A script read before and unchanged since (a stat never blocks, on a FIFO neither): no open, no
+  // read — a server starts hundreds of runs on one script.
+  const known = parsed.get(path);
+  if (known) {
+    let now: ReturnType<typeof statSync> | undefined;
+    try {
+      now = statSync(path, { throwIfNoEntry: false });
+    } catch {
+      // read below, which says why in words
+    }
+    if (now?.isFile() && known.mtimeMs === now.mtimeMs && known.size === now.size) return known.entries;
+  }
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);

@@ -39,6 +39,7 @@ export interface Menu {
 /**
  * Ranks the executable candidates and keeps what fits; the default keeps them all. A shortlist with
  * a `cap` leaves tools off the menu once the candidates outnumber it: then find_tools is offered.
+ * Until they do, it keeps them all, whatever the request (runs over such a pool share their menus).
  */
 export type Shortlist = ((
   candidates: readonly ToolSpec[],

@@ -8,11 +8,22 @@ import { userInfo } from 'node:os';
  * when the OS cannot say (a uid with no passwd entry, as in some containers).
  */
 export function osUser(env: NodeJS.ProcessEnv = process.env): string {
+  const name = accountName();
+  if (name) return name;
+  return env.USER || env.LOGNAME || `uid ${process.getuid?.() ?? 'unknown'}`;
+}
+
+/** The account's name, looked up once per uid (each run of a server names it: a passwd lookup each time showed in profiles). */
+let account: { uid: number | undefined; name: string | undefined } | undefined;
+function accountName(): string | undefined {
+  const uid = process.getuid?.();
+  if (account && account.uid === uid) return account.name;
+  let name: string | undefined;
   try {
-    const name = userInfo().username;
-    if (name) return name;
+    name = userInfo().username || undefined;
   } catch {
     // No passwd entry for this uid.
   }
-  return env.USER || env.LOGNAME || `uid ${process.getuid?.() ?? 'unknown'}`;
+  account = { uid, name };
+  return name;
 }

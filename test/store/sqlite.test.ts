@@ -216,3 +216,53 @@ test('sqlite: issue 29 a run held running is written field by field as it change
     assert.deepEqual(await b.loadRun(run.id), run, String(change));
   }
 });
+
+test('sqlite file: issue 49 runs saved in one tick share a commit; each save resolves only once another store reads it, and one refused rolls back alone', async (t) => {
+  const file = dbFile();
+  const a = new SqliteStore(file);
+  const b = new SqliteStore(file);
+  t.after(async () => {
+    await a.close();
+    await b.close();
+  });
+  // Every COMMIT of a's connection, counted (a transaction of its own, or the journal group's).
+  const db = (a as unknown as { st: { db: object; stmt: { commit: object } } }).st;
+  const proto = Object.getPrototypeOf(db.stmt.commit) as { run: (...args: unknown[]) => unknown };
+  const run0 = proto.run;
+  let commits = 0;
+  proto.run = function (this: { source: string; database: object }, ...args: unknown[]) {
+    if (this.source === 'COMMIT' && this.database === db.db) commits++;
+    return run0.apply(this, args);
+  };
+  t.after(() => {
+    proto.run = run0;
+  });
+  const ids = ['run-g0', 'run-g1', 'run-g2', 'run-g3', 'run-g4'];
+  const runs = ids.map((id) => sampleRun(id, { status: 'running', reason: null, pause: null, owner: 'host-a:1' }));
+  await Promise.all(runs.map((r) => a.createRun(structuredClone(r))));
+  assert.ok(commits <= 2, `five runs created in one tick: ${commits} commits (the first alone, the others together)`);
+  // Another process takes run-g2 over: a's save of it is refused, the others of the same tick are kept.
+  assert.equal(await b.takeOver('run-g2', runs[2].pause_seq, 'host-a:1', 'host-b:2', true), true);
+  commits = 0;
+  const saved = runs.map((r) => {
+    const next = structuredClone(r);
+    next.messages.push({ role: 'user', content: `more for ${r.id}` });
+    Object.assign(next, { model_calls: 3, updated_at: at(7) });
+    return next;
+  });
+  const outcomes = await Promise.allSettled(
+    saved.map((r) =>
+      a
+        .saveRun(r)
+        .then(async () => assert.deepEqual((await b.loadRun(r.id))?.messages, r.messages, `${r.id} is in the file once its save resolves`)),
+    ),
+  );
+  assert.ok(commits <= 2, `five saves in one tick: ${commits} commits`);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled'],
+  );
+  assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /taken over/);
+  assert.deepEqual((await b.loadRun('run-g2'))?.messages, runs[2].messages, 'the refused save left nothing');
+  assert.equal((await b.loadRun('run-g2'))?.owner, 'host-b:2');
+});

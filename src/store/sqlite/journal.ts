@@ -37,30 +37,63 @@ export function journalStatements(db: Database.Database): Record<string, Databas
 
 /**
  * Journal rows commit in groups: the first of a tick opens a transaction that the store's next
- * write of any kind (a step saved, a pause, a claim), or the end of the tick, commits — so a
- * step's events cost one commit, not one each. This connection reads them at once; others see
- * them within the tick (every store of this process commits its group before it writes or reads
- * the journal, so two stores in one process never wait on each other). A crash loses at most
- * that tick's events, which no other process was shown.
+ * write of any kind (a claim, an answer), or the end of the tick, commits — so a step's events
+ * cost one commit, not one each, and a run's saves made in the same tick (hundreds of runs whose
+ * replies come in together) share one commit (see groupWrite). This connection reads them at once;
+ * others see them within the tick (every store of this process commits its group before it writes
+ * or reads the journal, so two stores in one process never wait on each other). A crash loses at
+ * most that tick's events, which no other process was shown, and saves no caller was told were made.
  */
 export async function appendEvent(st: SqliteState, runId: string, event: RunEvent, at: string): Promise<number> {
-  if (!st.eventsPending) {
-    commitOthers(st);
-    st.stmt.begin.run();
-    st.eventsPending = true;
-    PENDING.add(st);
-    setImmediate(() => commitEvents(st));
-  }
+  openGroup(st);
   const body = eventJson(event, keepBlob(st));
   st.lastAppended = undefined;
   const id = Number(st.stmt.appendEvent.run(runId, event.type, at, body).lastInsertRowid);
-  st.lastAppended = { runId, id, body };
+  st.lastAppended = { runId, id, body, group: st.group };
   return id;
 }
 
+/** Opens this store's journal group (the file's write lock taken), committed at the end of the tick at the latest. */
+function openGroup(st: SqliteState): void {
+  if (st.eventsPending && st.db.inTransaction) return;
+  // A group SQLite rolled back under us (an I/O error): its waiting writes are told, and a new one opens.
+  if (st.eventsPending) commitEvents(st);
+  commitOthers(st);
+  st.stmt.begin.run();
+  st.group++;
+  st.eventsPending = true;
+  PENDING.add(st);
+  setImmediate(() => commitEvents(st));
+}
+
 /**
- * A write: after the other stores of this process commit their groups (a store waiting on another
- * in the same thread would wait for ever), inside this store's group, which commits with it.
+ * A run's write (a run created, a step saved, a session saved; `runId`: the run it is for). It
+ * commits at once, as a write of its own, until another run writes in the same tick of the event
+ * loop (a lone run, even one whose steps never leave the microtask queue, waits for no turn of the
+ * loop); from then to the end of the tick — hundreds of runs whose replies came in together — each
+ * is made inside this store's group, in its own savepoint (`f` runs its own transaction; one that
+ * fails rolls back alone), and they share the group's one commit. Either way the promise resolves
+ * with what `f` returned only once the write is committed (the same durability as a commit of its
+ * own: no caller is told of a write before it is in the file), and is rejected if the group fails.
+ */
+export function groupWrite<T>(st: SqliteState, runId: string, f: () => T): Promise<T> {
+  const tick = st.tick;
+  if (!tick) {
+    st.tick = { runId, batching: false };
+    setImmediate(() => {
+      st.tick = undefined;
+    });
+  } else if (!tick.batching && tick.runId !== runId) tick.batching = true;
+  if (!st.tick?.batching) return Promise.resolve(write(st, f));
+  openGroup(st);
+  const out = f();
+  return new Promise<T>((resolve, reject) => st.waiting.push({ resolve: () => resolve(out), reject }));
+}
+
+/**
+ * A write that commits now: after the other stores of this process commit their groups (a store
+ * waiting on another in the same thread would wait for ever), inside this store's group, which
+ * commits with it.
  */
 export function write<T>(st: SqliteState, f: () => T): T {
   commitOthers(st);
@@ -77,15 +110,22 @@ export function write<T>(st: SqliteState, f: () => T): T {
 }
 
 /**
- * Commits the journal rows written since the last commit (and a write made inside the group).
- * If the commit fails, all of it rolls back, what this process remembers of the file is forgotten,
- * and `failWrite` says whether the error is thrown (to the write the group carried) or reported.
+ * Commits the journal rows written since the last commit (and the writes made inside the group),
+ * then tells the writes waiting on it (groupWrite). If the commit fails, all of it rolls back, what
+ * this process remembers of the file is forgotten, the waiting writes fail with the error, and
+ * `failWrite` says whether it is thrown (to the write the group carried) or reported.
  */
 export function commitEvents(st: SqliteState, failWrite = false): void {
   if (!st.eventsPending) return;
   st.eventsPending = false;
   PENDING.delete(st);
-  if (!st.db.open || !st.db.inTransaction) return;
+  const waiting = st.waiting;
+  st.waiting = [];
+  if (!st.db.open || !st.db.inTransaction) {
+    // Closed, or rolled back under the group: the writes waiting on it were not kept.
+    for (const w of waiting) w.reject(new Error('the store was closed before this write was committed'));
+    return;
+  }
   try {
     st.stmt.commit.run();
   } catch (err) {
@@ -98,9 +138,12 @@ export function commitEvents(st: SqliteState, failWrite = false): void {
     st.written.clear();
     st.knownBlobs.clear();
     st.lastAppended = undefined;
+    for (const w of waiting) w.reject(err);
     if (failWrite) throw err;
-    process.stderr.write(`keel: the store could not keep a run's latest events: ${(err as Error).message}\n`);
+    if (!waiting.length) process.stderr.write(`keel: the store could not keep a run's latest events: ${(err as Error).message}\n`);
+    return;
   }
+  for (const w of waiting) w.resolve();
 }
 
 export async function latestEventId(st: SqliteState): Promise<number> {
@@ -146,6 +189,9 @@ export async function listEvents(st: SqliteState, q: EventQuery = {}): Promise<S
 export function extendable(st: SqliteState, runId: string): { runId: string; id: number; body: string } | undefined {
   const reply = st.lastAppended;
   if (reply?.runId !== runId) return undefined;
+  // Appended in the group still open: no other process has written since (the group holds the
+  // file's write lock), and this store appended nothing after it (that clears lastAppended).
+  if (reply.group === st.group && st.eventsPending && st.db.inTransaction) return reply;
   return reply.id === (st.stmt.lastEventRow.get() as { id: number } | undefined)?.id ? reply : undefined;
 }
 

@@ -22,7 +22,7 @@ import type {
 import { type StepRow, stepRow, stepsFrom, toolsBlob } from '../trace.js';
 import { insertApproval } from './approvals.js';
 import { blob, blobFrom, blobOf } from './blobs.js';
-import { extendable, insertWrite, write } from './journal.js';
+import { extendable, groupWrite, insertWrite } from './journal.js';
 import { hold, leaseFor, loseRun, lostError } from './leases.js';
 import { type Row, type SqliteState, type Stored, shaped } from './state.js';
 
@@ -74,7 +74,7 @@ export function runStatements(db: Database.Database): Record<string, Database.St
     calls: p('SELECT body FROM calls WHERE run_id = ? ORDER BY seq'),
     requests: p(`SELECT r.step, r.meta, s.body AS system, t.body AS tools FROM requests r
       JOIN blobs s ON s.hash = r.system_hash JOIN blobs t ON t.hash = r.tools_hash WHERE r.run_id = ? ORDER BY r.seq`),
-    countUse: p('INSERT INTO tool_usage (tool, calls) VALUES (?, 1) ON CONFLICT(tool) DO UPDATE SET calls = calls + 1'),
+    countUse: p('INSERT INTO tool_usage (tool, calls) VALUES (?, ?) ON CONFLICT(tool) DO UPDATE SET calls = calls + excluded.calls'),
     toolUsage: p('SELECT tool, calls FROM tool_usage ORDER BY calls DESC, tool LIMIT ?'),
   };
 }
@@ -142,7 +142,13 @@ function writeRun(st: SqliteState, run: RunState): { mode: Mode | undefined; had
   // R23: each call that ran counts once towards its tool's use, when its run pauses or ends (not a
   // write at every step): the records since the last count, the count kept with the run's row.
   if (run.status !== 'running') {
-    for (let seq = had.counted; seq < now.steps; seq++) if (run.steps[seq].outcome === 'ran') st.stmt.countUse.run(run.steps[seq].tool);
+    // One statement per tool, however many of its calls ran.
+    const ran = new Map<string, number>();
+    for (let seq = had.counted; seq < now.steps; seq++) {
+      const c = run.steps[seq];
+      if (c.outcome === 'ran') ran.set(c.tool, (ran.get(c.tool) ?? 0) + 1);
+    }
+    for (const [tool, calls] of ran) st.stmt.countUse.run(tool, calls);
     now.counted = now.steps;
   }
   const holder = st.held.get(run.id) ?? null;
@@ -230,23 +236,18 @@ function updateOf(st: SqliteState, changed: number): Database.Statement {
 
 export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit): Promise<boolean> {
   let made = false;
-  write(st, () => {
-    // D5: a limited run is counted and inserted under the file's write lock (an IMMEDIATE transaction,
-    // or the journal group's, which holds it already): no other process starts one in between.
-    inTransaction(
-      st,
-      run.id,
-      () => {
-        if (limit && (st.stmt.activeDelegates.get() as { n: number }).n >= limit.activeDelegates) return;
-        st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
-        st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
-        const { had, now } = writeRun(st, run);
-        const part = partOf(st, run, had, now, [], 0);
-        if (part) insertWrite(st, run.id, [], part);
-        made = true;
-      },
-      limit !== undefined,
-    );
+  await groupWrite(st, run.id, () => {
+    // D5: a limited run is counted and inserted under the file's write lock (the journal group's,
+    // which holds it already): no other process starts one in between.
+    inTransaction(st, run.id, () => {
+      if (limit && (st.stmt.activeDelegates.get() as { n: number }).n >= limit.activeDelegates) return;
+      st.stmt.insertRun.run({ ...runParams(run), lease_until: leaseFor(st, run) });
+      st.stored.set(run.id, { messages: 0, steps: 0, requests: 0, counted: 0 });
+      const { had, now } = writeRun(st, run);
+      const part = partOf(st, run, had, now, [], 0);
+      if (part) insertWrite(st, run.id, [], part);
+      made = true;
+    });
   });
   if (made && run.status === 'running' && run.owner) hold(st, run.id, run.owner);
   return made;
@@ -254,10 +255,10 @@ export async function createRun(st: SqliteState, run: RunState, limit?: RunLimit
 
 export async function saveRun(st: SqliteState, run: RunState, events?: JournalEntry[], card?: ApprovalRecord): Promise<Mode | undefined> {
   if (st.lost.has(run.id)) throw lostError(st, run.id);
-  return write(st, () => {
-    let mode: Mode | undefined;
-    let first = 0;
-    let kept: JournalEntry[] = [];
+  let mode: Mode | undefined;
+  let first = 0;
+  let kept: JournalEntry[] = [];
+  await groupWrite(st, run.id, () =>
     inTransaction(st, run.id, () => {
       // A pause's card, with the paused run or not at all.
       if (card) insertApproval(st, card);
@@ -270,24 +271,24 @@ export async function saveRun(st: SqliteState, run: RunState, events?: JournalEn
       const reply = extendable(st, run.id);
       const part = partOf(st, run, had, now, kept, reply ? 1 : 0);
       if (kept.length || part) first = insertWrite(st, run.id, kept, part, reply);
-    });
-    // Committed: the kept events have their ids.
-    for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
-    // Paused or ended: no longer held here (a claim holds it again).
-    if (run.status !== 'running') st.held.delete(run.id);
-    return mode;
-  });
+    }),
+  );
+  // Committed: the kept events have their ids.
+  for (let i = 0; i < kept.length; i++) kept[i].id = first + i;
+  // Paused or ended: no longer held here (a claim holds it again).
+  if (run.status !== 'running') st.held.delete(run.id);
+  return mode;
 }
 
 /**
- * Runs a write as one transaction. If it rolls back, what this process remembers of the file
- * (the run's counts, the blobs written) is forgotten with it, so the next save writes them again.
+ * Runs a write as one transaction (a savepoint of the journal group's). If it rolls back, what this
+ * process remembers of the file (the run's counts, the blobs written) is forgotten with it, so the
+ * next save writes them again.
  */
-function inTransaction(st: SqliteState, runId: string, write: () => void, immediate = false): void {
+function inTransaction(st: SqliteState, runId: string, write: () => void): void {
   st.uncommittedBlobs = [];
   try {
-    if (immediate) st.transaction.immediate(write);
-    else st.transaction(write);
+    st.transaction(write);
   } catch (err) {
     st.stored.delete(runId);
     st.written.delete(runId);

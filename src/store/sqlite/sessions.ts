@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Memory, SessionRecord } from '../../types/index.js';
-import { write } from './journal.js';
+import { groupWrite, write } from './journal.js';
 import { type Row, type SqliteState, shaped } from './state.js';
 
 export function sessionStatements(db: Database.Database): Record<string, Database.Statement> {
@@ -32,7 +32,8 @@ export async function getSession(st: SqliteState, id: string): Promise<SessionRe
 }
 
 export async function saveSession(st: SqliteState, s: SessionRecord): Promise<void> {
-  write(st, () => {
+  // Written for the run that last used the session (as it starts): its own writes commit alike.
+  await groupWrite(st, s.last_run_id ?? s.id, () => {
     shaped(
       st,
       `INSERT INTO sessions (id, mode, last_run_id, contract, updated_at) VALUES (?, ?, ?, ?, ?)

@@ -16,8 +16,10 @@ export interface SqliteState {
   readonly stmt: Record<string, Database.Statement>;
   /** Hashes this process has already written to `blobs` (the table is content-addressed). */
   readonly knownBlobs: Set<string>;
-  /** The last row this store appended on its own (a run's reply): the run's next save may extend it. */
-  lastAppended: { runId: string; id: number; body: string } | undefined;
+  /** The last row this store appended on its own (a run's reply), in which group: the run's next save may extend it. */
+  lastAppended: { runId: string; id: number; body: string; group: number } | undefined;
+  /** How many journal groups this store has opened: the one open now, while `eventsPending`. */
+  group: number;
   /** Blob texts the journal's readers asked for lately (menus: a few, read again and again). */
   readonly blobCache: Map<string, string>;
   /** Blobs written by the transaction in progress: forgotten again if it rolls back. */
@@ -26,8 +28,12 @@ export interface SqliteState {
   readonly transaction: Database.Transaction<(write: () => void) => void>;
   /** Statements of the queries built from a filter, one per shape. */
   readonly shapes: Map<string, Database.Statement>;
-  /** Journal rows written since the last commit (see appendEvent). */
+  /** The journal group is open: journal rows and run writes made since the last commit (see appendEvent). */
   eventsPending: boolean;
+  /** The run writes made in the open group, each told when it commits or fails (see groupWrite). */
+  waiting: { resolve(): void; reject(err: unknown): void }[];
+  /** This tick of the event loop's run writes: the run of the first, and whether another run has written since (see groupWrite). */
+  tick: { runId: string; batching: boolean } | undefined;
   /** How many messages, steps and requests of each run the file holds (a run is saved by one process at a time). */
   readonly stored: Map<string, Stored>;
   /** The fields this store last wrote of each run it holds running (see writeRun). */
@@ -50,11 +56,14 @@ export function newState(db: Database.Database, leaseMs: number, stmt: Record<st
     stmt,
     knownBlobs: new Set<string>(),
     lastAppended: undefined,
+    group: 0,
     blobCache: new Map<string, string>(),
     uncommittedBlobs: [],
     transaction: db.transaction((write: () => void) => write()),
     shapes: new Map<string, Database.Statement>(),
     eventsPending: false,
+    waiting: [],
+    tick: undefined,
     stored: new Map<string, Stored>(),
     written: new Map<string, unknown[]>(),
     updates: new Map<number, Database.Statement>(),
