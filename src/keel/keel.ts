@@ -513,14 +513,41 @@ export class Keel {
     return n;
   }
 
-  /** Counts a leg as running while it streams (interrupt() reports how many it stopped). */
-  private async *active(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
-    this.running++;
-    try {
-      return yield* gen;
-    } finally {
-      this.running--;
-    }
+  /**
+   * Counts a leg as running while it streams (interrupt() reports how many it stopped): from its
+   * first `next()` until it ends, fails or is returned. Not a generator of its own (issue 49: an async
+   * generator's layer cost every event of every run several promise turns and ~5 KB a run).
+   */
+  private active(gen: AsyncGenerator<LoopEvent, RunResult>): AsyncGenerator<LoopEvent, RunResult> {
+    let state: 'new' | 'running' | 'ended' = 'new';
+    const end = () => {
+      if (state === 'running') this.running--;
+      state = 'ended';
+    };
+    const settle = (p: Promise<IteratorResult<LoopEvent, RunResult>>) =>
+      p.then(
+        (r) => {
+          if (r.done) end();
+          return r;
+        },
+        (err: unknown) => {
+          end();
+          throw err;
+        },
+      );
+    const counted: AsyncGenerator<LoopEvent, RunResult> = {
+      next: (...a) => {
+        if (state === 'new') {
+          state = 'running';
+          this.running++;
+        }
+        return settle(gen.next(...a));
+      },
+      return: (v) => settle(gen.return(v)),
+      throw: (e) => settle(gen.throw(e)),
+      [Symbol.asyncIterator]: () => counted,
+    };
+    return counted;
   }
 
   /**
