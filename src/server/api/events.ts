@@ -4,7 +4,6 @@
  * across a reconnect: what goes out is what the store holds, after the id the client last saw.
  */
 import type { Context } from 'hono';
-import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import type { RunEvent, StoredEvent } from '../../types/index.js';
 import type { Api } from './context.js';
 import { HttpProblem } from './route.js';
@@ -24,7 +23,7 @@ function isFinal(e: RunEvent): boolean {
 /** Declares the two live streams: a run's events, then the inbox's. */
 export function eventRoutes(api: Api): void {
   const { d, route } = api;
-  const { keel, store, hub } = d;
+  const { keel, store, hub, runner } = d;
 
   route(
     {
@@ -38,14 +37,18 @@ export function eventRoutes(api: Api): void {
     },
     async (c) => {
       const runId = c.req.param('id') as string;
-      const run = await keel.getRun(runId);
       const after = lastEventId(c) ?? 0;
-      if (run.status === 'done' || run.status === 'failed') {
-        const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
-        // Nothing more will come: 204 tells an EventSource not to reconnect.
-        if (!rest.length) return c.body(null, 204);
+      // A run this server is driving exists, and a stream from its start ends with its last event:
+      // only another run is read first (a whole run state), to say 404, or 204 for one that ended.
+      if (after > 0 || !runner.isActive(runId)) {
+        const run = await keel.getRun(runId);
+        if (run.status === 'done' || run.status === 'failed') {
+          const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
+          // Nothing more will come: 204 tells an EventSource not to reconnect.
+          if (!rest.length) return c.body(null, 204);
+        }
       }
-      return streamSSE(c, (stream) => follow(stream, runId, after));
+      return eventStream(c, (out) => follow(out, runId, after));
     },
   );
 
@@ -61,7 +64,7 @@ export function eventRoutes(api: Api): void {
     async (c) => {
       // Without Last-Event-ID the inbox starts now (the lists say what is pending already).
       const after = lastEventId(c) ?? (await store.latestEventId());
-      return streamSSE(c, (stream) => follow(stream, '*', after));
+      return eventStream(c, (out) => follow(out, '*', after));
     },
   );
 
@@ -70,7 +73,7 @@ export function eventRoutes(api: Api): void {
    * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
    * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
    */
-  async function follow(stream: SSEStreamingApi, runId: string, after: number): Promise<void> {
+  async function follow(stream: EventOut, runId: string, after: number): Promise<void> {
     let last = after;
     let closed = false;
     let wake: (() => void) | undefined;
@@ -140,6 +143,67 @@ export function eventRoutes(api: Api): void {
       unsubscribe();
     }
   }
+}
+
+/** Where a live stream's text goes: written as it is given, in order; `onAbort` when the client goes away. */
+interface EventOut {
+  write(text: string): Promise<void>;
+  onAbort(f: () => void): void;
+}
+
+/** The headers of a live stream (what Hono's streamSSE sends). */
+const SSE_HEADERS = {
+  'transfer-encoding': 'chunked',
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+};
+
+/**
+ * A live stream's response: its body a ReadableStream of the text `body` writes, each write one
+ * chunk that @hono/node-server hands to the socket as it comes. Hono's streamSSE costs a
+ * TransformStream, a writer and a TextEncoder per write on top (issue 49: the server's own cost).
+ * A write waits while the socket is not draining (backpressure); `body`'s end ends the response,
+ * and an error in it is logged, as streamSSE did.
+ */
+function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Response {
+  let ctl!: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  let ready: (() => void) | undefined;
+  const aborts: (() => void)[] = [];
+  const release = () => {
+    ready?.();
+    ready = undefined;
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      ctl = controller;
+    },
+    pull: release,
+    cancel() {
+      closed = true;
+      release();
+      for (const f of aborts.splice(0)) f();
+    },
+  });
+  const out: EventOut = {
+    async write(text) {
+      if (closed) return;
+      ctl.enqueue(Buffer.from(text));
+      if ((ctl.desiredSize ?? 1) <= 0) await new Promise<void>((res) => (ready = res));
+    },
+    onAbort: (f) => {
+      aborts.push(f);
+    },
+  };
+  body(out)
+    .catch((err: unknown) => console.error(err))
+    .finally(() => {
+      if (closed) return;
+      closed = true;
+      ctl.close();
+    });
+  return c.body(stream, 200, SSE_HEADERS);
 }
 
 /** Last-Event-ID (or ?after=, for clients that cannot set headers): the id of the last event seen. */
