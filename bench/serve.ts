@@ -4,7 +4,7 @@
  * driven in-process through the library (no HTTP), measured in the same bench run.
  *
  *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 3] [--delay 50] [--warmup 50]
- *     [--no-preconnect] [--profile] [--no-write] [--max-runs N]
+ *     [--no-preconnect] [--profile] [--no-write] [--max-runs N] [--sides http,library,library-nostore]
  *
  * Workload: every run is 5 model calls on the scripted model (`script:FILE`), each after `--delay` ms
  * (50): 4 replies that call the fixture calendar plugin's read tool `calendar_lookup` with a different
@@ -73,6 +73,8 @@ const STEPS = 5;
 const TOOL_STEPS = STEPS - 1;
 const IDEAL_MS = STEPS * DELAY_MS;
 const PRECONNECT = !process.argv.includes('--no-preconnect');
+/** --sides http: only the sides named (to compare two builds of the server with less time per round). */
+const SIDES = (['library-nostore', 'library', 'http'] as const).filter((s) => arg('sides', 'library-nostore,library,http').split(',').includes(s));
 const PROFILE = process.argv.includes('--profile');
 const WRITE = !process.argv.includes('--no-write');
 /** The issue's target: at least 90% of the limit at 300 concurrent runs. */
@@ -756,7 +758,7 @@ async function main(): Promise<void> {
   );
   try {
     for (const c of SIZES) {
-      for (const side of ['library-nostore', 'library', 'http'] as const) {
+      for (const side of SIDES) {
         const row =
           side === 'http' ? await httpLevel(c, profileDir) : await libraryLevel(driver, c, side === 'library' ? 'sqlite' : 'none');
         rows.push(row);

@@ -3,6 +3,7 @@
  * resumable with Last-Event-ID. Never sends an event twice nor out of order, and never loses one
  * across a reconnect: what goes out is what the store holds, after the id the client last saw.
  */
+import { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
 import type { RunEvent, StoredEvent } from '../../types/index.js';
 import type { Api } from './context.js';
@@ -127,6 +128,7 @@ export function eventRoutes(api: Api): void {
           idleSince = Date.now();
         }
         if (!dirty) {
+          stream.idle();
           await new Promise<void>((res) => {
             const timer = setTimeout(poke, d.pollMs);
             wake = () => {
@@ -148,6 +150,8 @@ export function eventRoutes(api: Api): void {
 /** Where a live stream's text goes: written as it is given, in order; `onAbort` when the client goes away. */
 interface EventOut {
   write(text: string): Promise<void>;
+  /** Nothing to send for now: the response's headers go out alone, so the client knows the stream is open. */
+  idle(): void;
   onAbort(f: () => void): void;
 }
 
@@ -165,10 +169,29 @@ const SSE_HEADERS = {
  * TransformStream, a writer and a TextEncoder per write on top (issue 49: the server's own cost).
  * A write waits while the socket is not draining (backpressure); `body`'s end ends the response,
  * and an error in it is logged, as streamSSE did.
+ *
+ * @hono/node-server sends a streamed response's headers on their own (flushHeaders), one more
+ * write to the socket per stream; on Node's own response they are held instead until the stream
+ * has something to send, and go with it (one write), or until it has nothing to send for now
+ * (`idle`), when they go alone, as before.
  */
 function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Response {
   let ctl!: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
+  /** A chunk was given to the response: its headers went, or go, with it. */
+  let wrote = false;
+  let idle = false;
+  let held: (() => void) | undefined;
+  const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  if (res instanceof ServerResponse) {
+    const flush = res.flushHeaders.bind(res);
+    // After the chunks already given are written (they go within the tick): then, only if there were none.
+    const later = () => setImmediate(() => wrote || flush());
+    res.flushHeaders = () => {
+      if (idle) later();
+      else held = later;
+    };
+  }
   let ready: (() => void) | undefined;
   const aborts: (() => void)[] = [];
   const release = () => {
@@ -189,8 +212,15 @@ function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Respon
   const out: EventOut = {
     async write(text) {
       if (closed) return;
+      wrote = true;
       ctl.enqueue(Buffer.from(text));
       if ((ctl.desiredSize ?? 1) <= 0) await new Promise<void>((res) => (ready = res));
+    },
+    idle() {
+      if (idle) return;
+      idle = true;
+      held?.();
+      held = undefined;
     },
     onAbort: (f) => {
       aborts.push(f);
