@@ -4,7 +4,7 @@
  * driven in-process through the library (no HTTP), measured in the same bench run.
  *
  *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 3] [--delay 50] [--warmup 50]
- *     [--no-preconnect] [--profile] [--no-write] [--max-runs N]
+ *     [--no-preconnect] [--profile] [--no-write] [--max-runs N] [--sides http,library,library-nostore]
  *
  * Workload: every run is 5 model calls on the scripted model (`script:FILE`), each after `--delay` ms
  * (50): 4 replies that call the fixture calendar plugin's read tool `calendar_lookup` with a different
@@ -14,8 +14,11 @@
  *
  * Per concurrency level C (fresh KEEL_HOME each, KEEL_MAX_CONCURRENT_RUNS=C, KEEL_COUNT_TOKENS=0):
  *
- * - http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --allow-model script:`
- *   as its own process (dist/, as a user runs it; `npm run build` first). The client (this process,
+ * - http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --model script:FILE`
+ *   as its own process (dist/, as a user runs it; `npm run build` first); a run is started without a
+ *   model of its own, so it runs on the server's, as an app that uses the server's model does (a
+ *   request that chooses a script: model has its file checked, realpath and read, on each POST: a
+ *   cost of scripted models only, which a provider's prefix does not pay). The client (this process,
  *   node:http with a keep-alive agent and no socket limit) warms the server up with --warmup runs,
  *   opens C keep-alive connections (unless --no-preconnect), then starts C runs at once and follows
  *   each run's SSE stream to `run_finished`. Time to first event = POST sent → first SSE event
@@ -70,6 +73,8 @@ const STEPS = 5;
 const TOOL_STEPS = STEPS - 1;
 const IDEAL_MS = STEPS * DELAY_MS;
 const PRECONNECT = !process.argv.includes('--no-preconnect');
+/** --sides http: only the sides named (to compare two builds of the server with less time per round). */
+const SIDES = (['library-nostore', 'library', 'http'] as const).filter((s) => arg('sides', 'library-nostore,library,http').split(',').includes(s));
 const PROFILE = process.argv.includes('--profile');
 const WRITE = !process.argv.includes('--no-write');
 /** The issue's target: at least 90% of the limit at 300 concurrent runs. */
@@ -292,11 +297,11 @@ interface HttpRun {
  * One run through the API: POST /v1/runs, then its SSE stream until `run_finished`. Checks it
  * finished done with STEPS model calls and TOOL_STEPS tool results that were not errors.
  */
-async function httpRun(base: string, token: string, model: string, text: string): Promise<HttpRun> {
+async function httpRun(base: string, token: string, text: string): Promise<HttpRun> {
   const t0 = now();
   let started: { status: number; body: string };
   try {
-    started = await call(base, 'POST', '/v1/runs', token, { request: text, model });
+    started = await call(base, 'POST', '/v1/runs', token, { request: text });
   } catch (err) {
     return { error: `POST /v1/runs: ${(err as Error).message}` };
   }
@@ -374,7 +379,7 @@ interface Server {
 }
 
 /** `keel serve` as a user starts it, on a free port; its admin token and URL read from its stdout. */
-async function startServerProcess(home: string, limit: number, profileDir?: string): Promise<Server> {
+async function startServerProcess(home: string, model: string, limit: number, profileDir?: string): Promise<Server> {
   const args = [
     ...(profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []),
     KEEL_BIN,
@@ -383,8 +388,8 @@ async function startServerProcess(home: string, limit: number, profileDir?: stri
     '0',
     '--plugins',
     PLUGIN,
-    '--allow-model',
-    'script:',
+    '--model',
+    model,
   ];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
@@ -439,7 +444,7 @@ async function startServerProcess(home: string, limit: number, profileDir?: stri
 }
 
 /** C runs at once through the API; the server's CPU and RSS measured over the burst. */
-async function httpBurst(srv: Server, model: string, c: number, tag: string): Promise<Burst> {
+async function httpBurst(srv: Server, c: number, tag: string): Promise<Burst> {
   if (PRECONNECT) {
     // Opens C keep-alive connections first, so the burst measures the server, not C TCP handshakes
     // racing for the listen backlog (511).
@@ -452,7 +457,7 @@ async function httpBurst(srv: Server, model: string, c: number, tag: string): Pr
   const cpu0 = procCpuMs(srv.pid);
   const client0 = selfCpuMs();
   const t0 = now();
-  const runs = await Promise.all(Array.from({ length: c }, (_, i) => httpRun(srv.url, srv.token, model, requestText(tag, i))));
+  const runs = await Promise.all(Array.from({ length: c }, (_, i) => httpRun(srv.url, srv.token, requestText(tag, i))));
   const wall = now() - t0;
   const client = selfCpuMs() - client0;
   const cpu1 = procCpuMs(srv.pid);
@@ -484,15 +489,15 @@ async function httpBurst(srv: Server, model: string, c: number, tag: string): Pr
 async function httpLevel(c: number, profileDir?: string): Promise<Row> {
   const home = tempDir(`keel-bench-serve-${c}-`);
   const model = writeScript(home);
-  const srv = await startServerProcess(home, slotsAt(c), profileDir);
+  const srv = await startServerProcess(home, model, slotsAt(c), profileDir);
   try {
     // Warm-up: the JIT, the registry, the store's statements; not measured.
-    const warm = await Promise.all(Array.from({ length: WARMUP }, (_, i) => httpRun(srv.url, srv.token, model, requestText('warm-up', i))));
+    const warm = await Promise.all(Array.from({ length: WARMUP }, (_, i) => httpRun(srv.url, srv.token, requestText('warm-up', i))));
     const warmErrors = warm.filter((r) => r.error);
     if (warmErrors.length) throw new Error(`warm-up runs failed: ${warmErrors[0].error}`);
     const idle = procMemMb(srv.pid, 'VmRSS');
     const bursts: Burst[] = [];
-    for (let rep = 0; rep < REPS; rep++) bursts.push(await httpBurst(srv, model, c, `burst ${rep}`));
+    for (let rep = 0; rep < REPS; rep++) bursts.push(await httpBurst(srv, c, `burst ${rep}`));
     const hwm = procMemMb(srv.pid, 'VmHWM');
     return rowOf('http', c, bursts, idle, Math.max(hwm, ...bursts.map((b) => b.rss_sampled_mb ?? 0)), slotsAt(c));
   } finally {
@@ -753,7 +758,7 @@ async function main(): Promise<void> {
   );
   try {
     for (const c of SIZES) {
-      for (const side of ['library-nostore', 'library', 'http'] as const) {
+      for (const side of SIDES) {
         const row =
           side === 'http' ? await httpLevel(c, profileDir) : await libraryLevel(driver, c, side === 'library' ? 'sqlite' : 'none');
         rows.push(row);
@@ -809,7 +814,7 @@ process's CPU (http only).`);
         ideal_run_ms: IDEAL_MS,
         limit: 'C / ideal run latency (runs/s); fraction_of_limit = runs/s / limit = ideal / wall for one burst',
         burst: `C runs started at once; ${REPS} burst(s) per level after ${WARMUP} warm-up runs; percentiles over every run of every burst, wall and runs/s the median burst`,
-        http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --allow-model script: (dist/), fresh KEEL_HOME per level, KEEL_MAX_CONCURRENT_RUNS=C, KEEL_COUNT_TOKENS=0; client node:http keep-alive agent, no socket limit${PRECONNECT ? ', C connections opened before each burst' : ''}; approver token; TTFE = POST sent → first SSE event; finish = POST sent → run_finished`,
+        http: `node bin/keel.js serve --port 0 --plugins test/fixtures/plugins/calendar --model script:FILE (dist/; runs started without a model of their own), fresh KEEL_HOME per level, KEEL_MAX_CONCURRENT_RUNS=C, KEEL_COUNT_TOKENS=0; client node:http keep-alive agent, no socket limit${PRECONNECT ? ', C connections opened before each burst' : ''}; approver token; TTFE = POST sent → first SSE event; finish = POST sent → run_finished`,
         library:
           'new Keel({ home, env }) from dist/ in a fresh plain-node process, C concurrent keel.run(request, { model, pluginDirs }) promises; TTFE = call → first onEvent',
         library_nostore: 'the same with store: null (the engine alone, nothing persisted)',

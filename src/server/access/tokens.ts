@@ -3,7 +3,7 @@
  * under KEEL_HOME readable by its owner only; the token itself is shown once, when it is made.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Principal } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
@@ -50,8 +50,10 @@ export class Tokens {
   }
 
   private read(): Stored[] {
-    if (!existsSync(this.file)) return [];
-    const mtimeMs = statSync(this.file).mtimeMs;
+    // One stat per verify (a token's every request): no file is no token.
+    const stat = statSync(this.file, { throwIfNoEntry: false });
+    if (!stat) return [];
+    const mtimeMs = stat.mtimeMs;
     if (this.cache?.mtimeMs === mtimeMs) return this.cache.rows;
     let rows: Stored[];
     try {

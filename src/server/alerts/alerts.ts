@@ -43,6 +43,8 @@ export class Alerts {
 
 /** Webhooks: a card to answer, a run that waits, a run that failed. */
 function notify(notifier: Notifier, runId: string, e: LoopEvent): void {
+  // Most events make no webhook: the clock is read only for those that do.
+  if (e.type !== 'paused' && e.type !== 'run_finished') return;
   const at = new Date().toISOString();
   if (e.type === 'paused') {
     const p = e.pause;

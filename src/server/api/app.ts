@@ -10,7 +10,7 @@
  * runs, events, approvals, sessions, plugins, tokens and push, the chat UI — the OpenAPI document,
  * the A2A agent's card and JSON-RPC binding, and the console. It never imports from src/server/serve.ts or src/server/index.ts (above it).
  */
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import type { z } from 'zod';
@@ -55,23 +55,30 @@ export function createApp(d: ServerDeps): Hono {
   // first, before any other check — is refused with 413 past KEEL_MAX_BODY_BYTES before the body is
   // buffered: a declared length is refused unread, a chunked body as soon as it passes the limit.
   // Registered before every route, so it runs first; GET and HEAD pay only the method check.
-  const limitBody = bodyLimit({
-    maxSize: d.maxBodyBytes,
-    onError: (c) =>
-      c.req.path.startsWith('/v1/')
-        ? problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)`)
-        : c.req.path === A2A_PATH
-          ? c.json(
-              {
-                jsonrpc: '2.0',
-                id: null,
-                error: { code: -32600, message: `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)` },
-              },
-              413,
-            )
-          : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413),
+  const tooLarge = (c: Context) =>
+    c.req.path.startsWith('/v1/')
+      ? problem(c, 413, `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)`)
+      : c.req.path === A2A_PATH
+        ? c.json(
+            {
+              jsonrpc: '2.0',
+              id: null,
+              error: { code: -32600, message: `the request body is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES)` },
+            },
+            413,
+          )
+        : c.html(`<p>Refused: the form is larger than ${d.maxBodyBytes} bytes (KEEL_MAX_BODY_BYTES).</p>`, 413);
+  const limitBody = bodyLimit({ maxSize: d.maxBodyBytes, onError: tooLarge });
+  app.use('*', (c, next) => {
+    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    // A declared length (not chunked) is judged as bodyLimit judges it, from the header alone:
+    // bodyLimit first asks for the request's body stream, which costs @hono/node-server a whole
+    // web Request per call (issue 49), and the route reads the body without it.
+    const length = c.req.header('content-length');
+    if (length !== undefined && c.req.header('transfer-encoding') === undefined)
+      return Number.parseInt(length || '0', 10) > d.maxBodyBytes ? Promise.resolve(tooLarge(c)) : next();
+    return limitBody(c, next);
   });
-  app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.onError((err, c) => {
     if (err instanceof HttpProblem) return problem(c, err.status, err.message, err.errors);
     if (err instanceof KeelError) {

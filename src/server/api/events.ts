@@ -3,8 +3,8 @@
  * resumable with Last-Event-ID. Never sends an event twice nor out of order, and never loses one
  * across a reconnect: what goes out is what the store holds, after the id the client last saw.
  */
+import { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
-import { type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import type { RunEvent, StoredEvent } from '../../types/index.js';
 import type { Api } from './context.js';
 import { HttpProblem } from './route.js';
@@ -24,7 +24,7 @@ function isFinal(e: RunEvent): boolean {
 /** Declares the two live streams: a run's events, then the inbox's. */
 export function eventRoutes(api: Api): void {
   const { d, route } = api;
-  const { keel, store, hub } = d;
+  const { keel, store, hub, runner } = d;
 
   route(
     {
@@ -38,14 +38,18 @@ export function eventRoutes(api: Api): void {
     },
     async (c) => {
       const runId = c.req.param('id') as string;
-      const run = await keel.getRun(runId);
       const after = lastEventId(c) ?? 0;
-      if (run.status === 'done' || run.status === 'failed') {
-        const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
-        // Nothing more will come: 204 tells an EventSource not to reconnect.
-        if (!rest.length) return c.body(null, 204);
+      // A run this server is driving exists, and a stream from its start ends with its last event:
+      // only another run is read first (a whole run state), to say 404, or 204 for one that ended.
+      if (after > 0 || !runner.isActive(runId)) {
+        const run = await keel.getRun(runId);
+        if (run.status === 'done' || run.status === 'failed') {
+          const rest = await store.listEvents({ run_id: runId, after, limit: 1 });
+          // Nothing more will come: 204 tells an EventSource not to reconnect.
+          if (!rest.length) return c.body(null, 204);
+        }
       }
-      return streamSSE(c, (stream) => follow(stream, runId, after));
+      return eventStream(c, (out) => follow(out, runId, after));
     },
   );
 
@@ -61,7 +65,7 @@ export function eventRoutes(api: Api): void {
     async (c) => {
       // Without Last-Event-ID the inbox starts now (the lists say what is pending already).
       const after = lastEventId(c) ?? (await store.latestEventId());
-      return streamSSE(c, (stream) => follow(stream, '*', after));
+      return eventStream(c, (out) => follow(out, '*', after));
     },
   );
 
@@ -70,7 +74,7 @@ export function eventRoutes(api: Api): void {
    * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
    * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
    */
-  async function follow(stream: SSEStreamingApi, runId: string, after: number): Promise<void> {
+  async function follow(stream: EventOut, runId: string, after: number): Promise<void> {
     let last = after;
     let closed = false;
     let wake: (() => void) | undefined;
@@ -124,6 +128,7 @@ export function eventRoutes(api: Api): void {
           idleSince = Date.now();
         }
         if (!dirty) {
+          stream.idle();
           await new Promise<void>((res) => {
             const timer = setTimeout(poke, d.pollMs);
             wake = () => {
@@ -140,6 +145,95 @@ export function eventRoutes(api: Api): void {
       unsubscribe();
     }
   }
+}
+
+/** Where a live stream's text goes: written as it is given, in order; `onAbort` when the client goes away. */
+interface EventOut {
+  write(text: string): Promise<void>;
+  /** Nothing to send for now: the response's headers go out alone, so the client knows the stream is open. */
+  idle(): void;
+  onAbort(f: () => void): void;
+}
+
+/** The headers of a live stream (what Hono's streamSSE sends). */
+const SSE_HEADERS = {
+  'transfer-encoding': 'chunked',
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+};
+
+/**
+ * A live stream's response: its body a ReadableStream of the text `body` writes, each write one
+ * chunk that @hono/node-server hands to the socket as it comes. Hono's streamSSE costs a
+ * TransformStream, a writer and a TextEncoder per write on top (issue 49: the server's own cost).
+ * A write waits while the socket is not draining (backpressure); `body`'s end ends the response,
+ * and an error in it is logged, as streamSSE did.
+ *
+ * @hono/node-server sends a streamed response's headers on their own (flushHeaders), one more
+ * write to the socket per stream; on Node's own response they are held instead until the stream
+ * has something to send, and go with it (one write), or until it has nothing to send for now
+ * (`idle`), when they go alone, as before.
+ */
+function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Response {
+  let ctl!: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  /** A chunk was given to the response: its headers went, or go, with it. */
+  let wrote = false;
+  let idle = false;
+  let held: (() => void) | undefined;
+  const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  if (res instanceof ServerResponse) {
+    const flush = res.flushHeaders.bind(res);
+    // After the chunks already given are written (they go within the tick): then, only if there were none.
+    const later = () => setImmediate(() => wrote || flush());
+    res.flushHeaders = () => {
+      if (idle) later();
+      else held = later;
+    };
+  }
+  let ready: (() => void) | undefined;
+  const aborts: (() => void)[] = [];
+  const release = () => {
+    ready?.();
+    ready = undefined;
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      ctl = controller;
+    },
+    pull: release,
+    cancel() {
+      closed = true;
+      release();
+      for (const f of aborts.splice(0)) f();
+    },
+  });
+  const out: EventOut = {
+    async write(text) {
+      if (closed) return;
+      wrote = true;
+      ctl.enqueue(Buffer.from(text));
+      if ((ctl.desiredSize ?? 1) <= 0) await new Promise<void>((res) => (ready = res));
+    },
+    idle() {
+      if (idle) return;
+      idle = true;
+      held?.();
+      held = undefined;
+    },
+    onAbort: (f) => {
+      aborts.push(f);
+    },
+  };
+  body(out)
+    .catch((err: unknown) => console.error(err))
+    .finally(() => {
+      if (closed) return;
+      closed = true;
+      ctl.close();
+    });
+  return c.body(stream, 200, SSE_HEADERS);
 }
 
 /** Last-Event-ID (or ?after=, for clients that cannot set headers): the id of the last event seen. */
