@@ -74,7 +74,9 @@ const TOOL_STEPS = STEPS - 1;
 const IDEAL_MS = STEPS * DELAY_MS;
 const PRECONNECT = !process.argv.includes('--no-preconnect');
 /** --sides http: only the sides named (to compare two builds of the server with less time per round). */
-const SIDES = (['library-nostore', 'library', 'http'] as const).filter((s) => arg('sides', 'library-nostore,library,http').split(',').includes(s));
+const SIDES = (['library-nostore', 'library', 'http'] as const).filter((s) =>
+  arg('sides', 'library-nostore,library,http').split(',').includes(s),
+);
 const PROFILE = process.argv.includes('--profile');
 const WRITE = !process.argv.includes('--no-write');
 /** The target: at least 90% of the limit at 300 concurrent runs. */
