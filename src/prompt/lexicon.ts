@@ -3,7 +3,7 @@
  * parser only.
  */
 import { stemmer } from 'stemmer';
-import { LEXICON_JSON } from './lexicon-data.js';
+import { LEXICON } from './lexicon-data.js';
 
 /*
  * R23's query expansion: a request word the pool's tools never use can still name what they do.
@@ -131,20 +131,28 @@ code repository pull request = pr, merge, branch, commit, diff, github, 코드, 
 file = document, documents, archivo, berkas, 파일, 文件, ファイル
 `;
 
+/** A table of the lexicon: a Map (parseLexicon) or its packed form (the one a process reads). */
+export interface Lookup {
+  get(key: string): readonly string[] | undefined;
+  has(key: string): boolean;
+  keys(): IterableIterator<string>;
+  readonly size: number;
+}
+
 export interface Lexicon {
   /** Latin single words → the concepts' English words. */
-  words: Map<string, string[]>;
+  words: Lookup;
   /** The same by their stem ("pinging" meets ping, "leaking" leak). */
-  stemmed: Map<string, string[]>;
+  stemmed: Lookup;
   /** Latin phrases (several words) → English words. */
-  phrases: Map<string, string[]>;
+  phrases: Lookup;
   /** Each phrase's first word, and the most words a phrase has. */
-  phraseStarts: Set<string>;
+  phraseStarts: Pick<Lookup, 'has' | 'keys' | 'size'>;
   phraseWords: number;
   /** Forms in other scripts, matched anywhere. */
-  scripts: Map<string, string[]>;
+  scripts: Lookup;
   /** The non-Latin forms by their first character, longest first. */
-  scriptStarts: Map<string, string[]>;
+  scriptStarts: Lookup;
 }
 
 const LATIN = /^[a-z0-9 '\-áéíóúñü]+$/;
@@ -157,8 +165,18 @@ function push(map: Map<string, string[]>, key: string, values: readonly string[]
   map.set(key, had ? [...new Set([...had, ...values])] : [...values]);
 }
 
-export function parseLexicon(table: string): Lexicon {
-  const lex: Lexicon = {
+/** The lexicon parsed into Maps and a Set (what lexicon-data.ts packs). */
+interface ParsedLexicon extends Lexicon {
+  words: Map<string, string[]>;
+  stemmed: Map<string, string[]>;
+  phrases: Map<string, string[]>;
+  phraseStarts: Set<string>;
+  scripts: Map<string, string[]>;
+  scriptStarts: Map<string, string[]>;
+}
+
+export function parseLexicon(table: string): ParsedLexicon {
+  const lex: ParsedLexicon = {
     words: new Map(),
     stemmed: new Map(),
     phrases: new Map(),
@@ -195,40 +213,85 @@ export function parseLexicon(table: string): Lexicon {
   return lex;
 }
 
-/** The parsed lexicon as plain JSON (what lexicon-data.ts holds, `npm run lexicon` writes). */
-export function lexiconJson(lex: Lexicon): string {
-  return JSON.stringify({
-    words: [...lex.words],
-    stemmed: [...lex.stemmed],
-    phrases: [...lex.phrases],
-    phraseStarts: [...lex.phraseStarts],
+/*
+ * Issue 49: a process reads the lexicon packed, not parsed. Each table is one string of entries,
+ * `\u0001key\u0002value\u0003value…`, and a look-up is a search of that string, remembered per key:
+ * turning the whole table into Maps on a cold process's first shortlisted request (a JSON parse of
+ * ~2,000 small arrays, then the Maps) was ~4 ms of it, and most requests look up a dozen words.
+ */
+const ENTRY = '\u0001';
+const VALUE = '\u0002';
+const NEXT = '\u0003';
+export type PackedLexicon = Record<'words' | 'stemmed' | 'phrases' | 'phraseStarts' | 'scripts' | 'scriptStarts', string> & {
+  phraseWords: number;
+};
+
+/** The parsed lexicon as lexicon-data.ts holds it (`npm run lexicon` writes it; a test compares). */
+export function packLexicon(lex: ParsedLexicon): PackedLexicon {
+  const pack = (m: Map<string, string[]> | Set<string>) =>
+    [...m.entries()].map(([k, v]) => (Array.isArray(v) ? `${ENTRY}${k}${VALUE}${v.join(NEXT)}` : `${ENTRY}${k}${VALUE}`)).join('') + ENTRY;
+  return {
+    words: pack(lex.words),
+    stemmed: pack(lex.stemmed),
+    phrases: pack(lex.phrases),
+    phraseStarts: pack(lex.phraseStarts),
     phraseWords: lex.phraseWords,
-    scripts: [...lex.scripts],
-    scriptStarts: [...lex.scriptStarts],
-  });
+    scripts: pack(lex.scripts),
+    scriptStarts: pack(lex.scriptStarts),
+  };
 }
 
-function fromJson(text: string): Lexicon {
-  const d = JSON.parse(text);
+/** A packed table as a Lookup: keys never hold the three separators (a table line's words and forms). */
+function packed(text: string): Lookup {
+  const memo = new Map<string, readonly string[] | null>();
+  const get = (key: string): readonly string[] | undefined => {
+    let hit = memo.get(key);
+    if (hit === undefined) {
+      const at = key.includes(ENTRY) || key.includes(VALUE) ? -1 : text.indexOf(`${ENTRY}${key}${VALUE}`);
+      if (at < 0) hit = null;
+      else {
+        const from = at + key.length + 2;
+        const value = text.slice(from, text.indexOf(ENTRY, from));
+        hit = value === '' ? [] : value.split(NEXT);
+      }
+      if (memo.size > 20_000) memo.clear(); // requests bring new words forever
+      memo.set(key, hit);
+    }
+    return hit ?? undefined;
+  };
+  let keys: string[] | undefined;
+  const all = () =>
+    (keys ??= text
+      .split(ENTRY)
+      .slice(1, -1)
+      .map((e) => e.slice(0, e.indexOf(VALUE))));
   return {
-    words: new Map(d.words),
-    stemmed: new Map(d.stemmed),
-    phrases: new Map(d.phrases),
-    phraseStarts: new Set(d.phraseStarts),
-    phraseWords: d.phraseWords,
-    scripts: new Map(d.scripts),
-    scriptStarts: new Map(d.scriptStarts),
+    get,
+    has: (key) => get(key) !== undefined,
+    keys: () => all()[Symbol.iterator](),
+    get size() {
+      return all().length;
+    },
   };
 }
 
 /**
- * The table, on first use (a process whose pool never outgrows the cap never needs it): read from
- * its parse kept in lexicon-data.ts — parsing it (folding and stemming ~1,100 forms) was ~10-20 ms
- * of a cold process's first shortlisted request (issue 49). test/prompt/lexicon.test.ts fails when
- * the kept parse is not the table's.
+ * The table, on first use: its parse kept packed in lexicon-data.ts — parsing the table (folding
+ * and stemming ~1,100 forms) was ~10-20 ms of a cold process's first shortlisted request, and
+ * reading it back as Maps ~4 ms (issue 49). test/prompt/lexicon.test.ts fails when the kept parse
+ * is not the table's.
  */
-let parsed: Lexicon | undefined;
-export const lexicon = (): Lexicon => (parsed ??= fromJson(LEXICON_JSON));
+let kept: Lexicon | undefined;
+export const lexicon = (): Lexicon =>
+  (kept ??= {
+    words: packed(LEXICON.words),
+    stemmed: packed(LEXICON.stemmed),
+    phrases: packed(LEXICON.phrases),
+    phraseStarts: packed(LEXICON.phraseStarts),
+    phraseWords: LEXICON.phraseWords,
+    scripts: packed(LEXICON.scripts),
+    scriptStarts: packed(LEXICON.scriptStarts),
+  });
 
 /** Request words' stems, remembered (bounded: requests bring new words forever). */
 const stemMemo = new Map<string, string>();
@@ -280,7 +343,7 @@ export function expansions(text: string, lex: Lexicon = lexicon(), limit = 48): 
   // A story problem: two numbers or more and a question about them ("… $18 and … $12. Which gets me more?").
   if (NUMBERS_ASKED.test(folded) && (folded.match(NUMBER) ?? []).length >= 2) add(['calculate', 'arithmetic', 'evaluate']);
   // Other scripts: at each character the longest form that starts there, then past it (예약 is a booking, not 약 medicine).
-  if (lex.scripts.size && /[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
+  if (/[^\p{Script=Latin}\p{P}\p{N}\s]/u.test(text)) {
     for (let i = 0; i < text.length && out.size < limit; i++) {
       const forms = lex.scriptStarts.get(text[i]);
       const form = forms?.find((f) => text.startsWith(f, i));

@@ -172,6 +172,9 @@ const codeOfTerms = () =>
   (termsCode ??= sha1([terms, pieces, charClass, addTerm, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
 const sha1 = (text: string) => crypto.createHash('sha1').update(text).digest('hex');
 
+/** The pool size from which poolTerms keeps terms between processes. */
+const CACHE_FROM = 100;
+
 /**
  * The pool's tools as terms, field by field: the index's costly part (a cold process stems every
  * word of every tool, ~25 ms for the bundled pool). With a cache they are read back by a key over
@@ -184,7 +187,9 @@ function poolTerms<F extends string>(
   make: (t: ToolSpec) => Record<F, string[]>,
   cache: FileCache | undefined,
 ): Record<F, string[]>[] {
-  if (!cache) return pool.map(make);
+  // A small pool's terms cost less to make than the hash of its text and a file (issue 49: ~1 ms of a
+  // cold first run at 20 tools); the cache is for pools that take real time (a plugin set, thousands).
+  if (!cache || pool.length < CACHE_FROM) return pool.map(make);
   const key = sha1(
     codeOfTerms() +
       JSON.stringify(pool.map((t) => [t.name, t.description, t.declaration.guidance ?? '', paramTexts(t.parameters), t.plugin])),

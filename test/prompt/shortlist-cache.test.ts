@@ -23,9 +23,12 @@ const TOPICS = [
   'flight bookings',
 ];
 
-/** A fresh pool array each call (the index is kept per array within a process). */
-function pool(change = ''): ToolSpec[] {
-  return Array.from({ length: 40 }, (_, i) =>
+/**
+ * A fresh pool array each call (the index is kept per array within a process). 120 tools: a pool
+ * under 100 makes its terms afresh (cheaper than the cache's hash and file; issue 49).
+ */
+function pool(change = '', size = 120): ToolSpec[] {
+  return Array.from({ length: size }, (_, i) =>
     makeToolSpec(
       {
         name: `tool_${i}`,
@@ -57,12 +60,19 @@ test('R23: index terms read back from the cache rank exactly as terms made afres
   assert.deepEqual(rank(pool(), dir), fresh, 'read back');
 });
 
+test('R23 (issue 49): a pool of fewer than 100 tools makes its terms afresh and keeps no file', () => {
+  const dir = tempHome('keel-index-cache-');
+  const small = () => pool('', 99);
+  assert.deepEqual(rank(small(), dir), rank(small()));
+  assert.deepEqual(readdirSync(dir), []);
+});
+
 test('R23: what the cache holds is what the index uses; a malformed entry is made again; a changed tool is a new entry', () => {
   const dir = tempHome('keel-index-cache-');
   rank(pool(), dir);
   const [file] = readdirSync(dir);
   const kept = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[][][];
-  assert.equal(kept.length, 40);
+  assert.equal(kept.length, 120);
   // Read back, not remade: a term only the cache holds finds its tool.
   kept[3][0] = ['zzzunique'];
   writeFileSync(join(dir, file), JSON.stringify(kept));
@@ -71,7 +81,7 @@ test('R23: what the cache holds is what the index uses; a malformed entry is mad
   // A malformed entry (wrong shape) is ignored and written again whole.
   writeFileSync(join(dir, file), JSON.stringify([['not', 'terms']]));
   assert.deepEqual(rank(pool(), dir), rank(pool()));
-  assert.equal((JSON.parse(readFileSync(join(dir, file), 'utf8')) as unknown[]).length, 40);
+  assert.equal((JSON.parse(readFileSync(join(dir, file), 'utf8')) as unknown[]).length, 120);
   // Another description: another key, the first entry untouched.
   rank(pool(' with a new sentence'), dir);
   assert.equal(readdirSync(dir).length, 2);
