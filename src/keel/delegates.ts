@@ -5,7 +5,6 @@
  * own tools and budget. Never takes over a run this process is driving (R18), and never starts a
  * second run for a task call met again.
  */
-import { createHash } from 'node:crypto';
 import type { EngineDeps } from '../loop/engine.js';
 import { collect, type Leg, startLeg } from '../loop/legs.js';
 import { toResult } from '../loop/result.js';
@@ -15,6 +14,7 @@ import type { Registry } from '../plugin-host/host.js';
 import { type ChildStart, missingNote, Subagents, TASK_TOOLS } from '../subagents/delegates.js';
 import type { PausedResult, RunResult, RunState } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { hashHex } from '../util/hash.js';
 import { type KeelCore, requireStore } from './core.js';
 import { appNeeds, appToolNames, kept, legDeps, passOn, tracked } from './legs.js';
 import type { Kept } from './options.js';
@@ -275,5 +275,5 @@ export async function children(
 
 /** A delegate's run id, made from its parent's and the task call's: the same task call never starts two runs. */
 function childRunId(parentRun: string, callId: string): string {
-  return `run_${createHash('sha256').update(`${parentRun}\u0000${callId}`).digest('hex').slice(0, 12)}`;
+  return `run_${hashHex('sha256', `${parentRun}\u0000${callId}`).slice(0, 12)}`;
 }

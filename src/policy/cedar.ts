@@ -9,12 +9,12 @@
  * tool with the same set), and the context, arguments and entities a call sends across the WASM
  * boundary are only those these policies read. See docs/decisions/0011-cedar-operator-policy.md.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import type { ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { sha1Hex } from '../util/hash.js';
 import { optionalImport } from '../util/optional.js';
 import { type Entry, entriesOf, type Needs, type PolicyDiagnostic, type PolicyEntry, reaches, toolEntity, union } from './cedar-check.js';
 import { argsTypeOf, type CedarType, NotWhole, schemaText, toCedar } from './cedar-schema.js';
@@ -78,7 +78,7 @@ export class CedarPolicy {
     private readonly entries: readonly Entry[],
     private readonly diagnostics: readonly PolicyDiagnostic[],
   ) {
-    this.hash = createHash('sha1').update(text).digest('hex').slice(0, 12);
+    this.hash = sha1Hex(text).slice(0, 12);
     this.policies = entries.map(({ id, effect, at, ask, approvers, after_untrusted, scope }) => ({
       id,
       effect,
@@ -230,7 +230,7 @@ export class CedarPolicy {
     let setId: string | null = null;
     if (mine.length) {
       const staticPolicies = Object.fromEntries(mine.map((e) => [e.id, e.text]));
-      setId = `keel:${createHash('sha1').update(JSON.stringify(staticPolicies)).digest('hex')}`;
+      setId = `keel:${sha1Hex(JSON.stringify(staticPolicies))}`;
       if (!preparsed.has(setId)) {
         const r = this.cedar.preparsePolicySet(setId, { staticPolicies });
         if (r.type === 'failure') throw new KeelError('config', `${this.file}: ${r.errors.map((e) => e.message).join('; ')}`);

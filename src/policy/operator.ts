@@ -12,13 +12,13 @@
  *   `after_untrusted: allow` (U4) lets a write run as before once the run has read untrusted
  *   content (a reminder only the user sees); the default, `ask`, narrows its consent to exact calls.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Node } from 'yaml';
 import type { Env } from '../types/env.js';
 import { type Gate, MODES, type Mode, type ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
+import { sha1Hex } from '../util/hash.js';
 
 const GATES: readonly Gate[] = ['none', 'confirm_once', 'approval'];
 const RANK: Record<Gate, number> = { none: 0, confirm_once: 1, approval: 2 };
@@ -58,17 +58,14 @@ export class OperatorPolicy {
     /** U1: the MCP-server plugins the operator trusts: their tools' results are not words from outside. */
     readonly trustedMcp: ReadonlySet<string> = new Set(),
   ) {
-    this.hash = createHash('sha1')
-      .update(
-        JSON.stringify({
-          rules,
-          add: [...confirmOnce.add].sort(),
-          clear: confirmOnce.clear,
-          ...(trustedMcp.size ? { trusted_mcp: [...trustedMcp].sort() } : {}),
-        }),
-      )
-      .digest('hex')
-      .slice(0, 12);
+    this.hash = sha1Hex(
+      JSON.stringify({
+        rules,
+        add: [...confirmOnce.add].sort(),
+        clear: confirmOnce.clear,
+        ...(trustedMcp.size ? { trusted_mcp: [...trustedMcp].sort() } : {}),
+      }),
+    ).slice(0, 12);
   }
 
   /** From the environment and Keel's config file (null: none). An invalid rule is refused with file:line:col. */

@@ -2,12 +2,12 @@
  * The per-turn shortlist: a BM25F ranking of tools against the request. Ranks only; never decides
  * what may run.
  */
-import * as crypto from 'node:crypto';
 import { stemmer } from 'stemmer';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { JsonSchema, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
 import type { FileCache } from '../util/file-cache.js';
+import { sha1Hex } from '../util/hash.js';
 import { expansions } from './lexicon.js';
 import type { Shortlist } from './menu.js';
 
@@ -169,8 +169,7 @@ const indexes = new WeakMap<readonly ToolSpec[], Index>();
 /** A hash of the code that turns a tool's text into terms: a change to it never reuses old terms. */
 let termsCode: string | undefined;
 const codeOfTerms = () =>
-  (termsCode ??= sha1([terms, pieces, charClass, addTerm, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
-const sha1 = (text: string) => crypto.createHash('sha1').update(text).digest('hex');
+  (termsCode ??= sha1Hex([terms, pieces, charClass, addTerm, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
 
 /** The pool size from which poolTerms keeps terms between processes. */
 const CACHE_FROM = 100;
@@ -190,7 +189,7 @@ function poolTerms<F extends string>(
   // A small pool's terms cost less to make than the hash of its text and a file (issue 49: ~1 ms of a
   // cold first run at 20 tools); the cache is for pools that take real time (a plugin set, thousands).
   if (!cache || pool.length < CACHE_FROM) return pool.map(make);
-  const key = sha1(
+  const key = sha1Hex(
     codeOfTerms() +
       JSON.stringify(pool.map((t) => [t.name, t.description, t.declaration.guidance ?? '', paramTexts(t.parameters), t.plugin])),
   );

@@ -2,8 +2,8 @@
  * How a run's trace is laid out in a store, shared by every implementation: a call's result kept
  * once (in its tool message), menus and system prompts content-addressed.
  */
-import { createHash } from 'node:crypto';
 import type { CallRecord, Message, RunEvent, RunState } from '../types/index.js';
+import { sha1Hex } from '../util/hash.js';
 
 /**
  * A call's result is stored once: when the tool message that answers the call (the k-th answering its
@@ -87,7 +87,7 @@ let lastHash = '';
  */
 export function contentHash(s: string): string {
   if (s !== lastText) {
-    lastHash = createHash('sha1').update(s).digest('hex');
+    lastHash = sha1Hex(s);
     lastText = s;
   }
   return lastHash;

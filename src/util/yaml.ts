@@ -1,9 +1,9 @@
 /**
  * YAML parsing, the parser loaded on first use. Never loaded by a run that reads no YAML.
  */
-import * as crypto from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { FileCache } from './file-cache.js';
+import { sha1Hex } from './hash.js';
 
 let parse: ((text: string) => unknown) | undefined;
 
@@ -31,7 +31,7 @@ function jsonExact(v: unknown): boolean {
  */
 export function yamlParseCached(text: string, cache: FileCache | undefined): unknown {
   if (!cache) return yamlParse(text);
-  const key = crypto.createHash('sha1').update(text).digest('hex');
+  const key = sha1Hex(text);
   const hit = cache.get(key);
   if (hit !== undefined) return hit;
   const value = yamlParse(text);

@@ -2,12 +2,13 @@
  * API tokens: who may call `keel serve`, and as what. Only a hash of each token is kept, in a file
  * under KEEL_HOME readable by its owner only; the token itself is shown once, when it is made.
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Principal } from '../../types/index.js';
 import { KeelError } from '../../util/errors.js';
 import { groupProblem } from '../../util/groups.js';
+import { hashHex } from '../../util/hash.js';
 
 export type Role = 'viewer' | 'approver' | 'admin';
 export const ROLES: readonly Role[] = ['viewer', 'approver', 'admin'];
@@ -37,7 +38,7 @@ export function tokenPrincipal(who: { name: string; role: Role; groups?: readonl
   return { kind: 'token', name: who.name, role: who.role, groups: [...(who.groups ?? [])] };
 }
 
-const hashOf = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+const hashOf = (token: string) => hashHex('sha256', token);
 const PREFIX = 'keel_';
 
 export class Tokens {
