@@ -145,14 +145,17 @@ export function paramTexts(schema: JsonSchema | undefined, out: string[] = []): 
   return out;
 }
 
-interface Postings {
-  docs: Int32Array;
-  weights: Float32Array;
-}
-
 interface Index {
   byName: Map<string, number>;
-  postings: Map<string, Postings>;
+  /**
+   * Per term, its id: its tools are docs[start[id]..start[id + 1]) (ascending) with their weights
+   * at the same places — one pair of typed arrays for every term, no object per term (issue 49:
+   * ~4,000 typed-array views at 2,000 tools, a cold first request's garbage).
+   */
+  postings: Map<string, number>;
+  start: Int32Array;
+  docs: Int32Array;
+  weights: Float32Array;
   /** The index's terms, sorted, for prefix lookups. */
   vocabulary: string[];
   prefixCache: Map<string, string[]>;
@@ -212,14 +215,15 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   // Another tool's name in this tool's text (guidance that says "for bills call upcoming_dues") is about that tool, not this one.
   const names = new Set(pool.map((t) => t.name));
   const ownWords = (t: ToolSpec, text: string) =>
-    text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && names.has(m) ? ' ' : m));
+    !text.includes('_') ? text : text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && names.has(m) ? ' ' : m));
   // A text many tools share (a parameter's description, a plugin's name, a generated pool's wording)
   // is made into terms once per index (issue 49); the lists are only read.
   const made = new Map<string, string[]>();
+  const madeUnique = new Map<string, string[]>();
   const once = (text: string, unique: boolean) => {
-    const key = unique ? `\u0000${text}` : text;
-    let t = made.get(key);
-    if (!t) made.set(key, (t = unique ? [...new Set(terms(text))] : terms(text)));
+    const memo = unique ? madeUnique : made;
+    let t = memo.get(text);
+    if (!t) memo.set(text, (t = unique ? [...new Set(terms(text))] : terms(text)));
     return t;
   };
   const fieldTerms = (t: ToolSpec): Record<Field, string[]> => ({
@@ -292,20 +296,21 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
     tf[fill[id] - 1] += occNorm[k];
   }
   const allWeights = new Float32Array(count[nTerms]);
-  const postings = new Map<string, Postings>();
   const { k1 } = TUNING;
-  for (const [term, id] of termIds) {
+  for (let id = 0; id < nTerms; id++) {
     const from = count[id];
     const to = count[id + 1];
     const df = to - from;
     const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
     for (let k = from; k < to; k++) allWeights[k] = (idf * tf[k] * (k1 + 1)) / (k1 + tf[k]);
-    postings.set(term, { docs: allDocs.subarray(from, to), weights: allWeights.subarray(from, to) });
   }
   return {
     byName: new Map(pool.map((t, i) => [t.name, i])),
-    postings,
-    vocabulary: [...postings.keys()].sort(),
+    postings: termIds,
+    start: count,
+    docs: allDocs,
+    weights: allWeights,
+    vocabulary: [...termIds.keys()].sort(),
     prefixCache: new Map(),
     scores: new Float64Array(n),
     touched: new Int32Array(n),
@@ -390,18 +395,19 @@ function rank(
   // Score: each distinct query term, and the longer index terms it begins, add their precomputed weights.
   const { scores, touched } = ix;
   let nTouched = 0;
-  const add = (p: Postings | undefined, scale: number) => {
-    if (!p) return;
-    for (let k = 0; k < p.docs.length; k++) {
-      const d = p.docs[k];
+  const { start, docs, weights } = ix;
+  const add = (id: number | undefined, scale: number) => {
+    if (id === undefined) return;
+    for (let k = start[id]; k < start[id + 1]; k++) {
+      const d = docs[k];
       if (scores[d] === 0) touched[nTouched++] = d;
-      scores[d] += p.weights[k] * scale;
+      scores[d] += weights[k] * scale;
     }
   };
   const own = new Set(terms(text));
   for (const term of own) {
     const exact = ix.postings.get(term);
-    if (exact) add(exact, 1);
+    if (exact !== undefined) add(exact, 1);
     else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
     // And the shorter index terms it begins with ("calculator" → a tool named "calc").
     for (let n = term.length - 1; n >= TUNING.prefixMin; n--) add(ix.postings.get(term.slice(0, n)), TUNING.prefixWeight);
