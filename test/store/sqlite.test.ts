@@ -1,8 +1,10 @@
 /** S4: the SQLite store passes the store conformance suite, on a file and in memory. */
 import assert from 'node:assert/strict';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { nativeBinding } from '../../src/store/sqlite/schema.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { contentHash, stepRow, toolsBlob } from '../../src/store/trace.js';
 import type { RunState } from '../../src/types/index.js';
@@ -265,4 +267,10 @@ test('sqlite file: issue 49 runs saved in one tick share a commit; each save res
   assert.match(String((outcomes[2] as PromiseRejectedResult).reason), /taken over/);
   assert.deepEqual((await b.loadRun('run-g2'))?.messages, runs[2].messages, 'the refused save left nothing');
   assert.equal((await b.loadRun('run-g2'))?.owner, 'host-b:2');
+});
+
+test("sqlite: issue 49 the store loads better-sqlite3's addon from where its build puts it, without the bindings search", () => {
+  const found = nativeBinding(createRequire(import.meta.url));
+  assert.ok(found.nativeBinding?.endsWith('better_sqlite3.node'), JSON.stringify(found));
+  assert.ok(existsSync(found.nativeBinding));
 });

@@ -4,9 +4,9 @@
  * Never drops or rewrites what a file holds: a migration only adds (a column with its default, an
  * index, the tool-use table counted once), so an older Keel's file is read as it is.
  */
-import { chmodSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type Database from 'better-sqlite3';
 
 const SCHEMA = `
@@ -71,13 +71,34 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
 );
 `;
 
+/**
+ * Where better-sqlite3's compiled addon is, when it is where its build and its prebuilt downloads put
+ * it: given to the constructor, the package loads it directly instead of asking the `bindings`
+ * package to search a dozen places for it (issue 49: ~5-8 ms of the first open in a process).
+ * Anywhere else, the package finds it itself.
+ */
+let addon: { nativeBinding?: string } | undefined;
+export function nativeBinding(require: NodeJS.Require): { nativeBinding?: string } {
+  if (!addon) {
+    addon = {};
+    try {
+      const file = join(dirname(require.resolve('better-sqlite3')), '..', 'build', 'Release', 'better_sqlite3.node');
+      if (existsSync(file)) addon = { nativeBinding: file };
+    } catch {
+      // not resolvable from here: the constructor says what is missing
+    }
+  }
+  return addon;
+}
+
 /** Opens (or creates) the store's file, readable by its owner only, with the schema up to date. */
 export function openDatabase(file: string): Database.Database {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   // Loaded when a store is opened (issue 49): an application with `store: null`, and the commands
   // that open none, never load the native module.
-  const Sqlite = createRequire(import.meta.url)('better-sqlite3') as typeof Database;
-  const db = new Sqlite(file, { timeout: 5000 });
+  const require = createRequire(import.meta.url);
+  const Sqlite = require('better-sqlite3') as typeof Database;
+  const db = new Sqlite(file, { timeout: 5000, ...nativeBinding(require) });
   // The store holds conversations and approvals: readable by its owner only (SQLite's WAL and
   // shared-memory files take the database file's permissions).
   if (file !== ':memory:') {
