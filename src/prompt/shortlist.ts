@@ -185,16 +185,16 @@ const CACHE_FROM = 100;
  */
 function poolTerms<F extends string>(
   pool: readonly ToolSpec[],
+  params: readonly string[][],
   fields: readonly F[],
-  make: (t: ToolSpec) => Record<F, string[]>,
+  make: (t: ToolSpec, i: number) => Record<F, string[]>,
   cache: FileCache | undefined,
 ): Record<F, string[]>[] {
   // A small pool's terms cost less to make than the hash of its text and a file (issue 49: ~1 ms of a
   // cold first run at 20 tools); the cache is for pools that take real time (a plugin set, thousands).
   if (!cache || pool.length < CACHE_FROM) return pool.map(make);
   const key = sha1Hex(
-    codeOfTerms() +
-      JSON.stringify(pool.map((t) => [t.name, t.description, t.declaration.guidance ?? '', paramTexts(t.parameters), t.plugin])),
+    codeOfTerms() + JSON.stringify(pool.map((t, i) => [t.name, t.description, t.declaration.guidance ?? '', params[i], t.plugin])),
   );
   const hit = cache.get(`terms-${key}`);
   const ok = (d: unknown) =>
@@ -203,9 +203,14 @@ function poolTerms<F extends string>(
     return (hit as string[][][]).map((d) => Object.fromEntries(fields.map((f, i) => [f, d[i]])) as Record<F, string[]>);
   }
   const docs = pool.map(make);
-  cache.set(
-    `terms-${key}`,
-    docs.map((d) => fields.map((f) => d[f])),
+  // Written after the request that made them (the next process is the one that reads them): the
+  // first request does not wait for a file of every term (issue 49: ~10 ms at 2,000 tools). The
+  // lists are only read, so what is written is what the index was built from.
+  setImmediate(() =>
+    cache.set(
+      `terms-${key}`,
+      docs.map((d) => fields.map((f) => d[f])),
+    ),
   );
   return docs;
 }
@@ -226,16 +231,18 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
     if (!t) memo.set(text, (t = unique ? [...new Set(terms(text))] : terms(text)));
     return t;
   };
-  const fieldTerms = (t: ToolSpec): Record<Field, string[]> => ({
+  // Each tool's parameter texts, made once for the cache's key and the terms.
+  const params = pool.map((t) => paramTexts(t.parameters));
+  const fieldTerms = (t: ToolSpec, i: number): Record<Field, string[]> => ({
     name: terms(t.name),
     description: once(ownWords(t, t.description), false),
     guidance: once(ownWords(t, t.declaration.guidance ?? ''), false),
     // Each parameter's words once: its name usually comes back in its description ("year: Year.").
-    params: paramTexts(t.parameters).flatMap((text) => once(ownWords(t, text), true)),
+    params: params[i].flatMap((text) => once(ownWords(t, text), true)),
     plugin: once(t.plugin, false),
   });
   const fields = Object.keys(TUNING.fields) as Field[];
-  const docs = poolTerms(pool, fields, fieldTerms, cache);
+  const docs = poolTerms(pool, params, fields, fieldTerms, cache);
   // Average length over the tools that have the field: most tools have no guidance, and averaging
   // over all of them would make every real guidance look long.
   const avg = {} as Record<Field, number>;

@@ -47,29 +47,36 @@ function pool(change = '', size = 120): ToolSpec[] {
 
 const REQUESTS = ['what bills are unpaid this week', 'show my calendar events today', 'hello', 'forecast for my flight', 'photos'];
 
+/** The terms a request made are written after it (setImmediate): what the next process finds. */
+const written = () => new Promise((resolve) => setImmediate(resolve));
+
 function rank(p: ToolSpec[], cacheDir?: string): string[][] {
   const s = bm25Shortlist(8, cacheDir ? fileCache(cacheDir) : undefined);
   return REQUESTS.map((r) => [...s(p, new Set(), r, p)]);
 }
 
-test('R23: index terms read back from the cache rank exactly as terms made afresh', () => {
+test('R23: index terms read back from the cache rank exactly as terms made afresh', async () => {
   const dir = tempHome('keel-index-cache-');
   const fresh = rank(pool());
   assert.deepEqual(rank(pool(), dir), fresh, 'made and kept');
+  assert.equal(readdirSync(dir).length, 0, 'written after the request, not during it');
+  await written();
   assert.equal(readdirSync(dir).filter((f) => f.startsWith('terms-')).length, 1);
   assert.deepEqual(rank(pool(), dir), fresh, 'read back');
 });
 
-test('R23 (issue 49): a pool of fewer than 100 tools makes its terms afresh and keeps no file', () => {
+test('R23 (issue 49): a pool of fewer than 100 tools makes its terms afresh and keeps no file', async () => {
   const dir = tempHome('keel-index-cache-');
   const small = () => pool('', 99);
   assert.deepEqual(rank(small(), dir), rank(small()));
+  await written();
   assert.deepEqual(readdirSync(dir), []);
 });
 
-test('R23: what the cache holds is what the index uses; a malformed entry is made again; a changed tool is a new entry', () => {
+test('R23: what the cache holds is what the index uses; a malformed entry is made again; a changed tool is a new entry', async () => {
   const dir = tempHome('keel-index-cache-');
   rank(pool(), dir);
+  await written();
   const [file] = readdirSync(dir);
   const kept = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[][][];
   assert.equal(kept.length, 120);
@@ -81,8 +88,10 @@ test('R23: what the cache holds is what the index uses; a malformed entry is mad
   // A malformed entry (wrong shape) is ignored and written again whole.
   writeFileSync(join(dir, file), JSON.stringify([['not', 'terms']]));
   assert.deepEqual(rank(pool(), dir), rank(pool()));
+  await written();
   assert.equal((JSON.parse(readFileSync(join(dir, file), 'utf8')) as unknown[]).length, 120);
   // Another description: another key, the first entry untouched.
   rank(pool(' with a new sentence'), dir);
+  await written();
   assert.equal(readdirSync(dir).length, 2);
 });

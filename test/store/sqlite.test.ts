@@ -272,5 +272,5 @@ test('sqlite file: issue 49 runs saved in one tick share a commit; each save res
 test("sqlite: issue 49 the store loads better-sqlite3's addon from where its build puts it, without the bindings search", () => {
   const found = nativeBinding(createRequire(import.meta.url));
   assert.ok(found.nativeBinding?.endsWith('better_sqlite3.node'), JSON.stringify(found));
-  assert.ok(existsSync(found.nativeBinding));
+  assert.ok(existsSync(found.nativeBinding ?? ''));
 });
