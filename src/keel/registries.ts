@@ -53,6 +53,8 @@ export class Registries {
   private readonly withSkills = new WeakMap<Registry, WithSkills>();
   /** A plugin-folder mount with a list of app tools on it, by mount and then by the list itself. */
   private readonly withApp = new WeakMap<Registry, WeakMap<readonly AppTool[], Registry>>();
+  /** The skills folder (KEEL_SKILLS, else KEEL_HOME/skills): where it is is fixed per Keel; what it holds is read per run. */
+  private skills: string | undefined;
 
   constructor(private readonly o: RegistriesOptions) {}
 
@@ -139,7 +141,7 @@ export class Registries {
    */
   async forRun(dirs: readonly string[], appTools?: readonly AppTool[]): Promise<{ registry: Registry; notes: string[] }> {
     const base = await this.mount(dirs, appTools);
-    const dir = skillsDir(this.o.home, this.o.env);
+    const dir = (this.skills ??= skillsDir(this.o.home, this.o.env));
     const signature = skillsSignature(dir);
     const cached = this.withSkills.get(base);
     if (cached?.signature === signature) return cached;
