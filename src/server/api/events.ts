@@ -5,6 +5,7 @@
  */
 import { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
+import type { JournaledEvent } from '../../loop/journal.js';
 import type { RunEvent, StoredEvent } from '../../types/index.js';
 import type { Api } from './context.js';
 import { HttpProblem } from './route.js';
@@ -73,12 +74,20 @@ export function eventRoutes(api: Api): void {
    * Streams journal rows after `after` — of one run, or the inbox's of every run ('*') — then
    * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
    * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
+   * A run's stream told of an event this process journaled, whose writer knows it comes right after
+   * the last event the stream sent (`prev`, see JournaledEvent), sends it as the store would have
+   * given it, without reading the store (issue 49); anything else — a wake-up without its event, the
+   * poll, an event after one the stream has not seen — reads the store from the last id sent.
    */
   async function follow(stream: EventOut, runId: string, after: number): Promise<void> {
     let last = after;
     let closed = false;
     let wake: (() => void) | undefined;
     const deltas: string[] = [];
+    /** The run's events as this process journaled them, in the order told, not yet sent. */
+    const told: JournaledEvent[] = [];
+    /** The store must be read: at the start, after a wake-up without its event, on the poll. */
+    let read = true;
     let streaming = false;
     /** Set by a wake-up that came while the stream was busy: the next read must not wait. */
     let dirty = false;
@@ -90,7 +99,8 @@ export function eventRoutes(api: Api): void {
     const unsubscribe = hub.subscribe(runId, (m) => {
       if (m.delta !== undefined) {
         if (deltas.length < 1000) deltas.push(m.delta);
-      }
+      } else if (m.event && runId !== '*' && told.length < 1000) told.push(m.event);
+      else read = true;
       poke();
     });
     stream.onAbort(() => {
@@ -101,7 +111,26 @@ export function eventRoutes(api: Api): void {
     let idleSince = Date.now();
     try {
       while (!closed) {
-        const rows: StoredEvent[] = await store.listEvents({ ...query, after: last, limit: 200 });
+        let rows: StoredEvent[] = [];
+        let full = false;
+        let skip = 0;
+        while (skip < told.length && told[skip].id <= last) skip++;
+        if (skip) told.splice(0, skip);
+        if (!read && told.length && told[0].prev === last) {
+          // Told in order, each right after the one before: what a read from `last` would give first.
+          let n = 1;
+          while (n < told.length && told[n].prev === told[n - 1].id && told[n].id > told[n - 1].id) n++;
+          rows = told.splice(0, n);
+        } else if (read || told.length) {
+          read = false;
+          // What was told before the read is in it (or was not kept: a group that rolled back).
+          const known = told.length;
+          rows = await store.listEvents({ ...query, after: last, limit: 200 });
+          // A full page: the rest is read next, at once.
+          full = rows.length === 200;
+          if (full) read = true;
+          told.splice(0, known);
+        }
         // One write per wake-up: a step's events (and its deltas) go out together.
         let out = '';
         let final = false;
@@ -122,7 +151,7 @@ export function eventRoutes(api: Api): void {
           idleSince = Date.now();
         }
         if (final || closed) break;
-        if (rows.length === 200) continue;
+        if (full || told.length) continue;
         if (Date.now() - idleSince > 15_000) {
           await stream.write(': keep-alive\n\n');
           idleSince = Date.now();
@@ -130,7 +159,10 @@ export function eventRoutes(api: Api): void {
         if (!dirty) {
           stream.idle();
           await new Promise<void>((res) => {
-            const timer = setTimeout(poke, d.pollMs);
+            const timer = setTimeout(() => {
+              read = true;
+              poke();
+            }, d.pollMs);
             wake = () => {
               clearTimeout(timer);
               res();

@@ -2,12 +2,19 @@
  * How `keel serve` works its runs: legs wait in one queue, in order, and at most
  * KEEL_MAX_CONCURRENT_RUNS are driven at once. Every event a leg emits is announced on the hub,
  * where the live streams (SSE) and the webhooks pick it up; the journal in the store stays the
- * source of truth, so a stream that reads from it after a wake-up misses nothing.
+ * source of truth, so a stream that reads from it after a wake-up misses nothing (and one that was
+ * told each event of the run in order, each the one after the last it sent, need not read it).
  */
+import type { JournaledEvent } from '../../loop/journal.js';
 import type { Leg } from '../../loop/legs.js';
 import type { LoopEvent } from '../../types/index.js';
 
-type Listener = (m: { run_id: string; delta?: string }) => void;
+/**
+ * A wake-up: the run's journal grew — by `event`, when this process journaled it (what a read of
+ * the store would give for it, and the id of the run's event before it when known) — or a text delta.
+ */
+export type HubMessage = { run_id: string; delta?: string; event?: JournaledEvent };
+type Listener = (m: HubMessage) => void;
 
 /** Wake-ups for the live streams: a run's journal grew (or a text delta, which is never stored). */
 export class Hub {
@@ -25,16 +32,16 @@ export class Hub {
     };
   }
 
-  /** The run's journal has new rows. */
-  wake(runId: string): void {
-    this.emit({ run_id: runId });
+  /** The run's journal has new rows: `event`, when it is the one this process journaled. */
+  wake(runId: string, event?: JournaledEvent): void {
+    this.emit(event ? { run_id: runId, event } : { run_id: runId });
   }
 
   delta(runId: string, text: string): void {
     for (const fn of this.byRun.get(runId) ?? []) fn({ run_id: runId, delta: text });
   }
 
-  private emit(m: { run_id: string }): void {
+  private emit(m: HubMessage): void {
     for (const fn of this.byRun.get(m.run_id) ?? []) fn(m);
     for (const fn of this.everyRun) fn(m);
   }
