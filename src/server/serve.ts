@@ -134,6 +134,8 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const runner = new LegRunner({
     limit,
     onEvent: (runId, e) => runnerEvent(runId, e),
+    // The events a leg journals are kept while it works, for the streams opened meanwhile (SQLite: see runnerEvent).
+    onLeg: queue ? undefined : (runId, phase) => (phase === 'start' ? hub.legBegins(runId) : hub.legEnds(runId)),
     onError: (runId, err) => log(`keel serve: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`),
     dispatch: queue
       ? async (leg) => {

@@ -77,7 +77,8 @@ export function eventRoutes(api: Api): void {
    * A run's stream told of an event this process journaled, whose writer knows it comes right after
    * the last event the stream sent (`prev`, see JournaledEvent), sends it as the store would have
    * given it, without reading the store (issue 49); anything else — a wake-up without its event, the
-   * poll, an event after one the stream has not seen — reads the store from the last id sent.
+   * poll, an event after one the stream has not seen — reads the store from the last id sent. A
+   * stream opened on a run whose leg this server drives starts with what the leg journaled so far.
    */
   async function follow(stream: EventOut, runId: string, after: number): Promise<void> {
     let last = after;
@@ -103,6 +104,12 @@ export function eventRoutes(api: Api): void {
       else read = true;
       poke();
     });
+    // What the run's leg driven here journaled before the stream subscribed (told from then on):
+    // a stream of a run it started reads nothing from the store.
+    if (runId !== '*') {
+      told.push(...hub.journaledSoFar(runId));
+      read = told.length === 0;
+    }
     stream.onAbort(() => {
       closed = true;
       poke();
