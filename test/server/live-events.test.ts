@@ -6,9 +6,11 @@
  * (each event's `prev`) is what lets it; test/loop/journal.test.ts checks the chain itself.
  */
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { test } from 'node:test';
+import { startServer } from '../../src/server/serve.js';
 import type { EventQuery, StoredEvent } from '../../src/types/index.js';
-import { script } from '../support/helpers.js';
+import { FIXTURES, script, tempHome } from '../support/helpers.js';
 import { events, readUntil, type TestServer, testServer } from '../support/server.js';
 
 const TRASH = { id: 't1', name: 'trash_email', args: { ids: ['m1', 'm2'] } };
@@ -118,4 +120,36 @@ test('A3/R14: a run continued after its card is answered: the answer and the new
     assert.equal(got[i].data, JSON.stringify({ id: j.id, run_id: j.run_id, at: j.at, ...j.event }), `event ${j.id} as stored`);
   }
   assert.ok(got.some((e) => e.event === 'approval_answered'));
+});
+
+test('S2: a live stream written straight to the response keeps the app’s headers (CORS) and its event-stream head', async (t) => {
+  const home = tempHome('keel-serve-');
+  const srv = await startServer({
+    port: 0,
+    pluginDirs: [FIXTURES],
+    allowedModels: ['script:'],
+    corsOrigins: ['https://app.example'],
+    env: { ...process.env, KEEL_HOME: home, KEEL_COUNT_TOKENS: '0', KEEL_PLUGINS: '', KEEL_CONFIRM_ONCE_TOOLS: '' },
+    log: () => {},
+  });
+  t.after(async () => {
+    await srv.close();
+    rmSync(home, { recursive: true, force: true });
+  });
+  const admin = srv.adminToken as string;
+  const model = script(home, [...steps(2), { delay_ms: 20, text: 'Free.' }]);
+  const headers = { authorization: `Bearer ${admin}`, 'content-type': 'application/json', origin: 'https://app.example' };
+  const started = await fetch(`${srv.url}/v1/runs`, { method: 'POST', headers, body: JSON.stringify({ request: 'this week?', model }) });
+  const { events: path, run_id } = (await started.json()) as { events: string; run_id: string };
+  const res = await fetch(`${srv.url}${path}`, { headers: { authorization: `Bearer ${admin}`, origin: 'https://app.example' } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
+  assert.equal(res.headers.get('content-type'), 'text/event-stream');
+  assert.equal(res.headers.get('cache-control'), 'no-cache');
+  const text = await res.text();
+  const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+  assert.deepEqual(
+    ids,
+    (await srv.keel.store!.listEvents({ run_id })).map((e) => e.id),
+  );
 });

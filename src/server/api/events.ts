@@ -203,11 +203,14 @@ const SSE_HEADERS = {
 };
 
 /**
- * A live stream's response: its body a ReadableStream of the text `body` writes, each write one
- * chunk that @hono/node-server hands to the socket as it comes. Hono's streamSSE costs a
- * TransformStream, a writer and a TextEncoder per write on top (issue 49: the server's own cost).
- * A write waits while the socket is not draining (backpressure); `body`'s end ends the response,
- * and an error in it is logged, as streamSSE did.
+ * A live stream's response. Elsewhere than on Node's own server its body is a ReadableStream of the
+ * text `body` writes, each write one chunk, handed to the client as it comes. On Node's own response
+ * (@hono/node-server) the body stays empty until `body` ends, and the text is written straight to
+ * the response instead (issue 49: a stream, a reader and a promise per chunk, at every step of every
+ * run, were the server's own cost) — once @hono/node-server has written the head with the app's
+ * headers (CORS included), so what the client gets is the same. Hono's streamSSE costs a
+ * TransformStream, a writer and a TextEncoder per write on top. A write waits while the socket is
+ * not draining (backpressure); `body`'s end ends the response, and an error in it is logged.
  *
  * @hono/node-server sends a streamed response's headers on their own (flushHeaders), one more
  * write to the socket per stream; on Node's own response they are held instead until the stream
@@ -222,14 +225,27 @@ function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Respon
   let idle = false;
   let held: (() => void) | undefined;
   const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  if (res instanceof ServerResponse) {
-    const flush = res.flushHeaders.bind(res);
+  const node = res instanceof ServerResponse ? res : undefined;
+  /** Node: until @hono/node-server has written the head, what is written waits for it. */
+  let headed: Promise<void> | undefined;
+  if (node) {
+    const flush = node.flushHeaders.bind(node);
     // After the chunks already given are written (they go within the tick): then, only if there were none.
-    const later = () => setImmediate(() => wrote || flush());
-    res.flushHeaders = () => {
+    const later = () => setImmediate(() => wrote || closed || flush());
+    node.flushHeaders = () => {
       if (idle) later();
       else held = later;
     };
+    const own = node as unknown as { writeHead: (...a: unknown[]) => unknown };
+    const writeHead = own.writeHead;
+    headed = new Promise<void>((ready) => {
+      own.writeHead = (...a: unknown[]) => {
+        own.writeHead = writeHead;
+        const out = writeHead.apply(node, a);
+        ready();
+        return out;
+      };
+    });
   }
   let ready: (() => void) | undefined;
   const aborts: (() => void)[] = [];
@@ -248,10 +264,30 @@ function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Respon
       for (const f of aborts.splice(0)) f();
     },
   });
+  /** Node: resolves when the response drains (or the client went away). */
+  const drained = (r: ServerResponse) =>
+    new Promise<void>((res) => {
+      const done = () => {
+        r.off('drain', done);
+        r.off('close', done);
+        res();
+      };
+      r.on('drain', done);
+      r.on('close', done);
+    });
   const out: EventOut = {
     async write(text) {
       if (closed) return;
       wrote = true;
+      if (node) {
+        if (headed) {
+          await headed;
+          headed = undefined;
+          if (closed) return;
+        }
+        if (!node.write(text)) await drained(node);
+        return;
+      }
       ctl.enqueue(Buffer.from(text));
       if ((ctl.desiredSize ?? 1) <= 0) await new Promise<void>((res) => (ready = res));
     },
