@@ -3,8 +3,30 @@
  * sees it, in the compact form live clients receive. A client that lost its connection reads what
  * it missed from here, by id, then follows the live events: nothing is lost and nothing repeated.
  */
-import type { LoopEvent, Pause, PauseSummary, RunEvent, RunOutcome, RunResult } from '../types/index.js';
+import type { LoopEvent, Pause, PauseSummary, RunEvent, RunOutcome, RunResult, StoredEvent } from '../types/index.js';
 import type { RunWriter } from './run.js';
+
+/**
+ * An event as this process journaled it: the row a store read gives back for it (its id, run, time
+ * and journal form), and `prev`, the id of the run's event just before it in the journal (0: the
+ * run's first event) when its writer knows that no other event of the run lies between — which lets
+ * a live stream that already sent `prev` send this one without reading the store (issue 49).
+ */
+export interface JournaledEvent extends StoredEvent {
+  prev?: number;
+}
+
+const journaledAs = new WeakMap<LoopEvent, JournaledEvent>();
+
+/** The writer tells what it journaled an event as (once it has its id). */
+export function noteJournaled(e: LoopEvent, j: JournaledEvent): void {
+  journaledAs.set(e, j);
+}
+
+/** What this process journaled `e` as, if it did (a store's event; none for a text delta or without a store). */
+export function journaledOf(e: LoopEvent): JournaledEvent | undefined {
+  return journaledAs.get(e);
+}
 
 /** A menu of at most this many tools is named in the journal. */
 const MENU_NAMES = 64;

@@ -38,7 +38,7 @@ import { redact } from '../util/redact.js';
 import { storableValue } from '../util/text.js';
 import type { ApprovalPause, QuestionPause } from './claims.js';
 import * as claims from './claims.js';
-import { toRunEvent } from './journal.js';
+import { noteJournaled, toRunEvent } from './journal.js';
 import { legBegun, legOver, processOwner } from './owners.js';
 
 export type { ApprovalPause, QuestionPause, TaskPauseOf } from './claims.js';
@@ -104,6 +104,16 @@ export class RunWriter {
   ) {}
 
   private watch: SessionWatch | undefined;
+  /**
+   * The journal id of the run's latest event, while this writer knows that none of the run's events
+   * came after it: 0 for a run it started (nothing is journaled before its first event), unknown for
+   * a claimed run (others may have journaled its events: an answered card), after a pause (others
+   * may journal from then on), while two of its writes overlap, and after a write that failed.
+   */
+  private lastEvent: number | undefined;
+  /** Journal writes begun so far, and those not yet over (see `journaling`). */
+  private journalWrites = 0;
+  private journalInFlight = 0;
   /** Events held back for the next save, which journals them in its own write (see `defer`). */
   private deferred: { e: LoopEvent; onlyInMode?: Mode }[] = [];
 
@@ -166,7 +176,9 @@ export class RunWriter {
     if (input.app_tools?.length) s.app_tools = [...input.app_tools];
     // A store written before limits returns nothing: only an explicit false is a refusal.
     if (store && (await store.createRun(s, input.limit)) === false && input.limit) throw new RunLimitReached(input.limit);
-    return new RunWriter(s, store, clock);
+    const w = new RunWriter(s, store, clock);
+    w.lastEvent = 0;
+    return w;
   }
 
   /**
@@ -245,6 +257,7 @@ export class RunWriter {
     const token = this.watch?.begin();
     let mode: Awaited<ReturnType<RunStore['saveRun']>> | undefined;
     let entries: JournalEntry[] | undefined;
+    let j: ReturnType<RunWriter['journaling']> | undefined;
     // Issue 29's crash test: killed with a step's last result (and what else the save carries) not yet stored.
     crashPoint('before_save');
     try {
@@ -252,8 +265,20 @@ export class RunWriter {
         const at = this.s.updated_at;
         entries = held.map(({ e, onlyInMode }) => ({ event: toRunEvent(e) as RunEvent, at, ...(onlyInMode ? { onlyInMode } : {}) }));
       }
+      j = entries ? this.journaling() : undefined;
       mode = await this.store.saveRun(this.s, entries, card);
+      if (j && entries) {
+        let prev = j.prev;
+        for (let i = 0; i < entries.length; i++) {
+          const id = entries[i].id;
+          if (id === undefined) continue;
+          noteJournaled(held[i].e, { id, run_id: this.s.id, at: entries[i].at, event: entries[i].event, prev });
+          prev = id;
+        }
+        j.over(prev);
+      }
     } catch (err) {
+      j?.over(undefined);
       throw await this.unstorable(err);
     }
     if (mode && token !== undefined) this.watch?.seen(this.s.session_id, mode, token);
@@ -288,11 +313,36 @@ export class RunWriter {
     if (e.id !== undefined) return e.id;
     const ev = this.store ? toRunEvent(e) : undefined;
     if (!ev || !this.store) return undefined;
+    const at = this.clock().toISOString();
+    const j = this.journaling();
     try {
-      return await this.store.appendEvent(this.s.id, ev, this.clock().toISOString());
+      const id = await this.store.appendEvent(this.s.id, ev, at);
+      noteJournaled(e, { id, run_id: this.s.id, at, event: ev, prev: j.prev });
+      j.over(id);
+      return id;
     } catch (err) {
+      j.over(undefined);
       throw await this.unstorable(err);
     }
+  }
+
+  /**
+   * A journal write begins: the id of the run's event before its first (when known: no other of
+   * this writer's is in flight), and `over`, told the id of its last event once it is written (the
+   * run's latest event from then, unless another write began meanwhile).
+   */
+  private journaling(): { prev: number | undefined; over: (last: number | undefined) => void } {
+    const prev = this.journalInFlight === 0 ? this.lastEvent : undefined;
+    const n = ++this.journalWrites;
+    this.journalInFlight++;
+    this.lastEvent = undefined;
+    return {
+      prev,
+      over: (last) => {
+        this.journalInFlight--;
+        if (n === this.journalWrites && this.journalInFlight === 0) this.lastEvent = last;
+      },
+    };
   }
 
   /**
@@ -439,7 +489,10 @@ export class RunWriter {
     this.s.reason = reason;
     this.s.answer = null;
     if (announce) for (const e of announce(this.s)) this.deferred.push({ e });
-    return this.save(card);
+    const out = await this.save(card);
+    // Paused: whoever answers or ends the run journals its events from now (an answered card).
+    this.lastEvent = undefined;
+    return out;
   }
 
   /**

@@ -9,6 +9,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
+import { journaledOf } from '../loop/journal.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
 import { PostgresStore } from '../store/postgres.js';
@@ -124,13 +125,17 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   const runnerEvent = (runId: string, e: LoopEvent) => {
     if (e.type === 'text_delta') hub.delta(runId, e.text);
     else {
-      hub.wake(runId);
+      // On SQLite the live streams may send the event as journaled (the store gives back the same
+      // JSON text); PostgreSQL keeps it as jsonb (its keys in its own order): there they read it back.
+      hub.wake(runId, queue ? undefined : journaledOf(e));
       alerts.event(runId, e);
     }
   };
   const runner = new LegRunner({
     limit,
     onEvent: (runId, e) => runnerEvent(runId, e),
+    // The events a leg journals are kept while it works, for the streams opened meanwhile (SQLite: see runnerEvent).
+    onLeg: queue ? undefined : (runId, phase) => (phase === 'start' ? hub.legBegins(runId) : hub.legEnds(runId)),
     onError: (runId, err) => log(`keel serve: run ${runId} stopped on an error: ${err instanceof Error ? err.message : String(err)}`),
     dispatch: queue
       ? async (leg) => {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { toRunEvent } from '../../src/loop/journal.js';
+import { journaledOf, toRunEvent } from '../../src/loop/journal.js';
 import { eventJson, readEvents } from '../../src/store/trace.js';
 import type { LoopEvent, RunEvent } from '../../src/types/index.js';
 import { Harness } from '../support/keel.js';
@@ -137,4 +137,42 @@ test('S5: the journal gives back each event as it was written; a request menu is
     [toRunEvent(events[0])],
     'a menu written inline',
   );
+});
+
+test('S5/issue 49: each event tells what a read of the journal gives for it, and the run event just before it only when its writer knows', async (t) => {
+  const h = new Harness([
+    { tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
+    { tool_calls: [TRASH] },
+    { tool_calls: [{ id: 's2', name: 'search_inbox', args: { query: 'offers' } }] },
+    { text: 'Done.' },
+  ]);
+  t.after(() => h.close());
+  const r = await h.run('find and trash the deals');
+  assert.equal(r.status, 'paused');
+  await h.keel.respondToApproval(r.approval!.id, 'approve', 'ana', null, (e) => h.events.push(e));
+  const stored = await h.keel.store!.listEvents({ run_id: r.run_id });
+  const durable = h.events.filter((e) => e.type !== 'text_delta');
+  const told = durable.map((e) => journaledOf(e));
+  assert.ok(
+    told.every((j) => j !== undefined),
+    'every journaled event is noted',
+  );
+  const byId = new Map(stored.map((e, i) => [e.id, { row: e, before: i ? stored[i - 1].id : 0 }]));
+  for (const j of told) {
+    const s = byId.get(j!.id);
+    assert.ok(s, `event ${j!.id} is in the journal`);
+    // What a read gives: the same run, time and journal form (compared as the stream sends them).
+    assert.equal(
+      JSON.stringify({ id: j!.id, run_id: j!.run_id, at: j!.at, ...j!.event }),
+      JSON.stringify({ id: s.row.id, run_id: s.row.run_id, at: s.row.at, ...s.row.event }),
+    );
+    if (j!.prev !== undefined) assert.equal(j!.prev, s.before, `event ${j!.id}: prev is the run's event just before it`);
+  }
+  assert.equal(told[0]?.prev, 0, "a new run's first event: nothing before it");
+  // The card's answer was journaled by no leg: the continuation's first event does not claim to follow the pause.
+  const answered = stored.findIndex((e) => e.event.type === 'approval_answered');
+  const next = told.find((j) => j!.id === stored[answered + 1].id);
+  assert.ok(next, 'the continuation journaled the event after the answer');
+  assert.equal(next.prev, undefined);
+  assert.ok(told.filter((j) => j!.prev !== undefined).length >= told.length - 2, 'the rest are chained');
 });

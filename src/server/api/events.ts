@@ -5,6 +5,7 @@
  */
 import { ServerResponse } from 'node:http';
 import type { Context } from 'hono';
+import type { JournaledEvent } from '../../loop/journal.js';
 import type { RunEvent, StoredEvent } from '../../types/index.js';
 import type { Api } from './context.js';
 import { HttpProblem } from './route.js';
@@ -73,12 +74,21 @@ export function eventRoutes(api: Api): void {
    * Streams journal rows after `after` — of one run, or the inbox's of every run ('*') — then
    * follows: each wake-up (or every pollMs, for runs another process works) reads what is new from
    * the store, so an event is sent once, in order, whatever the timing. Text deltas are live only.
+   * A run's stream told of an event this process journaled, whose writer knows it comes right after
+   * the last event the stream sent (`prev`, see JournaledEvent), sends it as the store would have
+   * given it, without reading the store (issue 49); anything else — a wake-up without its event, the
+   * poll, an event after one the stream has not seen — reads the store from the last id sent. A
+   * stream opened on a run whose leg this server drives starts with what the leg journaled so far.
    */
   async function follow(stream: EventOut, runId: string, after: number): Promise<void> {
     let last = after;
     let closed = false;
     let wake: (() => void) | undefined;
     const deltas: string[] = [];
+    /** The run's events as this process journaled them, in the order told, not yet sent. */
+    const told: JournaledEvent[] = [];
+    /** The store must be read: at the start, after a wake-up without its event, on the poll. */
+    let read = true;
     let streaming = false;
     /** Set by a wake-up that came while the stream was busy: the next read must not wait. */
     let dirty = false;
@@ -90,9 +100,16 @@ export function eventRoutes(api: Api): void {
     const unsubscribe = hub.subscribe(runId, (m) => {
       if (m.delta !== undefined) {
         if (deltas.length < 1000) deltas.push(m.delta);
-      }
+      } else if (m.event && runId !== '*' && told.length < 1000) told.push(m.event);
+      else read = true;
       poke();
     });
+    // What the run's leg driven here journaled before the stream subscribed (told from then on):
+    // a stream of a run it started reads nothing from the store.
+    if (runId !== '*') {
+      told.push(...hub.journaledSoFar(runId));
+      read = told.length === 0;
+    }
     stream.onAbort(() => {
       closed = true;
       poke();
@@ -101,7 +118,26 @@ export function eventRoutes(api: Api): void {
     let idleSince = Date.now();
     try {
       while (!closed) {
-        const rows: StoredEvent[] = await store.listEvents({ ...query, after: last, limit: 200 });
+        let rows: StoredEvent[] = [];
+        let full = false;
+        let skip = 0;
+        while (skip < told.length && told[skip].id <= last) skip++;
+        if (skip) told.splice(0, skip);
+        if (!read && told.length && told[0].prev === last) {
+          // Told in order, each right after the one before: what a read from `last` would give first.
+          let n = 1;
+          while (n < told.length && told[n].prev === told[n - 1].id && told[n].id > told[n - 1].id) n++;
+          rows = told.splice(0, n);
+        } else if (read || told.length) {
+          read = false;
+          // What was told before the read is in it (or was not kept: a group that rolled back).
+          const known = told.length;
+          rows = await store.listEvents({ ...query, after: last, limit: 200 });
+          // A full page: the rest is read next, at once.
+          full = rows.length === 200;
+          if (full) read = true;
+          told.splice(0, known);
+        }
         // One write per wake-up: a step's events (and its deltas) go out together.
         let out = '';
         let final = false;
@@ -122,7 +158,7 @@ export function eventRoutes(api: Api): void {
           idleSince = Date.now();
         }
         if (final || closed) break;
-        if (rows.length === 200) continue;
+        if (full || told.length) continue;
         if (Date.now() - idleSince > 15_000) {
           await stream.write(': keep-alive\n\n');
           idleSince = Date.now();
@@ -130,7 +166,10 @@ export function eventRoutes(api: Api): void {
         if (!dirty) {
           stream.idle();
           await new Promise<void>((res) => {
-            const timer = setTimeout(poke, d.pollMs);
+            const timer = setTimeout(() => {
+              read = true;
+              poke();
+            }, d.pollMs);
             wake = () => {
               clearTimeout(timer);
               res();
@@ -164,11 +203,14 @@ const SSE_HEADERS = {
 };
 
 /**
- * A live stream's response: its body a ReadableStream of the text `body` writes, each write one
- * chunk that @hono/node-server hands to the socket as it comes. Hono's streamSSE costs a
- * TransformStream, a writer and a TextEncoder per write on top (issue 49: the server's own cost).
- * A write waits while the socket is not draining (backpressure); `body`'s end ends the response,
- * and an error in it is logged, as streamSSE did.
+ * A live stream's response. Elsewhere than on Node's own server its body is a ReadableStream of the
+ * text `body` writes, each write one chunk, handed to the client as it comes. On Node's own response
+ * (@hono/node-server) the body stays empty until `body` ends, and the text is written straight to
+ * the response instead (issue 49: a stream, a reader and a promise per chunk, at every step of every
+ * run, were the server's own cost) — once @hono/node-server has written the head with the app's
+ * headers (CORS included), so what the client gets is the same. Hono's streamSSE costs a
+ * TransformStream, a writer and a TextEncoder per write on top. A write waits while the socket is
+ * not draining (backpressure); `body`'s end ends the response, and an error in it is logged.
  *
  * @hono/node-server sends a streamed response's headers on their own (flushHeaders), one more
  * write to the socket per stream; on Node's own response they are held instead until the stream
@@ -183,14 +225,27 @@ function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Respon
   let idle = false;
   let held: (() => void) | undefined;
   const res = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  if (res instanceof ServerResponse) {
-    const flush = res.flushHeaders.bind(res);
+  const node = res instanceof ServerResponse ? res : undefined;
+  /** Node: until @hono/node-server has written the head, what is written waits for it. */
+  let headed: Promise<void> | undefined;
+  if (node) {
+    const flush = node.flushHeaders.bind(node);
     // After the chunks already given are written (they go within the tick): then, only if there were none.
-    const later = () => setImmediate(() => wrote || flush());
-    res.flushHeaders = () => {
+    const later = () => setImmediate(() => wrote || closed || flush());
+    node.flushHeaders = () => {
       if (idle) later();
       else held = later;
     };
+    const own = node as unknown as { writeHead: (...a: unknown[]) => unknown };
+    const writeHead = own.writeHead;
+    headed = new Promise<void>((ready) => {
+      own.writeHead = (...a: unknown[]) => {
+        own.writeHead = writeHead;
+        const out = writeHead.apply(node, a);
+        ready();
+        return out;
+      };
+    });
   }
   let ready: (() => void) | undefined;
   const aborts: (() => void)[] = [];
@@ -209,10 +264,30 @@ function eventStream(c: Context, body: (out: EventOut) => Promise<void>): Respon
       for (const f of aborts.splice(0)) f();
     },
   });
+  /** Node: resolves when the response drains (or the client went away). */
+  const drained = (r: ServerResponse) =>
+    new Promise<void>((res) => {
+      const done = () => {
+        r.off('drain', done);
+        r.off('close', done);
+        res();
+      };
+      r.on('drain', done);
+      r.on('close', done);
+    });
   const out: EventOut = {
     async write(text) {
       if (closed) return;
       wrote = true;
+      if (node) {
+        if (headed) {
+          await headed;
+          headed = undefined;
+          if (closed) return;
+        }
+        if (!node.write(text)) await drained(node);
+        return;
+      }
       ctl.enqueue(Buffer.from(text));
       if ((ctl.desiredSize ?? 1) <= 0) await new Promise<void>((res) => (ready = res));
     },

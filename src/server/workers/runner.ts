@@ -2,17 +2,29 @@
  * How `keel serve` works its runs: legs wait in one queue, in order, and at most
  * KEEL_MAX_CONCURRENT_RUNS are driven at once. Every event a leg emits is announced on the hub,
  * where the live streams (SSE) and the webhooks pick it up; the journal in the store stays the
- * source of truth, so a stream that reads from it after a wake-up misses nothing.
+ * source of truth, so a stream that reads from it after a wake-up misses nothing (and one that was
+ * told each event of the run in order, each the one after the last it sent, need not read it).
  */
+import type { JournaledEvent } from '../../loop/journal.js';
 import type { Leg } from '../../loop/legs.js';
 import type { LoopEvent } from '../../types/index.js';
 
-type Listener = (m: { run_id: string; delta?: string }) => void;
+/**
+ * A wake-up: the run's journal grew — by `event`, when this process journaled it (what a read of
+ * the store would give for it, and the id of the run's event before it when known) — or a text delta.
+ */
+export type HubMessage = { run_id: string; delta?: string; event?: JournaledEvent };
+type Listener = (m: HubMessage) => void;
+
+/** The most events of one leg the hub keeps for streams opened while it works (a longer leg's rest is read from the store). */
+const MAX_KEPT = 500;
 
 /** Wake-ups for the live streams: a run's journal grew (or a text delta, which is never stored). */
 export class Hub {
   private readonly byRun = new Map<string, Set<Listener>>();
   private readonly everyRun = new Set<Listener>();
+  /** The events journaled so far by the legs this process drives (kept from a leg's start to its end). */
+  private readonly legs = new Map<string, JournaledEvent[]>();
 
   /** Listens to one run, or to every run with '*'. Returns the function that stops listening. */
   subscribe(runId: string, fn: Listener): () => void {
@@ -25,16 +37,38 @@ export class Hub {
     };
   }
 
-  /** The run's journal has new rows. */
-  wake(runId: string): void {
-    this.emit({ run_id: runId });
+  /** The run's journal has new rows: `event`, when it is the one this process journaled. */
+  wake(runId: string, event?: JournaledEvent): void {
+    if (event) {
+      const kept = this.legs.get(runId);
+      if (kept && kept.length < MAX_KEPT) kept.push(event);
+    }
+    this.emit(event ? { run_id: runId, event } : { run_id: runId });
+  }
+
+  /** A leg of the run is driven here from now: the events it journals are kept until it ends (`legEnds`). */
+  legBegins(runId: string): void {
+    this.legs.set(runId, []);
+  }
+
+  legEnds(runId: string): void {
+    this.legs.delete(runId);
+  }
+
+  /**
+   * The events the run's leg driven here has journaled so far, in order (its first ones, at most
+   * MAX_KEPT): what a stream opened now reads from the store, when they follow on from where it
+   * starts (see JournaledEvent's `prev`). A copy.
+   */
+  journaledSoFar(runId: string): JournaledEvent[] {
+    return [...(this.legs.get(runId) ?? [])];
   }
 
   delta(runId: string, text: string): void {
     for (const fn of this.byRun.get(runId) ?? []) fn({ run_id: runId, delta: text });
   }
 
-  private emit(m: { run_id: string }): void {
+  private emit(m: HubMessage): void {
     for (const fn of this.byRun.get(m.run_id) ?? []) fn(m);
     for (const fn of this.everyRun) fn(m);
   }
@@ -44,6 +78,8 @@ export interface RunnerOptions {
   limit: number;
   /** Every event of every leg, as it is emitted (after it is stored). */
   onEvent: (runId: string, e: LoopEvent) => void;
+  /** A leg is driven from now (`start`), or is over, whichever way (`end`). */
+  onLeg?: (runId: string, phase: 'start' | 'end') => void;
   /** A leg that failed outside the engine's own handling (a store error): logged, never thrown. */
   onError: (runId: string, err: unknown) => void;
   /**
@@ -96,7 +132,9 @@ export class LegRunner {
   private pump(): void {
     while (this.accepting && this.active.size < this.o.limit && this.waiting.length) {
       const leg = this.waiting.shift() as Leg;
+      this.o.onLeg?.(leg.run_id, 'start');
       const work = this.drive(leg).finally(() => {
+        this.o.onLeg?.(leg.run_id, 'end');
         this.active.delete(leg.run_id);
         this.pump();
         if (this.active.size === 0) for (const f of this.idle.splice(0)) f();

@@ -6,7 +6,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { ApprovalRecord, ApprovalStatus, ApprovalStore, AuditRecord, LedgerRow } from '../../types/index.js';
-import { write } from './journal.js';
+import { groupWrite, write } from './journal.js';
 import { type Row, type SqliteState, shaped } from './state.js';
 
 export function approvalStatements(db: Database.Database): Record<string, Database.Statement> {
@@ -79,8 +79,12 @@ export async function answerApproval(
   });
 }
 
+/**
+ * An audit row: resolves once committed, as every write. Rows of the same tick (hundreds of runs
+ * started through the API at once: issue 49) share one commit, as the runs' own writes do (groupWrite).
+ */
 export async function audit(st: SqliteState, row: AuditRecord): Promise<void> {
-  write(st, () => {
+  await groupWrite(st, row.subject, () => {
     st.stmt.audit.run(row.at, row.actor, row.action, row.subject, row.detail);
   });
 }
