@@ -17,6 +17,19 @@ export interface JournaledEvent extends StoredEvent {
 }
 
 const journaledAs = new WeakMap<LoopEvent, JournaledEvent>();
+let kept = false;
+
+/**
+ * Asked by a server whose live streams send journaled events without reading them back: from now
+ * on this process's run writers say what they journaled each event as. Off by default — an
+ * application driving runs through the library has no one to tell.
+ */
+export function keepJournaled(): void {
+  kept = true;
+}
+
+/** Whether run writers keep what they journal events as (keepJournaled). */
+export const journaledKept = (): boolean => kept;
 
 /** The writer tells what it journaled an event as (once it has its id). */
 export function noteJournaled(e: LoopEvent, j: JournaledEvent): void {

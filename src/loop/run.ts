@@ -38,7 +38,7 @@ import { redact } from '../util/redact.js';
 import { storableValue } from '../util/text.js';
 import type { ApprovalPause, QuestionPause } from './claims.js';
 import * as claims from './claims.js';
-import { noteJournaled, toRunEvent } from './journal.js';
+import { journaledKept, noteJournaled, toRunEvent } from './journal.js';
 import { legBegun, legOver, processOwner } from './owners.js';
 
 export type { ApprovalPause, QuestionPause, TaskPauseOf } from './claims.js';
@@ -267,6 +267,7 @@ export class RunWriter {
       }
       j = entries ? this.journaling() : undefined;
       mode = await this.store.saveRun(this.s, entries, card);
+      // Each event's row is kept for the live streams of a server that asked for them (keepJournaled).
       if (j && entries) {
         let prev = j.prev;
         for (let i = 0; i < entries.length; i++) {
@@ -317,11 +318,13 @@ export class RunWriter {
     const j = this.journaling();
     try {
       const id = await this.store.appendEvent(this.s.id, ev, at);
-      noteJournaled(e, { id, run_id: this.s.id, at, event: ev, prev: j.prev });
-      j.over(id);
+      if (j) {
+        noteJournaled(e, { id, run_id: this.s.id, at, event: ev, prev: j.prev });
+        j.over(id);
+      }
       return id;
     } catch (err) {
-      j.over(undefined);
+      j?.over(undefined);
       throw await this.unstorable(err);
     }
   }
@@ -331,7 +334,14 @@ export class RunWriter {
    * this writer's is in flight), and `over`, told the id of its last event once it is written (the
    * run's latest event from then, unless another write began meanwhile).
    */
-  private journaling(): { prev: number | undefined; over: (last: number | undefined) => void } {
+  private journaling(): { prev: number | undefined; over: (last: number | undefined) => void } | undefined {
+    // Nobody in this process reads what events were journaled as (no server's streams): nothing is
+    // kept, and the writer no longer claims to know the run's latest event (issue 49: a library's
+    // durable step paid ~10% for it in bench/loop).
+    if (!journaledKept()) {
+      this.lastEvent = undefined;
+      return undefined;
+    }
     const prev = this.journalInFlight === 0 ? this.lastEvent : undefined;
     const n = ++this.journalWrites;
     this.journalInFlight++;

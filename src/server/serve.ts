@@ -9,7 +9,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import { isMcpSession, Keel, limitsFromEnv } from '../keel/keel.js';
-import { journaledOf } from '../loop/journal.js';
+import { journaledOf, keepJournaled } from '../loop/journal.js';
 import type { Leg } from '../loop/legs.js';
 import { ownerAlive } from '../loop/run.js';
 import { PostgresStore } from '../store/postgres.js';
@@ -118,6 +118,8 @@ export async function startServer(o: ServeOptions = {}): Promise<RunningServer> 
   // #15: on a PostgreSQL store the server queues each leg for the workers (keel worker) instead of
   // driving it; with KEEL_SERVE_WORK=1 (keel serve --work) it also works legs itself, as a worker.
   const queue = store instanceof PostgresStore ? store : undefined;
+  // SQLite: this process's run writers say what they journal each event as, for the live streams (runnerEvent).
+  if (!queue) keepJournaled();
   const work = queue !== undefined && env.KEEL_SERVE_WORK === '1';
   // S5: on a shared PostgreSQL store, runs other processes work wake this server's live streams too.
   const unlisten = store instanceof PostgresStore ? await store.listen((runId) => hub.wake(runId)) : undefined;

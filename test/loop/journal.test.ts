@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { journaledOf, toRunEvent } from '../../src/loop/journal.js';
+import { journaledKept, journaledOf, keepJournaled, toRunEvent } from '../../src/loop/journal.js';
 import { eventJson, readEvents } from '../../src/store/trace.js';
 import type { LoopEvent, RunEvent } from '../../src/types/index.js';
 import { Harness } from '../support/keel.js';
@@ -139,7 +139,22 @@ test('S5: the journal gives back each event as it was written; a request menu is
   );
 });
 
+test('S5/issue 49: a process that serves no live streams keeps nothing of what its events were journaled as', async (t) => {
+  assert.equal(journaledKept(), false, 'off unless a server asks (this file turns it on only in the next test)');
+  const h = new Harness([{ text: 'Done.' }]);
+  t.after(() => h.close());
+  const r = await h.run('hello');
+  assert.equal(r.status, 'done');
+  assert.ok(h.events.length > 0);
+  assert.ok(
+    h.events.every((e) => journaledOf(e) === undefined),
+    'nothing noted',
+  );
+});
+
 test('S5/issue 49: each event tells what a read of the journal gives for it, and the run event just before it only when its writer knows', async (t) => {
+  // What `keel serve` turns on for its live streams (SQLite).
+  keepJournaled();
   const h = new Harness([
     { tool_calls: [{ id: 's1', name: 'search_inbox', args: { query: 'deals' } }] },
     { tool_calls: [TRASH] },
