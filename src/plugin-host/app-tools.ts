@@ -117,7 +117,9 @@ function checkList(tools: unknown): AppToolsCheck {
   const rows: { index: number; row: Row }[] = [];
   const refuse = (index: number, row: Row) => void rows.push({ index, row });
   const splits: Split[] = [];
-  const indices = new Map<string, number[]>();
+  /** Each name's first tool, and every tool of a name given more than once. */
+  const first = new Map<string, number>();
+  const shared = new Map<string, number[]>();
   for (let i = 0; i < tools.length; i++) {
     const t: unknown = tools[i];
     try {
@@ -131,7 +133,9 @@ function checkList(tools: unknown): AppToolsCheck {
         continue;
       }
       splits.push(split(t, i, name));
-      indices.set(name, [...(indices.get(name) ?? []), i]);
+      const at = first.get(name);
+      if (at === undefined) first.set(name, i);
+      else shared.set(name, [...(shared.get(name) ?? [at]), i]);
     } catch (err) {
       refuse(i, { kind: 'invalid_tool', message: `${where(i)}: its fields cannot be read: ${(err as Error)?.message ?? String(err)}` });
     }
@@ -140,8 +144,8 @@ function checkList(tools: unknown): AppToolsCheck {
   // One name, one tool: every tool given a name that another one also has is refused (R6).
   const named: Split[] = [];
   for (const s of splits) {
-    const all = indices.get(s.name) ?? [];
-    if (all.length > 1) {
+    const all = shared.get(s.name);
+    if (all) {
       const others = all.filter((j) => j !== s.index).map((j) => where(j));
       refuse(s.index, {
         kind: 'duplicate_tool',
@@ -161,7 +165,9 @@ function checkList(tools: unknown): AppToolsCheck {
 
   // M4: the manifest's schema and cross-field rules, with its messages.
   const byName = new Map(named.map((s) => [s.name, s]));
-  const { declarations, issues } = checkDeclarations(Object.fromEntries(named.map((s) => [s.name, s.declaration])), SCOPE);
+  const raw: Record<string, Record<string, unknown>> = {};
+  for (const s of named) raw[s.name] = s.declaration;
+  const { declarations, issues } = checkDeclarations(raw, SCOPE);
   for (const i of issues) {
     const s = byName.get(i.tool);
     const index = s?.index ?? -1;

@@ -138,7 +138,7 @@ export function paramTexts(schema: JsonSchema | undefined, out: string[] = []): 
   for (const [name, p] of Object.entries(props as Record<string, JsonSchema>)) {
     const items = p?.items as JsonSchema | undefined;
     const en = (p?.enum ?? items?.enum) as unknown[] | undefined;
-    out.push([name, typeof p?.description === 'string' ? p.description : '', Array.isArray(en) ? en.join(' ') : ''].join(' '));
+    out.push(`${name} ${typeof p?.description === 'string' ? p.description : ''} ${Array.isArray(en) ? en.join(' ') : ''}`);
     if (p?.type === 'object') paramTexts(p, out);
     if (items?.type === 'object') paramTexts(items, out);
   }
