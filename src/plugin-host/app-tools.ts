@@ -135,7 +135,11 @@ function checkList(tools: unknown): AppToolsCheck {
       splits.push(split(t, i, name));
       const at = first.get(name);
       if (at === undefined) first.set(name, i);
-      else shared.set(name, [...(shared.get(name) ?? [at]), i]);
+      else {
+        let all = shared.get(name);
+        if (!all) shared.set(name, (all = [at]));
+        all.push(i);
+      }
     } catch (err) {
       refuse(i, { kind: 'invalid_tool', message: `${where(i)}: its fields cannot be read: ${(err as Error)?.message ?? String(err)}` });
     }

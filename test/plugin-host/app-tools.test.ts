@@ -403,6 +403,24 @@ describe('R32/M4: each mistake is refused with the manifest’s message, naming 
     );
   });
 
+  test('R6: a name given three times refuses all three, each naming the others in order', () => {
+    const { r, rows } = refused([
+      loose('note_x', { effect: 'read' }),
+      loose('note_x', { effect: 'read' }),
+      loose('other_x', { effect: 'read' }),
+      loose('note_x', { effect: 'write' }),
+    ]);
+    assert.equal(r.byName.has('note_x'), false);
+    assert.deepEqual(
+      rows.map((x) => x.message),
+      [
+        'tools[0] (note_x): the name note_x is also given to tools[1] and tools[3]; all are refused',
+        'tools[1] (note_x): the name note_x is also given to tools[0] and tools[3]; all are refused',
+        'tools[3] (note_x): the name note_x is also given to tools[0] and tools[1]; all are refused',
+      ],
+    );
+  });
+
   test('R1: a definition that cannot be a tool is refused (no execute; parameters that are not a JSON Schema)', () => {
     const { r, rows } = refused([
       loose('no_run', { effect: 'read', execute: undefined }),

@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { normalizeDeclaration } from '../../src/manifest/schema.js';
-import { bm25Shortlist } from '../../src/prompt/shortlist.js';
+import { bm25Shortlist, searchTools } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/types/index.js';
 import { fileCache } from '../../src/util/file-cache.js';
@@ -94,4 +94,14 @@ test('R23: what the cache holds is what the index uses; a malformed entry is mad
   rank(pool(' with a new sentence'), dir);
   await written();
   assert.equal(readdirSync(dir).length, 2);
+});
+
+test("R23 (issue 49): the index's first term ranks like any other (postings are numbered from 0)", () => {
+  // "alpha" is the first term of the first tool: the term numbered 0 in the pool's index.
+  const p = pool().map((t, i) => (i === 0 ? { ...t, name: 'alpha_lookup', description: 'Looks up alpha records.' } : t));
+  // searchTools ranks only (the shortlist would fill its room with the pool's first tool anyway).
+  assert.deepEqual(
+    searchTools(p, p, 'alpha', 1).map((t) => t.name),
+    ['alpha_lookup'],
+  );
 });
