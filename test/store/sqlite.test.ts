@@ -1,5 +1,6 @@
 /** S4: the SQLite store passes the store conformance suite, on a file and in memory. */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -8,7 +9,7 @@ import { nativeBinding } from '../../src/store/sqlite/schema.js';
 import { SqliteStore } from '../../src/store/sqlite.js';
 import { contentHash, stepRow, toolsBlob } from '../../src/store/trace.js';
 import type { RunState } from '../../src/types/index.js';
-import { tempHome } from '../support/helpers.js';
+import { ROOT, tempHome } from '../support/helpers.js';
 import { at, sampleRun, storeConformance } from './conformance.js';
 
 const dirs: string[] = [];
@@ -273,4 +274,35 @@ test("sqlite: issue 49 the store loads better-sqlite3's addon from where its bui
   const found = nativeBinding(createRequire(import.meta.url));
   assert.ok(found.nativeBinding?.endsWith('better_sqlite3.node'), JSON.stringify(found));
   assert.ok(existsSync(found.nativeBinding ?? ''));
+});
+
+test('sqlite file: S4 two processes bringing one file up to date together do not both add a column (the second waits and finds it added)', async () => {
+  // An older Keel's file: a column missing and no stamp, so whoever opens it migrates it.
+  const file = dbFile();
+  await new SqliteStore(file).close();
+  const Database = (await import('better-sqlite3')).default;
+  const raw = new Database(file);
+  raw.exec('ALTER TABLE runs DROP COLUMN warnings; PRAGMA user_version = 0;');
+  // Another process is migrating it: it holds the write lock while a process of ours opens the file.
+  raw.exec('BEGIN IMMEDIATE');
+  const code = `import { SqliteStore } from ${JSON.stringify(join(ROOT, 'src/store/sqlite.ts'))};
+    console.log('opening');
+    const s = new SqliteStore(${JSON.stringify(file)});
+    console.log(JSON.stringify((await s.listRuns({ limit: 1 })).length));
+    await s.close();`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d));
+  child.stderr.on('data', (d: Buffer) => (err += d));
+  const ended = new Promise<number | null>((resolve) => child.on('close', resolve));
+  for (let i = 0; i < 200 && !out.includes('opening'); i++) await new Promise((r) => setTimeout(r, 25));
+  assert.ok(out.includes('opening'), err);
+  // Long enough for it to look at the columns and find the one missing (its open waits up to 5 s).
+  await new Promise((r) => setTimeout(r, 700));
+  raw.exec("ALTER TABLE runs ADD COLUMN warnings TEXT NOT NULL DEFAULT '[]'; COMMIT");
+  raw.close();
+  assert.equal(await ended, 0, err);
+  assert.doesNotMatch(err, /duplicate column/);
+  assert.equal(out.trim().split('\n').at(-1), '0');
 });

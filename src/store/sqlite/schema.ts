@@ -114,10 +114,17 @@ export function openDatabase(file: string): Database.Database {
     db.pragma('foreign_keys = ON');
     // A file this schema already brought up to date says so in its user_version: its ~20 look-ups
     // of tables and columns are skipped (issue 49: every command and every Keel opens the store).
-    if (db.pragma('user_version', { simple: true }) !== schemaStamp()) {
-      db.exec(SCHEMA);
-      migrate(db);
-      db.pragma(`user_version = ${schemaStamp()}`);
+    const current = () => db.pragma('user_version', { simple: true }) === schemaStamp();
+    if (!current()) {
+      // Under a write lock, looked at again inside it: two processes opening a new file together
+      // (keel serve and keel run, a test and the run it watches) would otherwise both see a column
+      // missing and the second ALTER TABLE fail with "duplicate column name".
+      db.transaction(() => {
+        if (current()) return;
+        db.exec(SCHEMA);
+        migrate(db);
+        db.pragma(`user_version = ${schemaStamp()}`);
+      }).immediate();
     }
   } catch (err) {
     db.close();
@@ -177,18 +184,14 @@ function migrate(db: Database.Database): void {
   }
   // D1: a run's delegates are listed by their parent.
   db.exec('CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run) WHERE parent_run IS NOT NULL');
-  // R23: how often each tool ran, kept as calls are written; a file made before it is counted once,
-  // under a write lock so that two processes opening it together do not both count.
-  const hasUsage = () => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_usage'").get() !== undefined;
-  if (!hasUsage()) {
-    db.transaction(() => {
-      if (hasUsage()) return;
-      db.exec(`CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls INTEGER NOT NULL);
-          INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM (
-            SELECT json_extract(body, '$.tool') AS tool, json_extract(body, '$.outcome') AS outcome FROM calls
-            UNION ALL SELECT json_extract(c.value, '$.tool'), json_extract(c.value, '$.outcome') FROM run_events, json_each(run_events.part, '$.c') AS c
-              WHERE run_events.part IS NOT NULL)
-            WHERE outcome = 'ran' AND tool IS NOT NULL GROUP BY 1;`);
-    }).immediate();
+  // R23: how often each tool ran, kept as calls are written; a file made before it is counted once
+  // (the caller holds the write lock, so two processes opening it together do not both count).
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tool_usage'").get() === undefined) {
+    db.exec(`CREATE TABLE tool_usage (tool TEXT PRIMARY KEY, calls INTEGER NOT NULL);
+        INSERT INTO tool_usage (tool, calls) SELECT tool, COUNT(*) FROM (
+          SELECT json_extract(body, '$.tool') AS tool, json_extract(body, '$.outcome') AS outcome FROM calls
+          UNION ALL SELECT json_extract(c.value, '$.tool'), json_extract(c.value, '$.outcome') FROM run_events, json_each(run_events.part, '$.c') AS c
+            WHERE run_events.part IS NOT NULL)
+          WHERE outcome = 'ran' AND tool IS NOT NULL GROUP BY 1;`);
   }
 }
