@@ -22,7 +22,7 @@
  * declares all N), no plugin folders, token counting off (KEEL_COUNT_TOKENS=0: ai-tokenizer is an
  * optional package; this repository has it), each process with a new, empty KEEL_HOME — and once
  * more with a KEEL_HOME kept between its processes ("home kept"): what a second start of the same
- * app finds in KEEL_HOME/cache (the shortlist's index terms for its pool).
+ * app finds in KEEL_HOME (for the library with no plugin folders, nothing it reads: a check that none is needed).
  *
  * --baseline DIR: another checkout of Keel with its dist/ built (e.g. `git worktree add /tmp/k REV`,
  * its node_modules, `npm run build`) runs as a third contender: the same figures before a change.

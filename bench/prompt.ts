@@ -176,7 +176,7 @@ function rankingTimes(
 /** Recall@cap on the held-out set (every needed tool among the cap the shortlist picks from the whole pool, nothing kept). */
 function heldOutFigures(h: HeldOut, cap: number) {
   const lexicon = bm25Shortlist(cap);
-  const plain = bm25Shortlist(cap, undefined, { expand: false });
+  const plain = bm25Shortlist(cap, { expand: false });
   const hits = (s: Shortlist) =>
     h.requests.filter((q) => {
       const chosen = s(h.pool, new Set(), q.request, h.pool);
@@ -266,7 +266,7 @@ async function main(): Promise<void> {
     const violations = paraphraseViolations(hard, byName);
     const cap = toolCapFromEnv(process.env);
     const shortlist = bm25Shortlist(cap);
-    const plainShortlist = bm25Shortlist(cap, undefined, { expand: false });
+    const plainShortlist = bm25Shortlist(cap, { expand: false });
 
     // Declaring every tool does not depend on the request.
     const all = menuFor(pool, '', keepAll);

@@ -40,13 +40,12 @@ import type {
   ToolSpec,
 } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { type FileCache, fileCache } from '../util/file-cache.js';
 import { osUser } from '../util/user.js';
 import { answerApproval, answerApprovals, answerCard, decide, expireApprovals } from './approvals.js';
 import { cancel, continueLeg, queuedLeg } from './continuing.js';
 import { type KeelCore, requireStore } from './core.js';
 import { children, makeSubagents, settle } from './delegates.js';
-import { appToolNames, appTools, cacheDir, delegating, finish, kept, legDeps, outcome, refuseAppTools, remember, tracked } from './legs.js';
+import { appToolNames, appTools, delegating, finish, kept, legDeps, outcome, refuseAppTools, remember, tracked } from './legs.js';
 import {
   type AppNeeds,
   type ApprovalOptions,
@@ -110,8 +109,6 @@ export class Keel {
   /** Aborted by interrupt(): every leg started since the last interrupt listens to it. */
   private interruption = listenable(new AbortController());
   private running = 0;
-  /** The shortlist's index terms, kept between processes (made on first use). */
-  private indexCache: FileCache | undefined;
   /** The default shortlist (KEEL_TOOL_CAP), one for every run: menus are shared by it (decision 0004). */
   private shortlist: Shortlist | undefined;
   /** A run's own app tools joined to the Keel's, by the run's list. */
@@ -260,10 +257,9 @@ export class Keel {
 
   /** A leg's shortlist: of its own menu size, else the Keel's (one for every run: menus are shared by it, decision 0004). */
   private shortlistFor(menuSize: number | undefined): Shortlist {
-    this.indexCache ??= fileCache(cacheDir(this.home, 'index'));
     return menuSize !== undefined
-      ? bm25Shortlist(positive('menuSize', menuSize), this.indexCache)
-      : (this.opts.shortlist ?? (this.shortlist ??= bm25Shortlist(toolCapFromEnv(this.env), this.indexCache)));
+      ? bm25Shortlist(positive('menuSize', menuSize))
+      : (this.opts.shortlist ?? (this.shortlist ??= bm25Shortlist(toolCapFromEnv(this.env))));
   }
 
   /**

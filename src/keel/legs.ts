@@ -74,7 +74,7 @@ function refuseWithoutTools(runId: string, tools: readonly string[]): never {
 }
 
 /** Where work a later process would redo is remembered: KEEL_HOME/cache/KIND. */
-export function cacheDir(home: string, kind: 'scripts' | 'index'): string {
+export function cacheDir(home: string, kind: 'scripts'): string {
   return join(home, 'cache', kind);
 }
 

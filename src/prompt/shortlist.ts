@@ -6,8 +6,6 @@ import { stemmer } from 'stemmer';
 import { FIND_TOOLS } from '../tools/builtins.js';
 import type { JsonSchema, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import type { FileCache } from '../util/file-cache.js';
-import { sha1Hex } from '../util/hash.js';
 import { expansions } from './lexicon.js';
 import type { Shortlist } from './menu.js';
 
@@ -47,63 +45,52 @@ export const isStopWord = (word: string): boolean => STOP.has(word);
 
 // --- terms
 
-const stems = new Map<string, string>();
-
-/** A character's class for `terms`: 1 lower-case letter, 2 upper-case letter, 3 digit, 0 anything else. */
-function charClass(c: number): number {
-  if (c >= 97 && c <= 122) return 1;
-  if (c >= 65 && c <= 90) return 2;
-  if (c >= 48 && c <= 57) return 3;
-  return 0;
-}
-
 /**
  * Text → terms: split on anything not a letter or digit, at camelCase humps and between letters and
  * digits ("401(k)" and "401k" both give "401"); lower-cased; stop words, single characters and
- * one- or two-digit numbers dropped; stemmed. One pass over the characters (issue 49: the split by a
- * regular expression with look-behinds was most of a 2,000-tool pool's index on a cold first run;
- * test/prompt/terms.test.ts holds the two to the same pieces).
+ * one- or two-digit numbers dropped; stemmed. Each piece's term is remembered: a pool's texts share
+ * most of their words, and a cold process made each one again (issue 49: this was ~45 ms of a
+ * 2,000-tool pool's first request, one character at a time in code not yet optimised; the pieces now
+ * come from one regular-expression match, native code, and each repeated word is one look-up).
  */
 function terms(text: string): string[] {
   const out: string[] = [];
-  for (const raw of pieces(text)) addTerm(out, raw);
+  const found = text.match(PIECE);
+  if (found === null) return out;
+  for (let i = 0; i < found.length; i++) {
+    const term = termOfPiece(found[i]);
+    if (term !== '') out.push(term);
+  }
   return out;
 }
 
 /**
- * The pieces of a text, in order: runs of ASCII letters and digits, cut at a lower→upper hump and
- * between letters and digits — what `text.split(/[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/)`
- * gives, without its empty strings.
+ * A piece: a run of ASCII digits, or of ASCII letters cut where a lower-case letter is followed by
+ * an upper-case one (a letter run with no such cut is some capitals then some small letters) —
+ * what `text.split(/[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/)`
+ * gives, without its empty strings (test/prompt/terms.test.ts holds the two together; the split's
+ * look-behinds were slow).
  */
+const PIECE = /[A-Z]+[a-z]*|[a-z]+|[0-9]+/g;
+
+/** The pieces of a text, in order. */
 export function pieces(text: string): string[] {
-  const out: string[] = [];
-  let start = -1;
-  let prev = 0;
-  const n = text.length;
-  for (let i = 0; i <= n; i++) {
-    const cls = i < n ? charClass(text.charCodeAt(i)) : 0;
-    const cut = cls === 0 || (start >= 0 && ((prev === 1 && cls === 2) || (prev !== 3 && cls === 3) || (prev === 3 && cls !== 3)));
-    if (cut && start >= 0) {
-      out.push(text.slice(start, i));
-      start = -1;
-    }
-    if (cls !== 0 && start < 0) start = i;
-    prev = cls;
-  }
-  return out;
+  return text.match(PIECE) ?? [];
 }
 
-function addTerm(out: string[], raw: string): void {
-  if (raw.length < 2 || (raw.length < 3 && /^\d+$/.test(raw))) return;
-  const w = raw.toLowerCase();
-  if (STOP.has(w)) return;
-  let s = stems.get(w);
-  if (s === undefined) {
-    s = stem(w);
-    if (stems.size > 50_000) stems.clear(); // requests bring new words forever; the pool's are re-stemmed cheaply
-    stems.set(w, s);
+/** Each piece seen, and its term ('' for a piece the ranking drops). */
+const termOf = new Map<string, string>();
+
+/** A piece's term, remembered; '' for a piece the ranking drops. */
+function termOfPiece(raw: string): string {
+  let term = termOf.get(raw);
+  if (term === undefined) {
+    term = raw.length < 2 || (raw.length < 3 && raw.charCodeAt(0) <= 57) ? '' : raw.toLowerCase();
+    if (term !== '') term = STOP.has(term) ? '' : stem(term);
+    if (termOf.size > 50_000) termOf.clear(); // requests bring new words forever; the pool's are made again cheaply
+    termOf.set(raw, term);
   }
-  out.push(s);
+  return term;
 }
 
 // --- the index
@@ -115,7 +102,7 @@ function addTerm(out: string[], raw: string): void {
  * also finds the index terms it begins ("promo" → "promot…") and those that begin it ("calculator"
  * → "calc"), at `prefixWeight`.
  */
-const TUNING = {
+export const TUNING = {
   fields: {
     name: { w: 3, b: 0.3 },
     description: { w: 1, b: 0.4 },
@@ -169,123 +156,127 @@ interface Index {
 /** One index per pool array, built on first use (DESIGN: "index built once per pool change"). */
 const indexes = new WeakMap<readonly ToolSpec[], Index>();
 
-/** A hash of the code that turns a tool's text into terms: a change to it never reuses old terms. */
-let termsCode: string | undefined;
-const codeOfTerms = () =>
-  (termsCode ??= sha1Hex([terms, pieces, charClass, addTerm, stem, stemmer, paramTexts, buildIndex, [...STOP].join(' ')].join('\n')));
+/** The fields in the order the index walks them (a tool's occurrences, field by field). */
+const FIELDS = Object.keys(TUNING.fields) as Field[];
 
-/** The pool size from which poolTerms keeps terms between processes. */
-const CACHE_FROM = 100;
-
-/**
- * The pool's tools as terms, field by field: the index's costly part (a cold process stems every
- * word of every tool, ~25 ms for the bundled pool). With a cache they are read back by a key over
- * all the pool's text and the code that makes terms, so a command run again over the same plugins
- * skips it; what comes back is checked for shape, and anything else is made again.
- */
-function poolTerms<F extends string>(
-  pool: readonly ToolSpec[],
-  params: readonly string[][],
-  fields: readonly F[],
-  make: (t: ToolSpec, i: number) => Record<F, string[]>,
-  cache: FileCache | undefined,
-): Record<F, string[]>[] {
-  // A small pool's terms cost less to make than the hash of its text and a file (issue 49: ~1 ms of a
-  // cold first run at 20 tools); the cache is for pools that take real time (a plugin set, thousands).
-  if (!cache || pool.length < CACHE_FROM) return pool.map(make);
-  const key = sha1Hex(
-    codeOfTerms() + JSON.stringify(pool.map((t, i) => [t.name, t.description, t.declaration.guidance ?? '', params[i], t.plugin])),
-  );
-  const hit = cache.get(`terms-${key}`);
-  const ok = (d: unknown) =>
-    Array.isArray(d) && d.length === fields.length && d.every((f) => Array.isArray(f) && f.every((x) => typeof x === 'string'));
-  if (Array.isArray(hit) && hit.length === pool.length && hit.every(ok)) {
-    return (hit as string[][][]).map((d) => Object.fromEntries(fields.map((f, i) => [f, d[i]])) as Record<F, string[]>);
-  }
-  const docs = pool.map(make);
-  // Written after the request that made them (the next process is the one that reads them): the
-  // first request does not wait for a file of every term (issue 49: ~10 ms at 2,000 tools). The
-  // lists are only read, so what is written is what the index was built from.
-  setImmediate(() =>
-    cache.set(
-      `terms-${key}`,
-      docs.map((d) => fields.map((f) => d[f])),
-    ),
-  );
-  return docs;
-}
-
-function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
+function buildIndex(pool: readonly ToolSpec[]): Index {
   const n = pool.length;
+  const F = FIELDS.length;
   // Another tool's name in this tool's text (guidance that says "for bills call upcoming_dues") is about that tool, not this one.
   const names = new Set(pool.map((t) => t.name));
   const ownWords = (t: ToolSpec, text: string) =>
     !text.includes('_') ? text : text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && names.has(m) ? ' ' : m));
-  // A text many tools share (a parameter's description, a plugin's name, a generated pool's wording)
-  // is made into terms once per index (issue 49); the lists are only read.
-  const made = new Map<string, string[]>();
-  const madeUnique = new Map<string, string[]>();
-  const once = (text: string, unique: boolean) => {
-    const memo = unique ? madeUnique : made;
-    let t = memo.get(text);
-    if (!t) memo.set(text, (t = unique ? [...new Set(terms(text))] : terms(text)));
-    return t;
-  };
-  // Each tool's parameter texts, made once for the cache's key and the terms.
-  const params = pool.map((t) => paramTexts(t.parameters));
-  const fieldTerms = (t: ToolSpec, i: number): Record<Field, string[]> => ({
-    name: terms(t.name),
-    description: once(ownWords(t, t.description), false),
-    guidance: once(ownWords(t, t.declaration.guidance ?? ''), false),
-    // Each parameter's words once: its name usually comes back in its description ("year: Year.").
-    params: params[i].flatMap((text) => once(ownWords(t, text), true)),
-    plugin: once(t.plugin, false),
-  });
-  const fields = Object.keys(TUNING.fields) as Field[];
-  const docs = poolTerms(pool, params, fields, fieldTerms, cache);
-  // Average length over the tools that have the field: most tools have no guidance, and averaging
-  // over all of them would make every real guidance look long.
-  const avg = {} as Record<Field, number>;
-  for (const f of fields) {
-    const present = docs.filter((d) => d[f].length > 0);
-    avg[f] = present.reduce((s, d) => s + d[f].length, 0) / Math.max(1, present.length) || 1;
-  }
 
-  // Per term, the tools it occurs in (ascending) and its pseudo term frequency in each: the
-  // fields' weighted, length-normalised counts summed (BM25F). Issue 49: no per-tool map and no
-  // array per term — term ids in order of first use, each occurrence appended to one flat list
-  // (tool, term, weight), then counted into one pair of typed arrays that every term's postings
-  // view — at 2,000 tools the old way allocated ~10,000 small arrays on a cold process's first request.
+  // Issue 49: the pool's words go straight into flat lists — per occurrence its term's id and its
+  // slot (tool × field), per slot its length — with no list of terms per tool and field. Each
+  // piece of text is one look-up (its term's id, or -1 for a word the ranking drops). At 2,000
+  // tools the lists per tool, and the file that kept them between processes, were most of a cold
+  // process's first request (~100 ms: the terms, their cache key, the garbage collector copying them).
   const termIds = new Map<string, number>();
+  const idOf = new Map<string, number>();
+  let occTerm = new Int32Array(1024);
+  let occSlot = new Int32Array(1024);
   let total = 0;
-  for (const d of docs) for (const f of fields) total += d[f].length;
-  const occTerm = new Int32Array(total);
-  const occDoc = new Int32Array(total);
-  const occNorm = new Float64Array(total);
-  let at = 0;
-  for (let i = 0; i < docs.length; i++) {
-    const d = docs[i];
-    for (const f of fields) {
-      const { w, b } = TUNING.fields[f];
-      const norm = w / (1 - b + (b * d[f].length) / avg[f]);
-      for (const term of d[f]) {
-        let id = termIds.get(term);
-        if (id === undefined) termIds.set(term, (id = termIds.size));
-        occTerm[at] = id;
-        occDoc[at] = i;
-        occNorm[at++] = norm;
+  const length = new Int32Array(n * F);
+  /** seen[id] === text: the term already counted in this text (a parameter's words count once). */
+  let seen = new Int32Array(1024);
+  let text = 0;
+  /** Each text seen (by whether its terms count once): where its ids are in `kept`, after their count. */
+  const made = [new Map<string, number>(), new Map<string, number>()];
+  let kept = new Int32Array(1024);
+  let keptEnd = 0;
+  const add = (value: string, slot: number, unique: boolean, remember = true) => {
+    if (value === '') return;
+    const memo = made[unique ? 1 : 0];
+    const at = remember ? memo.get(value) : undefined;
+    if (at !== undefined) {
+      // A text many tools share (a parameter's description, a plugin's name): its ids copied.
+      const count = kept[at];
+      if (total + count > occTerm.length) {
+        occTerm = grown(occTerm, total + count);
+        occSlot = grown(occSlot, total + count);
+      }
+      occTerm.set(kept.subarray(at + 1, at + 1 + count), total);
+      occSlot.fill(slot, total, total + count);
+      total += count;
+      length[slot] += count;
+      return;
+    }
+    const from = total;
+    const found = value.match(PIECE);
+    if (found !== null) {
+      text++;
+      for (let k = 0; k < found.length; k++) {
+        const raw = found[k];
+        let id = idOf.get(raw);
+        if (id === undefined) {
+          const term = termOfPiece(raw);
+          if (term === '') id = -1;
+          else {
+            id = termIds.get(term);
+            if (id === undefined) termIds.set(term, (id = termIds.size));
+          }
+          idOf.set(raw, id);
+        }
+        if (id < 0) continue;
+        if (unique) {
+          if (id >= seen.length) seen = grown(seen, id + 1);
+          if (seen[id] === text) continue;
+          seen[id] = text;
+        }
+        if (total === occTerm.length) {
+          occTerm = grown(occTerm, total + 1);
+          occSlot = grown(occSlot, total + 1);
+        }
+        occTerm[total] = id;
+        occSlot[total++] = slot;
       }
     }
+    length[slot] += total - from;
+    if (!remember) return;
+    if (keptEnd + 1 + total - from > kept.length) kept = grown(kept, keptEnd + 1 + total - from);
+    memo.set(value, keptEnd);
+    kept[keptEnd] = total - from;
+    kept.set(occTerm.subarray(from, total), keptEnd + 1);
+    keptEnd += 1 + total - from;
+  };
+  for (let i = 0; i < n; i++) {
+    const t = pool[i];
+    const at = i * F;
+    add(t.name, at, false, false);
+    add(ownWords(t, t.description), at + 1, false);
+    add(ownWords(t, t.declaration.guidance ?? ''), at + 2, false);
+    // Each parameter's words once: its name usually comes back in its description ("year: Year.").
+    for (const param of paramTexts(t.parameters)) add(ownWords(t, param), at + 3, true);
+    add(t.plugin, at + 4, false);
   }
-  // Postings per term: distinct tools (ascending, as the occurrences come tool by tool), the
-  // weights summed in the order they occur.
+
+  // Average length over the tools that have the field: most tools have no guidance, and averaging
+  // over all of them would make every real guidance look long. Then each slot's length norm (BM25F).
+  const norm = new Float64Array(n * F);
+  for (let f = 0; f < F; f++) {
+    let sum = 0;
+    let present = 0;
+    for (let slot = f; slot < length.length; slot += F) {
+      if (length[slot] > 0) present++;
+      sum += length[slot];
+    }
+    const avg = sum / Math.max(1, present) || 1;
+    const { w, b } = TUNING.fields[FIELDS[f]];
+    for (let slot = f; slot < length.length; slot += F) norm[slot] = w / (1 - b + (b * length[slot]) / avg);
+  }
+
+  // Per term, the tools it occurs in (ascending, as the occurrences come tool by tool) and its pseudo
+  // term frequency in each: the fields' weighted, length-normalised counts summed in the order they
+  // occur — counted into one pair of typed arrays that every term's postings view.
   const nTerms = termIds.size;
   const lastDoc = new Int32Array(nTerms).fill(-1);
   const count = new Int32Array(nTerms + 1);
-  for (let k = 0; k < occTerm.length; k++) {
+  for (let k = 0; k < total; k++) {
     const id = occTerm[k];
-    if (lastDoc[id] !== occDoc[k]) {
-      lastDoc[id] = occDoc[k];
+    const doc = (occSlot[k] / F) | 0;
+    if (lastDoc[id] !== doc) {
+      lastDoc[id] = doc;
       count[id + 1]++;
     }
   }
@@ -294,13 +285,15 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
   const tf = new Float64Array(count[nTerms]);
   const fill = count.slice(0, nTerms);
   lastDoc.fill(-1);
-  for (let k = 0; k < occTerm.length; k++) {
+  for (let k = 0; k < total; k++) {
     const id = occTerm[k];
-    if (lastDoc[id] !== occDoc[k]) {
-      lastDoc[id] = occDoc[k];
-      allDocs[fill[id]++] = occDoc[k];
+    const slot = occSlot[k];
+    const doc = (slot / F) | 0;
+    if (lastDoc[id] !== doc) {
+      lastDoc[id] = doc;
+      allDocs[fill[id]++] = doc;
     }
-    tf[fill[id] - 1] += occNorm[k];
+    tf[fill[id] - 1] += norm[slot];
   }
   const allWeights = new Float32Array(count[nTerms]);
   const { k1 } = TUNING;
@@ -324,6 +317,13 @@ function buildIndex(pool: readonly ToolSpec[], cache?: FileCache): Index {
     stamp: new Uint32Array(n),
     generation: 0,
   };
+}
+
+/** A copy of `a` with room for at least `need` entries (doubling), zeros after its own. */
+function grown(a: Int32Array<ArrayBuffer>, need: number): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(Math.max(need, a.length * 2));
+  b.set(a);
+  return b;
 }
 
 /** The lexicon's English words as terms: a fixed table's few hundred words, each made once. */
@@ -370,14 +370,10 @@ function markCandidates(ix: Index, pool: readonly ToolSpec[], candidates: readon
 }
 
 /** The pool's index, and which of its tools are candidates of this call. */
-function prepare(
-  pool: readonly ToolSpec[],
-  candidates: readonly ToolSpec[],
-  cache?: FileCache,
-): { ix: Index; allowed: (i: number) => boolean } {
+function prepare(pool: readonly ToolSpec[], candidates: readonly ToolSpec[]): { ix: Index; allowed: (i: number) => boolean } {
   let ix = indexes.get(pool);
   // A pool array changed in place (not how the registry works, but cheap to notice) gets a new index.
-  if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool, cache)));
+  if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool)));
   const index = ix;
   const inOrder = markCandidates(index, pool, candidates);
   const allowedNames = inOrder ? undefined : new Set(candidates.map((t) => t.name));
@@ -457,14 +453,14 @@ export interface RankOptions {
  * best-ranked other candidates up to `cap` in all (ties in pool order); the room the ranking leaves
  * (a request that shares no word with the tools it needs) is filled with `prefer` (the tools the
  * conversation has used, then the most used before), then with the other candidates in pool order.
- * Candidates at or below the cap are all kept. `cache` keeps the pool's terms between processes (poolTerms).
+ * Candidates at or below the cap are all kept.
  */
-export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, cache?: FileCache, options: RankOptions = {}): Shortlist {
+export function bm25Shortlist(cap: number = DEFAULT_TOOL_CAP, options: RankOptions = {}): Shortlist {
   const expand = options.expand ?? true;
   const shortlist: Shortlist = (candidates, keep, request, pool, prefer = []) => {
     if (candidates.length <= cap) return new Set(candidates.map((t) => t.name));
     const chosen = new Set<string>(keep);
-    const { ix, allowed } = prepare(pool, candidates, cache);
+    const { ix, allowed } = prepare(pool, candidates);
     let kept = 0;
     for (const k of keep) {
       // find_tools opens the rest of the pool: it does not take the place of a tool that serves the request.

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 /**
  * Values remembered across processes, one small JSON file per key in `dir` (under KEEL_HOME/cache):
- * work a cold process would redo on every command — a script's YAML parse, a pool's index terms —
+ * work a cold process would redo on every command — a script's YAML parse —
  * is read back instead. Keys are content hashes, so an entry is never stale, only unused. A cache
  * that cannot be read or written only costs speed: get() misses, set() does nothing.
  */

@@ -34,7 +34,7 @@ const pool = [...distractors, ...Object.values(targets)];
 const menu = (request: string, expand?: boolean) =>
   buildMenu(
     { pool, mode: 'agent', called: new Set(), admitted: new Set(), request },
-    bm25Shortlist(6, undefined, expand === undefined ? {} : { expand }),
+    bm25Shortlist(6, expand === undefined ? {} : { expand }),
   ).tools.map((t) => t.name);
 
 const CASES: [string, keyof typeof targets][] = [
