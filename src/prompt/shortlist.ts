@@ -174,8 +174,9 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
   // process's first request (~100 ms: the terms, their cache key, the garbage collector copying them).
   const termIds = new Map<string, number>();
   const idOf = new Map<string, number>();
-  let occTerm = new Int32Array(1024);
-  let occSlot = new Int32Array(1024);
+  // Room for a tool's usual ~20-30 words each, grown by doubling past that.
+  let occTerm = new Int32Array(Math.max(1024, n * 32));
+  let occSlot = new Int32Array(occTerm.length);
   let total = 0;
   const length = new Int32Array(n * F);
   /** seen[id] === text: the term already counted in this text (a parameter's words count once). */
