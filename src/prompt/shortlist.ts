@@ -156,8 +156,8 @@ interface Index {
 /** One index per pool array, built on first use (DESIGN: "index built once per pool change"). */
 const indexes = new WeakMap<readonly ToolSpec[], Index>();
 
-/** The fields in the order the index walks them (a tool's occurrences, field by field). */
-const FIELDS = Object.keys(TUNING.fields) as Field[];
+/** The fields in the order the index walks them (a tool's occurrences, field by field): buildIndex's slots. */
+const FIELDS: readonly Field[] = ['name', 'description', 'guidance', 'params', 'plugin'];
 
 function buildIndex(pool: readonly ToolSpec[]): Index {
   const n = pool.length;
@@ -241,6 +241,7 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
     kept.set(occTerm.subarray(from, total), keptEnd + 1);
     keptEnd += 1 + total - from;
   };
+  // The slots of FIELDS' order.
   for (let i = 0; i < n; i++) {
     const t = pool[i];
     const at = i * F;
