@@ -5,6 +5,7 @@
  *
  *   node --import tsx bench/serve.ts [--sizes 100,300,1000] [--quick] [--reps 3] [--delay 50] [--warmup 50]
  *     [--no-preconnect] [--profile] [--no-write] [--max-runs N] [--sides http,library,library-nostore]
+ *     [--root DIR] [--out FILE]
  *
  * Workload: every run is 5 model calls on the scripted model (`script:FILE`), each after `--delay` ms
  * (50): 4 replies that call the fixture calendar plugin's read tool `calendar_lookup` with a different
@@ -41,6 +42,10 @@
  * 16) and queues the rest, so its limit is N / 250 ms: how close a loaded server stays to what its
  * configured concurrency allows. Writes bench/results/serve-maxN.json.
  *
+ * --root DIR: the Keel checkout whose dist/ serves and runs (default this one; the workload, the
+ * client and the fixture plugin stay this checkout's), so two builds are measured by one bench —
+ * bench/serve-ab.ts alternates this checkout and a baseline that way. --out FILE: where the JSON goes.
+ *
  * Writes bench/results/serve.json. No wall-clock assertion: figures, ratios and an honest verdict.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -53,8 +58,10 @@ import { stringify } from 'yaml';
 import { now, percentile } from './support/timing.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const KEEL_BIN = join(ROOT, 'bin', 'keel.js');
-const DIST_MAIN = join(ROOT, 'dist', 'src', 'cli', 'main.js');
+/** The checkout under test (--root): its bin/ and dist/ serve and run; the rest is this one's. */
+const KEEL_ROOT = resolve(process.argv.includes('--root') ? process.argv[process.argv.indexOf('--root') + 1] : ROOT);
+const KEEL_BIN = join(KEEL_ROOT, 'bin', 'keel.js');
+const DIST_MAIN = join(KEEL_ROOT, 'dist', 'src', 'cli', 'main.js');
 const PLUGIN = join(ROOT, 'test', 'fixtures', 'plugins', 'calendar');
 
 function arg(name: string, fallback: string): string {
@@ -394,7 +401,7 @@ async function startServerProcess(home: string, model: string, limit: number, pr
     model,
   ];
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd: KEEL_ROOT,
     env: benchEnv(home, { KEEL_MAX_CONCURRENT_RUNS: String(limit) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -581,7 +588,7 @@ async function libraryLevel(driver: string, c: number, store: 'sqlite' | 'none')
     const model = writeScript(home);
     const out = await runDriver(
       driver,
-      [ROOT, home, PLUGIN, model, store, String(c), String(WARMUP), String(REPS), String(STEPS), String(TOOL_STEPS)],
+      [KEEL_ROOT, home, PLUGIN, model, store, String(c), String(WARMUP), String(REPS), String(STEPS), String(TOOL_STEPS)],
       benchEnv(home),
     );
     const r = JSON.parse(out) as { bursts: Burst[]; rssIdle: number; rssPeak: number };
@@ -723,7 +730,8 @@ function verdict(rows: Row[]): string {
 
 function gitInfo(): { commit: string; src_dirty: boolean } | undefined {
   try {
-    const git = (...a: string[]) => execFileSync('git', a, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...a: string[]) =>
+      execFileSync('git', a, { cwd: KEEL_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     return { commit: git('rev-parse', '--short', 'HEAD'), src_dirty: git('status', '--porcelain', '--', 'src').length > 0 };
   } catch {
     return undefined;
@@ -734,10 +742,10 @@ function gitInfo(): { commit: string; src_dirty: boolean } | undefined {
 function staleDist(): string | undefined {
   const built = statSync(DIST_MAIN).mtimeMs;
   try {
-    const changed = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: ROOT, encoding: 'utf8' })
+    const changed = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: KEEL_ROOT, encoding: 'utf8' })
       .split('\n')
       .map((l) => l.slice(3).trim())
-      .filter((f) => f && existsSync(join(ROOT, f)) && statSync(join(ROOT, f)).mtimeMs > built);
+      .filter((f) => f && existsSync(join(KEEL_ROOT, f)) && statSync(join(KEEL_ROOT, f)).mtimeMs > built);
     return changed.length ? `src/ changed after dist/ was built (${changed.slice(0, 3).join(', ')}): run npm run build` : undefined;
   } catch {
     return undefined;
@@ -799,7 +807,9 @@ process's CPU (http only).`);
   console.log(`\n(${((now() - started) / 1000).toFixed(1)} s; load ${load.toFixed(1)})`);
 
   if (WRITE) {
-    const file = join(ROOT, 'bench', 'results', MAX_RUNS ? `serve-max${MAX_RUNS}.json` : 'serve.json');
+    const file = process.argv.includes('--out')
+      ? resolve(arg('out', ''))
+      : join(ROOT, 'bench', 'results', MAX_RUNS ? `serve-max${MAX_RUNS}.json` : 'serve.json');
     const out = {
       date: new Date().toISOString(),
       node: process.version,
