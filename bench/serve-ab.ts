@@ -14,7 +14,7 @@
  * bench/results/serve-vs-REV.json. Goals (issue 49, embedded SQLite store): HTTP/SSE CPU per run at
  * or below the engine's, and the server at 40% of the limit or more.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -129,21 +129,14 @@ function main(): void {
   console.log(`(load ${load0.toFixed(1)} → ${load1.toFixed(1)})`);
   if (!WRITE) return;
   const file = join(ROOT, 'bench', 'results', `serve-vs-${commits.before}.json`);
-  const git = (cwd: string) => {
-    try {
-      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
-    } catch {
-      return '?';
-    }
-  };
   const out = {
     date: new Date().toISOString(),
     node: process.version,
     cpus: cpus().length,
     load_average_1m: { before: round2(load0), after: round2(load1) },
     method: `bench/serve --sizes ${SIZE} --reps ${REPS} per checkout per round (--root for the baseline's dist/), ${ROUNDS} rounds in alternating order; figures: the http side (fraction of the limit, runs/s, time to first event p50, peak RSS) and the split of the server's CPU per run (engine = library without a store, store = library − that, HTTP/SSE = server − library); medians over the rounds`,
-    now: { commit: git(ROOT), medians: shown(now) },
-    before: { commit: git(base), dir: base, medians: shown(before) },
+    now: { commit: commits.now, medians: shown(now) },
+    before: { commit: commits.before, medians: shown(before) },
     rounds,
     targets,
   };
