@@ -59,7 +59,7 @@ import { now, percentile } from './support/timing.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The checkout under test (--root): its bin/ and dist/ serve and run; the rest is this one's. */
-const KEEL_ROOT = resolve(process.argv.includes('--root') ? process.argv[process.argv.indexOf('--root') + 1] : ROOT);
+const KEEL_ROOT = resolve(arg('root', ROOT));
 const KEEL_BIN = join(KEEL_ROOT, 'bin', 'keel.js');
 const DIST_MAIN = join(KEEL_ROOT, 'dist', 'src', 'cli', 'main.js');
 const PLUGIN = join(ROOT, 'test', 'fixtures', 'plugins', 'calendar');

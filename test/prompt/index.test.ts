@@ -12,12 +12,11 @@ import { normalizeDeclaration } from '../../src/manifest/schema.js';
 import { isStopWord, paramTexts, searchTools, TUNING } from '../../src/prompt/shortlist.js';
 import { makeToolSpec } from '../../src/tools/spec.js';
 import type { ToolSpec } from '../../src/types/index.js';
-
-const SPLIT = /[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/;
+import { referencePieces } from '../support/terms-reference.js';
 
 function refTerms(text: string): string[] {
   const out: string[] = [];
-  for (const raw of text.split(SPLIT)) {
+  for (const raw of referencePieces(text)) {
     if (raw.length < 2 || (raw.length < 3 && /^\d+$/.test(raw))) continue;
     const w = raw.toLowerCase();
     if (isStopWord(w)) continue;

@@ -1,14 +1,12 @@
 /**
- * R23 (issue 49): the shortlist's terms come from one pass over a text's characters; its pieces are
- * exactly what the regular expression it replaced gives (without empty strings), on generated texts
- * of letters, digits, humps, separators and other scripts.
+ * R23 (issue 49): the shortlist's terms come from one regular-expression match with no look-behind;
+ * its pieces are exactly what the look-behind split it replaced gives (without empty strings), on
+ * generated texts of letters, digits, humps, separators and other scripts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pieces } from '../../src/prompt/shortlist.js';
-
-const SPLIT = /[^A-Za-z0-9]+|(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=\d)|(?<=\d)(?=[A-Za-z])/;
-const reference = (text: string) => text.split(SPLIT).filter((p) => p.length > 0);
+import { referencePieces as reference } from '../support/terms-reference.js';
 
 test('R23: pieces() splits as the regular expression did, on hand-picked texts', () => {
   for (const text of [
