@@ -118,33 +118,57 @@ export const TUNING = {
 };
 type Field = keyof typeof TUNING.fields;
 
-/** The text of each of a tool's parameters (name, description, enum values), nested objects included. */
-export function paramTexts(schema: JsonSchema | undefined, out: string[] = []): string[] {
+/**
+ * Each of a tool's parameters, nested objects included: its name, its description and its enum
+ * values (joined by spaces) — the three parts of its text, which the index takes apart (a
+ * parameter's name and description are usually the same strings in many tools: each is tokenised once).
+ */
+function eachParam(schema: JsonSchema | undefined, visit: (name: string, description: string, values: string) => void): void {
   const props = schema?.properties;
-  if (!props || typeof props !== 'object') return out;
-  for (const [name, p] of Object.entries(props as Record<string, JsonSchema>)) {
+  if (!props || typeof props !== 'object') return;
+  for (const name in props as Record<string, JsonSchema>) {
+    if (!Object.hasOwn(props, name)) continue;
+    const p = (props as Record<string, JsonSchema>)[name];
     const items = p?.items as JsonSchema | undefined;
     const en = (p?.enum ?? items?.enum) as unknown[] | undefined;
-    out.push(`${name} ${typeof p?.description === 'string' ? p.description : ''} ${Array.isArray(en) ? en.join(' ') : ''}`);
-    if (p?.type === 'object') paramTexts(p, out);
-    if (items?.type === 'object') paramTexts(items, out);
+    visit(name, typeof p?.description === 'string' ? p.description : '', Array.isArray(en) ? en.join(' ') : '');
+    if (p?.type === 'object') eachParam(p, visit);
+    if (items?.type === 'object') eachParam(items, visit);
   }
+}
+
+/** The text of each of a tool's parameters (name, description, enum values), nested objects included. */
+export function paramTexts(schema: JsonSchema | undefined): string[] {
+  const out: string[] = [];
+  eachParam(schema, (name, description, values) => out.push(`${name} ${description} ${values}`));
   return out;
+}
+
+/** A term's tools, ascending, and its weight in each: made the first time a request asks for the term. */
+interface Postings {
+  docs: Int32Array;
+  weights: Float32Array;
 }
 
 interface Index {
   byName: Map<string, number>;
+  /** Each term's id. */
+  termIds: Map<string, number>;
   /**
-   * Per term, its id: its tools are docs[start[id]..start[id + 1]) (ascending) with their weights
-   * at the same places — one pair of typed arrays for every term, no object per term (issue 49:
-   * ~4,000 typed-array views at 2,000 tools, a cold first request's garbage).
+   * Every occurrence of a term, as its slot (tool × field), chained per term: head[id] − 1 is the
+   * term's last occurrence, next[k] − 1 the one before occurrence k (−1: none). Issue 49: a
+   * request needs the postings of its dozen terms, not of the pool's thousands — each is made from
+   * its chain when first asked for (`postingsOf`), which took two passes over every occurrence and
+   * a weight per posting off a cold process's first request (~12 ms at 2,000 tools).
    */
-  postings: Map<string, number>;
-  start: Int32Array;
-  docs: Int32Array;
-  weights: Float32Array;
-  /** The index's terms, sorted, for prefix lookups. */
-  vocabulary: string[];
+  head: Int32Array;
+  next: Int32Array;
+  slotOf: Int32Array;
+  /** Per slot, the field's weight over its length norm (BM25F). */
+  norm: Float64Array;
+  postings: (Postings | undefined)[];
+  /** The index's terms, sorted, for prefix lookups: made when a request first needs one. */
+  vocabulary: string[] | undefined;
   prefixCache: Map<string, string[]>;
   scores: Float64Array;
   touched: Int32Array;
@@ -162,95 +186,114 @@ const FIELDS: readonly Field[] = ['name', 'description', 'guidance', 'params', '
 function buildIndex(pool: readonly ToolSpec[]): Index {
   const n = pool.length;
   const F = FIELDS.length;
+  const byName = new Map<string, number>();
+  for (let i = 0; i < n; i++) byName.set(pool[i].name, i);
   // Another tool's name in this tool's text (guidance that says "for bills call upcoming_dues") is about that tool, not this one.
-  const names = new Set(pool.map((t) => t.name));
   const ownWords = (t: ToolSpec, text: string) =>
-    !text.includes('_') ? text : text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && names.has(m) ? ' ' : m));
+    !text.includes('_') ? text : text.replace(/[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+/g, (m) => (m !== t.name && byName.has(m) ? ' ' : m));
 
-  // Issue 49: the pool's words go straight into flat lists — per occurrence its term's id and its
-  // slot (tool × field), per slot its length — with no list of terms per tool and field. Each
-  // piece of text is one look-up (its term's id, or -1 for a word the ranking drops). At 2,000
-  // tools the lists per tool, and the file that kept them between processes, were most of a cold
-  // process's first request (~100 ms: the terms, their cache key, the garbage collector copying them).
+  // Issue 49: the pool's words go straight into flat lists — per occurrence its slot (tool × field)
+  // and the term's occurrence before it, per slot its length — with no list of terms per tool and
+  // field. Each piece of text is one look-up (its term's id, or -1 for a word the ranking drops).
   const termIds = new Map<string, number>();
   const idOf = new Map<string, number>();
   // Room for a tool's usual ~20-30 words each, grown by doubling past that.
-  let occTerm = new Int32Array(Math.max(1024, n * 32));
-  let occSlot = new Int32Array(occTerm.length);
+  let slotOf = new Int32Array(Math.max(1024, n * 32));
+  let next = new Int32Array(slotOf.length);
+  let head = new Int32Array(1024);
   let total = 0;
   const length = new Int32Array(n * F);
-  /** seen[id] === text: the term already counted in this text (a parameter's words count once). */
+  /** seen[id] === text: the term already counted in this parameter (its words count once). */
   let seen = new Int32Array(1024);
   let text = 0;
-  /** Each text seen (by whether its terms count once): where its ids are in `kept`, after their count. */
-  const made = [new Map<string, number>(), new Map<string, number>()];
+  /** The texts many tools share (parameters' parts, guidance, plugin names): where their ids are in `kept`, after their count. */
+  const made = new Map<string, number>();
   let kept = new Int32Array(1024);
   let keptEnd = 0;
-  const add = (value: string, slot: number, unique: boolean, remember = true) => {
+  const add = (value: string, slot: number, unique: boolean, remember: boolean) => {
     if (value === '') return;
-    const memo = made[unique ? 1 : 0];
-    const at = remember ? memo.get(value) : undefined;
-    if (at !== undefined) {
-      // A text many tools share (a parameter's description, a plugin's name): its ids copied.
-      const count = kept[at];
-      if (total + count > occTerm.length) {
-        occTerm = grown(occTerm, total + count);
-        occSlot = grown(occSlot, total + count);
-      }
-      occTerm.set(kept.subarray(at + 1, at + 1 + count), total);
-      occSlot.fill(slot, total, total + count);
-      total += count;
-      length[slot] += count;
-      return;
-    }
     const from = total;
-    const found = value.match(PIECE);
-    if (found !== null) {
-      text++;
-      for (let k = 0; k < found.length; k++) {
-        const raw = found[k];
-        let id = idOf.get(raw);
-        if (id === undefined) {
-          const term = termOfPiece(raw);
-          if (term === '') id = -1;
-          else {
-            id = termIds.get(term);
-            if (id === undefined) termIds.set(term, (id = termIds.size));
-          }
-          idOf.set(raw, id);
-        }
-        if (id < 0) continue;
+    const at = remember ? made.get(value) : undefined;
+    if (at !== undefined) {
+      // Its ids copied: a text seen before is not taken apart again.
+      for (let j = at + 1, end = at + 1 + kept[at]; j < end; j++) {
+        const id = kept[j];
         if (unique) {
-          if (id >= seen.length) seen = grown(seen, id + 1);
           if (seen[id] === text) continue;
           seen[id] = text;
         }
-        if (total === occTerm.length) {
-          occTerm = grown(occTerm, total + 1);
-          occSlot = grown(occSlot, total + 1);
+        if (total === slotOf.length) {
+          slotOf = grown(slotOf, total + 1);
+          next = grown(next, total + 1);
         }
-        occTerm[total] = id;
-        occSlot[total++] = slot;
+        slotOf[total] = slot;
+        next[total] = head[id];
+        head[id] = ++total;
       }
+      length[slot] += total - from;
+      return;
+    }
+    const found = value.match(PIECE);
+    if (found === null) return;
+    const keptAt = keptEnd;
+    if (remember && keptEnd + 1 + found.length > kept.length) kept = grown(kept, keptEnd + 1 + found.length);
+    let nKept = 0;
+    for (let k = 0; k < found.length; k++) {
+      const raw = found[k];
+      let id = idOf.get(raw);
+      if (id === undefined) {
+        const term = termOfPiece(raw);
+        if (term === '') id = -1;
+        else {
+          id = termIds.get(term);
+          if (id === undefined) {
+            termIds.set(term, (id = termIds.size));
+            if (id >= head.length) {
+              head = grown(head, id + 1);
+              seen = grown(seen, id + 1);
+            }
+          }
+        }
+        idOf.set(raw, id);
+      }
+      if (id < 0) continue;
+      if (remember) kept[keptAt + 1 + nKept++] = id;
+      if (unique) {
+        if (seen[id] === text) continue;
+        seen[id] = text;
+      }
+      if (total === slotOf.length) {
+        slotOf = grown(slotOf, total + 1);
+        next = grown(next, total + 1);
+      }
+      slotOf[total] = slot;
+      next[total] = head[id];
+      head[id] = ++total;
     }
     length[slot] += total - from;
     if (!remember) return;
-    if (keptEnd + 1 + total - from > kept.length) kept = grown(kept, keptEnd + 1 + total - from);
-    memo.set(value, keptEnd);
-    kept[keptEnd] = total - from;
-    kept.set(occTerm.subarray(from, total), keptEnd + 1);
-    keptEnd += 1 + total - from;
+    kept[keptAt] = nKept;
+    keptEnd += 1 + nKept;
+    made.set(value, keptAt);
   };
-  // The slots of FIELDS' order.
-  for (let i = 0; i < n; i++) {
-    const t = pool[i];
-    const at = i * F;
+  // The slots of FIELDS' order. A tool's name and description are its own; the other texts are
+  // usually shared, and remembered.
+  let at = 0;
+  let t: ToolSpec;
+  // Each parameter's words once: its name usually comes back in its description ("year: Year.").
+  const param = (name: string, description: string, values: string) => {
+    text++;
+    add(ownWords(t, name), at + 3, true, true);
+    add(ownWords(t, description), at + 3, true, true);
+    add(ownWords(t, values), at + 3, true, false);
+  };
+  for (let i = 0; i < n; i++, at += F) {
+    t = pool[i];
     add(t.name, at, false, false);
-    add(ownWords(t, t.description), at + 1, false);
-    add(ownWords(t, t.declaration.guidance ?? ''), at + 2, false);
-    // Each parameter's words once: its name usually comes back in its description ("year: Year.").
-    for (const param of paramTexts(t.parameters)) add(ownWords(t, param), at + 3, true);
-    add(t.plugin, at + 4, false);
+    add(ownWords(t, t.description), at + 1, false, false);
+    add(ownWords(t, t.declaration.guidance ?? ''), at + 2, false, true);
+    eachParam(t.parameters, param);
+    add(t.plugin, at + 4, false, true);
   }
 
   // Average length over the tools that have the field: most tools have no guidance, and averaging
@@ -267,58 +310,71 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
     const { w, b } = TUNING.fields[FIELDS[f]];
     for (let slot = f; slot < length.length; slot += F) norm[slot] = w / (1 - b + (b * length[slot]) / avg);
   }
-
-  // Per term, the tools it occurs in (ascending, as the occurrences come tool by tool) and its pseudo
-  // term frequency in each: the fields' weighted, length-normalised counts summed in the order they
-  // occur — counted into one pair of typed arrays that every term's postings view.
-  const nTerms = termIds.size;
-  const lastDoc = new Int32Array(nTerms).fill(-1);
-  const count = new Int32Array(nTerms + 1);
-  for (let k = 0; k < total; k++) {
-    const id = occTerm[k];
-    const doc = (occSlot[k] / F) | 0;
-    if (lastDoc[id] !== doc) {
-      lastDoc[id] = doc;
-      count[id + 1]++;
-    }
-  }
-  for (let id = 0; id < nTerms; id++) count[id + 1] += count[id];
-  const allDocs = new Int32Array(count[nTerms]);
-  const tf = new Float64Array(count[nTerms]);
-  const fill = count.slice(0, nTerms);
-  lastDoc.fill(-1);
-  for (let k = 0; k < total; k++) {
-    const id = occTerm[k];
-    const slot = occSlot[k];
-    const doc = (slot / F) | 0;
-    if (lastDoc[id] !== doc) {
-      lastDoc[id] = doc;
-      allDocs[fill[id]++] = doc;
-    }
-    tf[fill[id] - 1] += norm[slot];
-  }
-  const allWeights = new Float32Array(count[nTerms]);
-  const { k1 } = TUNING;
-  for (let id = 0; id < nTerms; id++) {
-    const from = count[id];
-    const to = count[id + 1];
-    const df = to - from;
-    const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-    for (let k = from; k < to; k++) allWeights[k] = (idf * tf[k] * (k1 + 1)) / (k1 + tf[k]);
-  }
   return {
-    byName: new Map(pool.map((t, i) => [t.name, i])),
-    postings: termIds,
-    start: count,
-    docs: allDocs,
-    weights: allWeights,
-    vocabulary: [...termIds.keys()].sort(),
+    byName,
+    termIds,
+    head,
+    next,
+    slotOf,
+    norm,
+    // Sized up front: an array filled at scattered indexes would fall back to a dictionary.
+    postings: new Array<Postings | undefined>(termIds.size).fill(undefined),
+    vocabulary: undefined,
     prefixCache: new Map(),
     scores: new Float64Array(n),
     touched: new Int32Array(n),
     stamp: new Uint32Array(n),
     generation: 0,
   };
+}
+
+/** Occurrences of one term, in order: postingsOf's scratch list. */
+let chain = new Int32Array(256);
+
+/**
+ * A term's postings: the tools it occurs in (ascending) and its weight in each — its pseudo term
+ * frequency (the fields' weighted, length-normalised counts summed in the order they occur) through
+ * BM25's saturation, times its idf. Made once per index and term.
+ */
+function postingsOf(ix: Index, id: number): Postings {
+  const made = ix.postings[id];
+  if (made !== undefined) return made;
+  const F = FIELDS.length;
+  const { next, slotOf, norm } = ix;
+  // The chain runs last to first: walked once into the scratch list, then read backwards.
+  let m = 0;
+  let df = 0;
+  let lastDoc = -1;
+  for (let k = ix.head[id] - 1; k >= 0; k = next[k] - 1) {
+    if (m === chain.length) chain = grown(chain, m + 1);
+    chain[m++] = k;
+    const doc = (slotOf[k] / F) | 0;
+    if (doc !== lastDoc) {
+      lastDoc = doc;
+      df++;
+    }
+  }
+  const docs = new Int32Array(df);
+  const tf = new Float64Array(df);
+  let p = -1;
+  lastDoc = -1;
+  for (let j = m - 1; j >= 0; j--) {
+    const slot = slotOf[chain[j]];
+    const doc = (slot / F) | 0;
+    if (doc !== lastDoc) {
+      lastDoc = doc;
+      docs[++p] = doc;
+    }
+    tf[p] += norm[slot];
+  }
+  const { k1 } = TUNING;
+  const n = ix.scores.length;
+  const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  const weights = new Float32Array(df);
+  for (let j = 0; j < df; j++) weights[j] = (idf * tf[j] * (k1 + 1)) / (k1 + tf[j]);
+  const out = { docs, weights };
+  ix.postings[id] = out;
+  return out;
 }
 
 /** A copy of `a` with room for at least `need` entries (doubling), zeros after its own. */
@@ -343,6 +399,7 @@ function expansionTerms(word: string): string[] {
 function extensions(ix: Index, term: string): string[] {
   let hit = ix.prefixCache.get(term);
   if (hit) return hit;
+  if (ix.vocabulary === undefined) ix.vocabulary = [...ix.termIds.keys()].sort();
   const v = ix.vocabulary;
   let lo = 0;
   let hi = v.length;
@@ -400,10 +457,10 @@ function rank(
   // Score: each distinct query term, and the longer index terms it begins, add their precomputed weights.
   const { scores, touched } = ix;
   let nTouched = 0;
-  const { start, docs, weights } = ix;
   const add = (id: number | undefined, scale: number) => {
     if (id === undefined) return;
-    for (let k = start[id]; k < start[id + 1]; k++) {
+    const { docs, weights } = postingsOf(ix, id);
+    for (let k = 0; k < docs.length; k++) {
       const d = docs[k];
       if (scores[d] === 0) touched[nTouched++] = d;
       scores[d] += weights[k] * scale;
@@ -411,11 +468,11 @@ function rank(
   };
   const own = new Set(terms(text));
   for (const term of own) {
-    const exact = ix.postings.get(term);
+    const exact = ix.termIds.get(term);
     if (exact !== undefined) add(exact, 1);
-    else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.postings.get(ext), TUNING.prefixWeight);
+    else if (term.length >= TUNING.prefixMin) for (const ext of extensions(ix, term)) add(ix.termIds.get(ext), TUNING.prefixWeight);
     // And the shorter index terms it begins with ("calculator" → a tool named "calc").
-    for (let n = term.length - 1; n >= TUNING.prefixMin; n--) add(ix.postings.get(term.slice(0, n)), TUNING.prefixWeight);
+    for (let n = term.length - 1; n >= TUNING.prefixMin; n--) add(ix.termIds.get(term.slice(0, n)), TUNING.prefixWeight);
   }
   // The lexicon's words for what the request says in words no tool uses (lexicon.ts): index terms only, at a lower weight.
   if (expand) {
@@ -424,7 +481,7 @@ function rank(
       for (const term of expansionTerms(word)) {
         if (own.has(term) || added.has(term)) continue;
         added.add(term);
-        add(ix.postings.get(term), TUNING.expandWeight);
+        add(ix.termIds.get(term), TUNING.expandWeight);
       }
     }
   }
