@@ -328,44 +328,47 @@ function checkRules(m: Manifest, at: IssueAt, scope = 'in this manifest'): Manif
   if (m.tools && !(m.provides ?? []).includes('tool')) {
     out.push(at(['tools'], "'tools:' is present but 'provides' does not list 'tool'", true));
   }
-  for (const [name, d] of Object.entries(tools)) {
-    const p = (field: string) => ['tools', name, field];
+  // Indexed, one key at a time (issue 49: a cold process's for-of over entries made a pair and an iterator result per tool).
+  const names = Object.keys(tools);
+  for (let k = 0; k < names.length; k++) {
+    const name = names[k];
+    const d = tools[name];
     if (!TOOL_NAME.test(name)) {
       out.push(at(['tools', name], `tool name '${name}' must be lowercase letters, digits and _`, true));
     }
     if (d.confirm !== undefined && d.effect !== 'write') {
-      out.push(at(p('confirm'), `'confirm' applies only to write tools; this tool is ${d.effect}`, true));
+      out.push(at(['tools', name, 'confirm'], `'confirm' applies only to write tools; this tool is ${d.effect}`, true));
     }
     if (d.approval !== undefined && d.effect !== 'write') {
       out.push(
         at(
-          p('approval'),
+          ['tools', name, 'approval'],
           `'approval' applies only to write tools; a ${d.effect} tool ${d.effect === 'destructive' ? 'is always approved per call' : 'needs none'}`,
           true,
         ),
       );
     }
     if (d.approval !== undefined && d.confirm !== undefined) {
-      out.push(at(p('approval'), "'approval: pinned' cannot be combined with 'confirm': choose one gate", true));
+      out.push(at(['tools', name, 'approval'], "'approval: pinned' cannot be combined with 'confirm': choose one gate", true));
     }
     if (d.undo !== undefined) {
       if (d.effect !== 'destructive') {
-        out.push(at(p('undo'), `'undo' applies only to destructive tools; this tool is ${d.effect}`, true));
+        out.push(at(['tools', name, 'undo'], `'undo' applies only to destructive tools; this tool is ${d.effect}`, true));
       } else {
         // Own names only: `undo: constructor` must not find Object.prototype.constructor.
         const target = Object.hasOwn(tools, d.undo) ? tools[d.undo] : undefined;
         if (!target) {
-          out.push(at(p('undo'), `undo tool '${d.undo}' is not declared ${scope}`));
+          out.push(at(['tools', name, 'undo'], `undo tool '${d.undo}' is not declared ${scope}`));
         } else if (!(target.effect === 'write' && target.confirm === 'never' && !target.approval)) {
-          out.push(at(p('undo'), `undo tool '${d.undo}' must be a write with 'confirm: never'`));
+          out.push(at(['tools', name, 'undo'], `undo tool '${d.undo}' must be a write with 'confirm: never'`));
         }
       }
     }
     if (d.answers_directly && !(d.effect === 'read' || (d.effect === 'write' && effectiveGate(d) === 'none'))) {
-      out.push(at(p('answers_directly'), "'answers_directly' needs a read tool or a write with 'confirm: never' (gate none)", true));
+      out.push(at(['tools', name, 'answers_directly'], "'answers_directly' needs a read tool or a write with 'confirm: never' (gate none)", true));
     }
     if (d.contract_modes !== undefined && d.effect === 'read') {
-      out.push(at(p('contract_modes'), "'contract_modes' applies only to non-read tools; read tools always run in Plan/Goal", true));
+      out.push(at(['tools', name, 'contract_modes'], "'contract_modes' applies only to non-read tools; read tools always run in Plan/Goal", true));
     }
   }
   return out;
@@ -402,7 +405,10 @@ export function checkDeclarations(
     col: 0,
   });
   const valid: Record<string, ToolDeclarationInput> = {};
-  for (const [name, d] of Object.entries(raw)) {
+  const names = Object.keys(raw);
+  for (let k = 0; k < names.length; k++) {
+    const name = names[k];
+    const d = raw[name];
     if (plainTool(d)) {
       valid[name] = d as ToolDeclarationInput;
       continue;
@@ -419,7 +425,8 @@ export function checkDeclarations(
     for (const i of round) if (i.tool) delete valid[i.tool];
   }
   const declarations = new Map<string, Declaration>();
-  for (const [name, d] of Object.entries(valid)) declarations.set(name, normalizeDeclaration(d));
+  const kept = Object.keys(valid);
+  for (let k = 0; k < kept.length; k++) declarations.set(kept[k], normalizeDeclaration(valid[kept[k]]));
   return {
     declarations,
     issues: found.map((i) => ({ tool: i.tool ?? '', ...(i.field ? { field: i.field } : {}), message: i.message })),

@@ -62,7 +62,10 @@ export function plainSchemaValid(s: unknown, root = true, depth = 0, args = fals
   if (typeof s === 'boolean') return true;
   if (!isObject(s) || depth > MAX_DEPTH) return false;
   const sub = (v: unknown) => plainSchemaValid(v, false, depth + 1, args);
-  for (const k of Object.keys(s)) {
+  // Indexed (issue 49): a cold process's for-of makes an iterator result per key.
+  const keys = Object.keys(s);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i];
     const v = s[k];
     if (args && v === undefined) return false;
     if (STRINGS.has(k)) {
@@ -84,7 +87,8 @@ export function plainSchemaValid(s: unknown, root = true, depth = 0, args = fals
           } else if (!Array.isArray(v) || v.length === 0 || !v.every((t) => SIMPLE_TYPES.has(t)) || !distinctScalars(v)) return false;
           break;
         case 'properties':
-          if (!isObject(v) || !Object.values(v).every(sub)) return false;
+          if (!isObject(v)) return false;
+          for (const name in v) if (Object.hasOwn(v, name) && !plainSchemaValid(v[name], false, depth + 1, args)) return false;
           break;
         case 'items':
         case 'additionalProperties':

@@ -98,7 +98,7 @@ export type McpSectionField = keyof Schemas['McpSectionSchema']['shape'];
 export type ManifestField = keyof Schemas['ManifestSchema']['shape'];
 
 export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
-  return {
+  const out: Declaration = {
     effect: d.effect,
     confirm: d.effect === 'write' ? (d.confirm ?? (d.approval ? undefined : 'once')) : undefined,
     approval: d.approval,
@@ -107,11 +107,13 @@ export function normalizeDeclaration(d: ToolDeclarationInput): Declaration {
     answers_directly: d.answers_directly ?? false,
     undo: d.undo,
     contract_modes: d.contract_modes ?? 'hide',
-    ...(d.idempotent !== undefined ? { idempotent: d.idempotent } : {}),
-    ...(d.editable !== undefined ? { editable: d.editable } : {}),
-    ...(d.output === 'untrusted' ? { output: 'untrusted' as const } : {}),
-    ...(d.open_world !== undefined ? { open_world: d.open_world } : {}),
   };
+  // The optional fields only when given, assigned rather than spread (issue 49: a cold start normalises every tool's).
+  if (d.idempotent !== undefined) out.idempotent = d.idempotent;
+  if (d.editable !== undefined) out.editable = d.editable;
+  if (d.output === 'untrusted') out.output = 'untrusted';
+  if (d.open_world !== undefined) out.open_world = d.open_world;
+  return out;
 }
 
 /** M3: the effective gate of a declaration. */

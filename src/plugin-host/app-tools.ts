@@ -29,8 +29,8 @@ const DECLARATION_FIELDS: readonly string[] = Object.keys(PLAIN_FIELDS.tool);
 
 /** An app tool that passed every check of its own: registration (names taken elsewhere) is next. */
 export interface AppCandidate {
-  /** Where it is: `tools[I] (NAME)`. */
-  at: string;
+  /** Its place in the list (`appToolAt` names it). */
+  index: number;
   def: ToolDefinition;
   declaration: Declaration;
 }
@@ -51,7 +51,8 @@ export function appReport(): PluginReport {
   };
 }
 
-const where = (i: number, name?: string, field?: string): string => `tools[${i}]${name ? ` (${name})` : ''}${field ? `.${field}` : ''}`;
+/** Where a tool of the list is, for a message: `tools[I] (NAME).FIELD`. */
+export const appToolAt = (i: number, name?: string, field?: string): string => `tools[${i}]${name ? ` (${name})` : ''}${field ? `.${field}` : ''}`;
 
 /** A function read off the tool keeps the tool as `this` (a tool may be a class instance). */
 const bound = (f: unknown, self: object): unknown => (typeof f === 'function' ? f.bind(self) : f);
@@ -76,8 +77,16 @@ function split(t: object, index: number, name: string): Split {
   } as ToolDefinition;
   // No prototype: a field named __proto__ is a field (refused as unknown), not the object's prototype.
   const declaration: Record<string, unknown> = Object.create(null);
-  for (const k of DECLARATION_FIELDS) if (k in t && o[k] !== undefined) declaration[k] = o[k];
-  for (const k of Object.keys(t)) if (!DEFINITION_FIELDS.has(k) && o[k] !== undefined) declaration[k] = o[k];
+  // Indexed loops (issue 49): a cold process's for-of makes an iterator result per step, ~19 per tool here.
+  for (let i = 0; i < DECLARATION_FIELDS.length; i++) {
+    const k = DECLARATION_FIELDS[i];
+    if (k in t && o[k] !== undefined) declaration[k] = o[k];
+  }
+  const own = Object.keys(t);
+  for (let i = 0; i < own.length; i++) {
+    const k = own[i];
+    if (!DEFINITION_FIELDS.has(k) && o[k] !== undefined) declaration[k] = o[k];
+  }
   return { index, name, def, declaration };
 }
 
@@ -124,12 +133,12 @@ function checkList(tools: unknown): AppToolsCheck {
     const t: unknown = tools[i];
     try {
       if (!t || typeof t !== 'object' || Array.isArray(t)) {
-        refuse(i, { kind: 'invalid_tool', message: `${where(i)}: the tool definition is not an object` });
+        refuse(i, { kind: 'invalid_tool', message: `${appToolAt(i)}: the tool definition is not an object` });
         continue;
       }
       const name = (t as { name?: unknown }).name;
       if (typeof name !== 'string' || name === '') {
-        refuse(i, { kind: 'invalid_tool', message: `${where(i)}: 'name' must be a non-empty string` });
+        refuse(i, { kind: 'invalid_tool', message: `${appToolAt(i)}: 'name' must be a non-empty string` });
         continue;
       }
       splits.push(split(t, i, name));
@@ -141,26 +150,27 @@ function checkList(tools: unknown): AppToolsCheck {
         all.push(i);
       }
     } catch (err) {
-      refuse(i, { kind: 'invalid_tool', message: `${where(i)}: its fields cannot be read: ${(err as Error)?.message ?? String(err)}` });
+      refuse(i, { kind: 'invalid_tool', message: `${appToolAt(i)}: its fields cannot be read: ${(err as Error)?.message ?? String(err)}` });
     }
   }
 
   // One name, one tool: every tool given a name that another one also has is refused (R6).
   const named: Split[] = [];
-  for (const s of splits) {
+  for (let k = 0; k < splits.length; k++) {
+    const s = splits[k];
     const all = shared.get(s.name);
     if (all) {
-      const others = all.filter((j) => j !== s.index).map((j) => where(j));
+      const others = all.filter((j) => j !== s.index).map((j) => appToolAt(j));
       refuse(s.index, {
         kind: 'duplicate_tool',
         tool: s.name,
-        message: `${where(s.index, s.name)}: the name ${s.name} is also given to ${others.join(' and ')}; ${all.length > 2 ? 'all' : 'both'} are refused`,
+        message: `${appToolAt(s.index, s.name)}: the name ${s.name} is also given to ${others.join(' and ')}; ${all.length > 2 ? 'all' : 'both'} are refused`,
       });
     } else if (s.name === '__proto__') {
       refuse(s.index, {
         kind: 'declaration_error',
         tool: s.name,
-        message: `${where(s.index, s.name)}: '__proto__' cannot be used as a name`,
+        message: `${appToolAt(s.index, s.name)}: '__proto__' cannot be used as a name`,
       });
     } else {
       named.push(s);
@@ -168,9 +178,12 @@ function checkList(tools: unknown): AppToolsCheck {
   }
 
   // M4: the manifest's schema and cross-field rules, with its messages.
-  const byName = new Map(named.map((s) => [s.name, s]));
+  const byName = new Map<string, Split>();
   const raw: Record<string, Record<string, unknown>> = {};
-  for (const s of named) raw[s.name] = s.declaration;
+  for (let k = 0; k < named.length; k++) {
+    byName.set(named[k].name, named[k]);
+    raw[named[k].name] = named[k].declaration;
+  }
   const { declarations, issues } = checkDeclarations(raw, SCOPE);
   for (const i of issues) {
     const s = byName.get(i.tool);
@@ -179,20 +192,21 @@ function checkList(tools: unknown): AppToolsCheck {
       kind: 'declaration_error',
       tool: i.tool,
       ...(i.field ? { field: i.field } : {}),
-      message: `${where(index, i.tool, i.field)}: ${i.message}`,
+      message: `${appToolAt(index, i.tool, i.field)}: ${i.message}`,
     });
   }
 
   const candidates: AppCandidate[] = [];
-  for (const s of named) {
+  for (let k = 0; k < named.length; k++) {
+    const s = named[k];
     const problem = definitionProblem(s.def);
     if (problem) {
       const why = problem.startsWith(`tool ${s.name}: `) ? problem.slice(`tool ${s.name}: `.length) : problem;
-      refuse(s.index, { kind: 'invalid_tool', tool: s.name, message: `${where(s.index, s.name)}: ${why}` });
+      refuse(s.index, { kind: 'invalid_tool', tool: s.name, message: `${appToolAt(s.index, s.name)}: ${why}` });
       continue;
     }
     const declaration = declarations.get(s.name);
-    if (declaration) candidates.push({ at: where(s.index, s.name), def: s.def, declaration });
+    if (declaration) candidates.push({ index: s.index, def: s.def, declaration });
   }
   return { candidates, rows: rows.sort((a, b) => a.index - b.index).map((r) => r.row), failed: false };
 }

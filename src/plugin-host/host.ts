@@ -13,7 +13,7 @@ import { OperatorPolicy } from '../policy/operator.js';
 import { definitionProblem, makeToolSpec } from '../tools/spec.js';
 import type { AppTool, ToolDefinition, ToolSpec } from '../types/index.js';
 import { KeelError } from '../util/errors.js';
-import { APP_PLUGIN, appReport, checkAppTools } from './app-tools.js';
+import { APP_PLUGIN, appReport, appToolAt, checkAppTools } from './app-tools.js';
 import { mcpOpenWorld } from './mcp-hints.js';
 import type { PluginAPI, PluginReport, PluginSetup, Row, ToolCallHook, ToolResultHook, ToolRow } from './types.js';
 
@@ -118,25 +118,26 @@ export async function importEntry(file: string): Promise<unknown> {
 function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
   const d = spec.declaration;
   const p = spec.policy;
-  return {
-    declared_gate: p?.declared_gate ?? spec.gate,
-    ...(p?.gate_source ? { gate_source: p.gate_source } : {}),
-    ...(p?.rule ? { rule: p.rule } : {}),
-    ...(p?.deny ? { denied: true as const } : {}),
-    ...(p?.modes ? { modes: p.modes } : {}),
-    name: spec.name,
-    effect: d.effect,
-    gate: spec.gate,
-    pinned: d.pinned,
-    answers_directly: d.answers_directly,
-    guidance: Boolean(d.guidance?.trim()),
-    contract_modes: d.contract_modes,
-    undo: d.undo,
-    output: d.output ?? 'trusted',
-    open_world: d.open_world === true,
-    ...(p?.after_untrusted ? { after_untrusted: p.after_untrusted } : {}),
-    via,
-  };
+  // Assigned in the row's key order, each optional key only when set (issue 49: spreads of optional
+  // parts were most of a row's cost in a cold process, 2,000 rows at once).
+  const row: Partial<Record<keyof ToolRow, unknown>> = { declared_gate: p?.declared_gate ?? spec.gate };
+  if (p?.gate_source) row.gate_source = p.gate_source;
+  if (p?.rule) row.rule = p.rule;
+  if (p?.deny) row.denied = true;
+  if (p?.modes) row.modes = p.modes;
+  row.name = spec.name;
+  row.effect = d.effect;
+  row.gate = spec.gate;
+  row.pinned = d.pinned;
+  row.answers_directly = d.answers_directly;
+  row.guidance = Boolean(d.guidance?.trim());
+  row.contract_modes = d.contract_modes;
+  row.undo = d.undo;
+  row.output = d.output ?? 'trusted';
+  row.open_world = d.open_world === true;
+  if (p?.after_untrusted) row.after_untrusted = p.after_untrusted;
+  row.via = via;
+  return row as ToolRow;
 }
 
 /**
@@ -460,20 +461,23 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
   const copies = new Map<PluginReport, PluginReport>();
   const specs: ToolSpec[] = [];
   let policyError: Error | undefined;
-  for (const { at, def, declaration } of candidates) {
+  // A refusal's message names the tool's place in the list (`appToolAt`), made only for a refused tool.
+  const refuse = (kind: Row['kind'], name: string, message: string) => void report.degraded.push({ kind, tool: name, message });
+  for (let k = 0; k < candidates.length; k++) {
+    const { index, def, declaration } = candidates[k];
     const name = def.name;
-    const refuse = (kind: Row['kind'], message: string) => void report.degraded.push({ kind, tool: name, message });
     const taken = base.byName.get(name);
     const plugin = st.owner.get(name);
     if (st.reserved.has(name) || taken?.plugin === 'core') {
-      refuse('duplicate_tool', `${at}: tool ${name} declared in code is refused: the core already registers that name`);
+      refuse('duplicate_tool', name, `${appToolAt(index, name)}: tool ${name} declared in code is refused: the core already registers that name`);
       continue;
     }
     const claimants = st.contested.get(name);
     if (claimants) {
       refuse(
         'duplicate_tool',
-        `${at}: tool ${name} declared in code is refused: plugins ${claimants.join(' and ')} already claim that name`,
+        name,
+        `${appToolAt(index, name)}: tool ${name} declared in code is refused: plugins ${claimants.join(' and ')} already claim that name`,
       );
       continue;
     }
@@ -485,32 +489,33 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
       copy.degraded.push({
         kind: 'duplicate_tool',
         tool: name,
-        message: `tool ${name} of plugin ${plugin.name} is withdrawn: a tool declared in code (${at}) registers the same name, so both are refused`,
+        message: `tool ${name} of plugin ${plugin.name} is withdrawn: a tool declared in code (${appToolAt(index, name)}) registers the same name, so both are refused`,
       });
       if (copy.status === 'loaded') copy.status = 'degraded';
       byName.delete(name);
       refuse(
         'duplicate_tool',
-        `${at}: tool ${name} declared in code is refused: plugin ${plugin.name} registers the same name, so both are refused`,
+        name,
+        `${appToolAt(index, name)}: tool ${name} declared in code is refused: plugin ${plugin.name} registers the same name, so both are refused`,
       );
       continue;
     }
     if (taken) {
-      refuse('duplicate_tool', `${at}: tool ${name} declared in code is refused: ${taken.plugin} already registers that name`);
+      refuse('duplicate_tool', name, `${appToolAt(index, name)}: tool ${name} declared in code is refused: ${taken.plugin} already registers that name`);
       continue;
     }
     let spec: ToolSpec;
     try {
       spec = makeToolSpec(def, APP_PLUGIN, declaration, st.cache);
     } catch (err) {
-      refuse('invalid_tool', `${at}: ${(err as Error).message}`);
+      refuse('invalid_tool', name, `${appToolAt(index, name)}: ${(err as Error).message}`);
       continue;
     }
     try {
       spec = st.policy.apply(spec);
     } catch (err) {
       policyError ??= err as Error;
-      refuse('invalid_tool', `${at}: ${(err as Error).message}`);
+      refuse('invalid_tool', name, `${appToolAt(index, name)}: ${(err as Error).message}`);
       continue;
     }
     report.tools.push(toolRow(spec, 'code'));

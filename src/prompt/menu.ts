@@ -56,6 +56,8 @@ export const keepAll: Shortlist = (candidates) => new Set(candidates.map((t) => 
  * (labelled) anyway, `contract_modes: declare`; or it may not, and is hidden unless the transcript calls it.
  */
 type Kind = 'exec' | 'declare' | 'hidden';
+/** A kind as ModeView.kindAt keeps it (issue 49: a number per tool, not a pair per tool, in a cold process). */
+const KIND_CODE = { exec: 1, declare: 2, hidden: 3 } as const satisfies Record<Kind, number>;
 
 /**
  * R23: the tools the core's own sentences send the model to are never dropped: ask_user (the base
@@ -82,8 +84,10 @@ interface ModeView {
   candidateAt: Map<string, number>;
   /** Positions in `candidates` of the always-kept tools (ask_user, memory_search, pinned). */
   alwaysKept: number[];
-  /** name → [pool position, kind] of each tool that exists in this mode. */
-  byName: Map<string, [number, Kind]>;
+  /** name → pool position of each tool that exists in this mode; its kind is `kindAt[position]`. */
+  byName: Map<string, number>;
+  /** Per pool position, the tool's kind in this mode (KIND_CODE; 0: it does not exist in this mode). */
+  kindAt: Uint8Array;
   /** Pool positions of the `contract_modes: declare` restricted tools, ascending. */
   declared: number[];
   /** R31: what find_tools searches (candidates and labelled tools, pool order), made on first search. */
@@ -123,35 +127,33 @@ function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeVi
   if (mv) return mv;
   const candidates: ToolSpec[] = [];
   const candidatePos: number[] = [];
+  const candidateNames: string[] = [];
+  const candidateAt = new Map<string, number>();
   const keptAt: number[] = [];
-  const byName = new Map<string, [number, Kind]>();
+  const byName = new Map<string, number>();
+  const kindAt = new Uint8Array(pool.length);
   const declared: number[] = [];
-  pool.forEach((t, i) => {
-    if (t.onlyInModes && !t.onlyInModes.includes(mode)) return;
-    if (t.name === FIND_TOOLS && t.plugin === 'core' && !finder) return;
+  for (let i = 0; i < pool.length; i++) {
+    const t = pool[i];
+    if (t.onlyInModes && !t.onlyInModes.includes(mode)) continue;
+    if (t.name === FIND_TOOLS && t.plugin === 'core' && !finder) continue;
+    byName.set(t.name, i);
     if (executableInMode(t, mode)) {
       if (alwaysKept(t, mode)) keptAt.push(candidates.length);
+      candidateAt.set(t.name, candidates.length);
       candidates.push(t);
       candidatePos.push(i);
-      byName.set(t.name, [i, 'exec']);
+      candidateNames.push(t.name);
+      kindAt[i] = KIND_CODE.exec;
     } else if (t.declaration.contract_modes === 'declare' || denialOf(t, mode) === 'policy') {
       // Kept declared, labelled: `contract_modes: declare` (C3), or an operator rule (the model is told why).
       declared.push(i);
-      byName.set(t.name, [i, 'declare']);
+      kindAt[i] = KIND_CODE.declare;
     } else {
-      byName.set(t.name, [i, 'hidden']);
+      kindAt[i] = KIND_CODE.hidden;
     }
-  });
-  const candidateNames = candidates.map((t) => t.name);
-  mv = {
-    candidates,
-    candidateNames,
-    candidatePos,
-    candidateAt: new Map(candidateNames.map((n, k) => [n, k])),
-    alwaysKept: keptAt,
-    byName,
-    declared,
-  };
+  }
+  mv = { candidates, candidateNames, candidatePos, candidateAt, alwaysKept: keptAt, byName, kindAt, declared };
   pv.modes.set(key, mv);
   return mv;
 }
@@ -166,11 +168,18 @@ function modeView(pool: readonly ToolSpec[], mode: Mode, finder = false): ModeVi
  * dropped names).
  */
 export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Menu {
-  let view = modeView(input.pool, input.mode);
+  // The view with find_tools or the one without, whichever the pool's size says find_tools is
+  // likely offered in, then the other if that guess was wrong (issue 49: building both was a pass
+  // over the pool a cold first request did not need).
+  const guess = input.called.has(FIND_TOOLS) || (shortlist.cap !== undefined && input.pool.length > shortlist.cap + 1);
+  let view = modeView(input.pool, input.mode, guess);
   if (!view) return buildMenuWalk(input, shortlist);
-  if (offersFinder(view.candidates.length, shortlist, input.called)) view = modeView(input.pool, input.mode, true) ?? view;
+  const finderAt = guess ? view.candidateAt.get(FIND_TOOLS) : undefined;
+  const executable = view.candidates.length - (finderAt !== undefined && view.candidates[finderAt].plugin === 'core' ? 1 : 0);
+  const finder = offersFinder(executable, shortlist, input.called);
+  if (finder !== guess) view = modeView(input.pool, input.mode, finder) ?? view;
   const { pool, mode, called } = input;
-  const { candidates, candidateNames, candidatePos, candidateAt, byName } = view;
+  const { candidates, candidateNames, candidatePos, candidateAt, byName, kindAt } = view;
 
   // Restricted tools the transcript calls join the labelled ones (C3).
   const calledRestricted = new Set<string>();
@@ -178,12 +187,12 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
   // Called candidates join the always-kept ones; `keep` lists them in pool order after the admitted.
   const keptAt = [...view.alwaysKept];
   for (const name of called) {
-    const hit = byName.get(name);
-    if (!hit) continue;
-    if (hit[1] === 'hidden') {
+    const at = byName.get(name);
+    if (at === undefined) continue;
+    if (kindAt[at] === KIND_CODE.hidden) {
       calledRestricted.add(name);
-      restrictedAt.push(hit[0]);
-    } else if (hit[1] === 'exec') keptAt.push(candidateAt.get(name) as number);
+      restrictedAt.push(at);
+    } else if (kindAt[at] === KIND_CODE.exec) keptAt.push(candidateAt.get(name) as number);
   }
   const keep = new Set<string>(input.admitted);
   if (keptAt.length > view.alwaysKept.length) keptAt.sort((a, b) => a - b);
@@ -233,8 +242,8 @@ export function buildMenu(input: MenuInput, shortlist: Shortlist = keepAll): Men
     dropped,
     // Hidden (mode-restricted, undeclared) tools are unknown to the model (C3); dropped ones admit on call (R24).
     admissible: (name) => {
-      const hit = byName.get(name);
-      return hit !== undefined && (hit[1] !== 'hidden' || calledRestricted.has(name));
+      const at = byName.get(name);
+      return at !== undefined && (kindAt[at] !== KIND_CODE.hidden || calledRestricted.has(name));
     },
   };
 }
