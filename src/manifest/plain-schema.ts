@@ -61,11 +61,11 @@ function jsonish(v: unknown): boolean {
 export function plainSchemaValid(s: unknown, root = true, depth = 0, args = false): boolean {
   if (typeof s === 'boolean') return true;
   if (!isObject(s) || depth > MAX_DEPTH) return false;
-  const sub = (v: unknown) => plainSchemaValid(v, false, depth + 1, args);
-  // Indexed (issue 49): a cold process's for-of makes an iterator result per key.
-  const keys = Object.keys(s);
-  for (let i = 0; i < keys.length; i++) {
-    const k = keys[i];
+  const d = depth + 1;
+  // for-in over own keys, no closure (issue 49: a cold process's for-of made an iterator result per
+  // key, and Object.keys and a closure per schema node were garbage at 2,000 tools).
+  for (const k in s) {
+    if (!Object.hasOwn(s, k)) continue;
     const v = s[k];
     if (args && v === undefined) return false;
     if (STRINGS.has(k)) {
@@ -78,7 +78,8 @@ export function plainSchemaValid(s: unknown, root = true, depth = 0, args = fals
       // any JSON value
       if (args && k === 'const' && !jsonish(v)) return false;
     } else if (SCHEMA_LISTS.has(k)) {
-      if (!Array.isArray(v) || v.length === 0 || !v.every(sub)) return false;
+      if (!Array.isArray(v) || v.length === 0) return false;
+      for (let i = 0; i < v.length; i++) if (!plainSchemaValid(v[i], false, d, args)) return false;
     } else {
       switch (k) {
         case 'type':
@@ -88,12 +89,12 @@ export function plainSchemaValid(s: unknown, root = true, depth = 0, args = fals
           break;
         case 'properties':
           if (!isObject(v)) return false;
-          for (const name in v) if (Object.hasOwn(v, name) && !plainSchemaValid(v[name], false, depth + 1, args)) return false;
+          for (const name in v) if (Object.hasOwn(v, name) && !plainSchemaValid(v[name], false, d, args)) return false;
           break;
         case 'items':
         case 'additionalProperties':
         case 'not':
-          if (!sub(v)) return false;
+          if (!plainSchemaValid(v, false, d, args)) return false;
           break;
         case 'required':
           if (!Array.isArray(v) || !v.every((x) => typeof x === 'string') || !distinctScalars(v)) return false;

@@ -27,7 +27,9 @@ export class ModeDenied extends Error {
  * at 2,000 tools a cold start's garbage).
  */
 export function guardHandler(tool: ToolSpec, modeOf: (ctx: ToolContext) => Mode): ToolSpec {
-  if (MODES.every((mode) => denialOf(tool, mode) === undefined)) return tool;
+  let refusable = false;
+  for (let i = 0; i < MODES.length && !refusable; i++) refusable = denialOf(tool, MODES[i]) !== undefined;
+  if (!refusable) return tool;
   const inner = tool.execute;
   // Object.assign, not a spread: see makeToolSpec (a spread made a dictionary-mode copy).
   return Object.assign({}, tool, {
