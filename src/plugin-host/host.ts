@@ -141,6 +141,23 @@ function toolRow(spec: ToolSpec, via: ToolRow['via']): ToolRow {
 }
 
 /**
+ * The app report's tool rows (one per spec, in order), made when first read: a library's run never
+ * reads them (issue 49: at 2,000 tools they were 2,000 objects of a cold first run, ~1-4 ms).
+ * The guard changes a spec's handler only, which a row does not show. Assigning the list replaces it.
+ */
+function lazyRows(report: PluginReport, specs: readonly ToolSpec[]): void {
+  let rows: ToolRow[] | undefined;
+  Object.defineProperty(report, 'tools', {
+    enumerable: true,
+    configurable: true,
+    get: () => (rows ??= specs.map((s) => toolRow(s, 'code'))),
+    set: (v: ToolRow[]) => {
+      rows = v;
+    },
+  });
+}
+
+/**
  * Mounts the built-ins, then the plugins of these folders, then — when given — the application's
  * own tools (withAppTools): one path for a run, `keel plugins check` and the tests.
  */
@@ -518,7 +535,6 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
       refuse('invalid_tool', name, `${appToolAt(index, name)}: ${(err as Error).message}`);
       continue;
     }
-    report.tools.push(toolRow(spec, 'code'));
     const guarded = st.guard(spec);
     specs.push(guarded);
     byName.set(name, guarded);
@@ -531,7 +547,9 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
   const rest = base.pool.filter((t) => byName.get(t.name) === t);
   const builtins = rest.slice(0, st.builtins);
   const pool = [...builtins, ...specs, ...rest.slice(st.builtins)];
-  const mine = new Set(specs);
+  lazyRows(report, specs);
+  /** The specs mounted here (a failure is charged to the app's report), made on the first failure. */
+  let mine: Set<ToolSpec> | undefined;
   return {
     plugins: [report, ...base.plugins.map((p) => copies.get(p) ?? p)],
     pool,
@@ -540,7 +558,7 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
     policy: policyReport(st.policy, byName),
     chargeFailure(tool) {
       const held = byName.get(tool.name);
-      if (held && mine.has(held)) {
+      if (held && (mine ??= new Set(specs)).has(held)) {
         report.runtime_failures++;
         return;
       }

@@ -175,6 +175,8 @@ interface Index {
   /** stamp[i] === generation: pool[i] is a candidate of the current call. */
   stamp: Uint32Array;
   generation: number;
+  /** The candidates the stamps are of, and their names when they are not in pool order. */
+  marked: { candidates: readonly ToolSpec[]; count: number; names: ReadonlySet<string> | undefined } | undefined;
 }
 
 /** One index per pool array, built on first use (DESIGN: "index built once per pool change"). */
@@ -325,6 +327,7 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
     touched: new Int32Array(n),
     stamp: new Uint32Array(n),
     generation: 0,
+    marked: undefined,
   };
 }
 
@@ -434,8 +437,12 @@ function prepare(pool: readonly ToolSpec[], candidates: readonly ToolSpec[]): { 
   // A pool array changed in place (not how the registry works, but cheap to notice) gets a new index.
   if (!ix || ix.scores.length !== pool.length) indexes.set(pool, (ix = buildIndex(pool)));
   const index = ix;
-  const inOrder = markCandidates(index, pool, candidates);
-  const allowedNames = inOrder ? undefined : new Set(candidates.map((t) => t.name));
+  // The same candidates as the call before (a run's menus, step after step): their stamps stand.
+  if (index.marked?.candidates !== candidates || index.marked.count !== candidates.length) {
+    const inOrder = markCandidates(index, pool, candidates);
+    index.marked = { candidates, count: candidates.length, names: inOrder ? undefined : new Set(candidates.map((t) => t.name)) };
+  }
+  const allowedNames = index.marked.names;
   const gen = index.generation;
   return { ix: index, allowed: (i) => (allowedNames ? allowedNames.has(pool[i].name) : index.stamp[i] === gen) };
 }

@@ -201,7 +201,10 @@ export function makeToolSpec(
 ): ToolSpec {
   let validator: () => ArgsCheck;
   try {
-    validator = parametersValidator({ type: 'object', ...def.parameters }, checked);
+    // Checked as `type: object` whether or not it says so; a schema that says so is used as it is
+    // (the one the model is shown), not copied (issue 49: a copy per tool in a cold start).
+    const params = def.parameters;
+    validator = parametersValidator(params?.type === 'object' ? params : { type: 'object', ...params }, checked);
   } catch (err) {
     throw new Error(`tool ${def.name}: 'parameters' is not a valid JSON Schema: ${(err as Error).message}`);
   }
