@@ -183,6 +183,11 @@ describe('R32/R1/R5: app tools mount through the one path, beside the built-ins 
     );
     const share = p.tools.find((t) => t.name === 'share_note');
     assert.deepEqual([share?.pinned, share?.contract_modes], [true, 'declare']);
+    // The rows are made when first read (issue 49): a copy, its JSON and a clone carry the same rows.
+    assert.equal(p.tools, p.tools, 'made once');
+    assert.deepEqual(JSON.parse(JSON.stringify(p)).tools, JSON.parse(JSON.stringify(p.tools)));
+    assert.deepEqual(structuredClone(p).tools, p.tools);
+    assert.deepEqual({ ...p }.tools, p.tools);
     assert.deepEqual(
       r.plugins.slice(1).map((x) => [x.name, x.status]),
       [
