@@ -212,34 +212,47 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
   const made = new Map<string, number>();
   let kept = new Int32Array(1024);
   let keptEnd = 0;
+  /** Scratch room for the ids of a text that is not remembered. */
+  let scratch = new Int32Array(256);
+  /** An occurrence in `slot` of each id of ids[from..to), in order (a parameter's terms once each). */
+  const occur = (ids: Int32Array, from: number, to: number, slot: number, unique: boolean) => {
+    const start = total;
+    for (let j = from; j < to; j++) {
+      const id = ids[j];
+      if (unique) {
+        if (seen[id] === text) continue;
+        seen[id] = text;
+      }
+      if (total === slotOf.length) {
+        slotOf = grown(slotOf, total + 1);
+        next = grown(next, total + 1);
+      }
+      slotOf[total] = slot;
+      next[total] = head[id];
+      head[id] = ++total;
+    }
+    length[slot] += total - start;
+  };
   const add = (value: string, slot: number, unique: boolean, remember: boolean) => {
     if (value === '') return;
-    const from = total;
     const at = remember ? made.get(value) : undefined;
-    if (at !== undefined) {
-      // Its ids copied: a text seen before is not taken apart again.
-      for (let j = at + 1, end = at + 1 + kept[at]; j < end; j++) {
-        const id = kept[j];
-        if (unique) {
-          if (seen[id] === text) continue;
-          seen[id] = text;
-        }
-        if (total === slotOf.length) {
-          slotOf = grown(slotOf, total + 1);
-          next = grown(next, total + 1);
-        }
-        slotOf[total] = slot;
-        next[total] = head[id];
-        head[id] = ++total;
-      }
-      length[slot] += total - from;
-      return;
-    }
+    // A text seen before is not taken apart again: its ids are copied.
+    if (at !== undefined) return occur(kept, at + 1, at + 1 + kept[at], slot, unique);
     const found = value.match(PIECE);
     if (found === null) return;
-    const keptAt = keptEnd;
-    if (remember && keptEnd + 1 + found.length > kept.length) kept = grown(kept, keptEnd + 1 + found.length);
-    let nKept = 0;
+    // The text's ids, in `kept` after their count when it is remembered, else in the scratch list.
+    let ids: Int32Array;
+    let from: number;
+    if (remember) {
+      if (keptEnd + 1 + found.length > kept.length) kept = grown(kept, keptEnd + 1 + found.length);
+      ids = kept;
+      from = keptEnd + 1;
+    } else {
+      if (found.length > scratch.length) scratch = grown(scratch, found.length);
+      ids = scratch;
+      from = 0;
+    }
+    let to = from;
     for (let k = 0; k < found.length; k++) {
       const raw = found[k];
       let id = idOf.get(raw);
@@ -258,25 +271,14 @@ function buildIndex(pool: readonly ToolSpec[]): Index {
         }
         idOf.set(raw, id);
       }
-      if (id < 0) continue;
-      if (remember) kept[keptAt + 1 + nKept++] = id;
-      if (unique) {
-        if (seen[id] === text) continue;
-        seen[id] = text;
-      }
-      if (total === slotOf.length) {
-        slotOf = grown(slotOf, total + 1);
-        next = grown(next, total + 1);
-      }
-      slotOf[total] = slot;
-      next[total] = head[id];
-      head[id] = ++total;
+      if (id >= 0) ids[to++] = id;
     }
-    length[slot] += total - from;
-    if (!remember) return;
-    kept[keptAt] = nKept;
-    keptEnd += 1 + nKept;
-    made.set(value, keptAt);
+    if (remember) {
+      kept[keptEnd] = to - from;
+      made.set(value, keptEnd);
+      keptEnd = to;
+    }
+    occur(ids, from, to, slot, unique);
   };
   // The slots of FIELDS' order. A tool's name and description are its own; the other texts are
   // usually shared, and remembered.
