@@ -365,10 +365,14 @@ function checkRules(m: Manifest, at: IssueAt, scope = 'in this manifest'): Manif
       }
     }
     if (d.answers_directly && !(d.effect === 'read' || (d.effect === 'write' && effectiveGate(d) === 'none'))) {
-      out.push(at(['tools', name, 'answers_directly'], "'answers_directly' needs a read tool or a write with 'confirm: never' (gate none)", true));
+      out.push(
+        at(['tools', name, 'answers_directly'], "'answers_directly' needs a read tool or a write with 'confirm: never' (gate none)", true),
+      );
     }
     if (d.contract_modes !== undefined && d.effect === 'read') {
-      out.push(at(['tools', name, 'contract_modes'], "'contract_modes' applies only to non-read tools; read tools always run in Plan/Goal", true));
+      out.push(
+        at(['tools', name, 'contract_modes'], "'contract_modes' applies only to non-read tools; read tools always run in Plan/Goal", true),
+      );
     }
   }
   return out;

@@ -52,7 +52,8 @@ export function appReport(): PluginReport {
 }
 
 /** Where a tool of the list is, for a message: `tools[I] (NAME).FIELD`. */
-export const appToolAt = (i: number, name?: string, field?: string): string => `tools[${i}]${name ? ` (${name})` : ''}${field ? `.${field}` : ''}`;
+export const appToolAt = (i: number, name?: string, field?: string): string =>
+  `tools[${i}]${name ? ` (${name})` : ''}${field ? `.${field}` : ''}`;
 
 /** A function read off the tool keeps the tool as `this` (a tool may be a class instance). */
 const bound = (f: unknown, self: object): unknown => (typeof f === 'function' ? f.bind(self) : f);

@@ -486,7 +486,11 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
     const taken = base.byName.get(name);
     const plugin = st.owner.get(name);
     if (st.reserved.has(name) || taken?.plugin === 'core') {
-      refuse('duplicate_tool', name, `${appToolAt(index, name)}: tool ${name} declared in code is refused: the core already registers that name`);
+      refuse(
+        'duplicate_tool',
+        name,
+        `${appToolAt(index, name)}: tool ${name} declared in code is refused: the core already registers that name`,
+      );
       continue;
     }
     const claimants = st.contested.get(name);
@@ -518,7 +522,11 @@ export function withAppTools(base: Registry, tools: readonly AppTool[]): Registr
       continue;
     }
     if (taken) {
-      refuse('duplicate_tool', name, `${appToolAt(index, name)}: tool ${name} declared in code is refused: ${taken.plugin} already registers that name`);
+      refuse(
+        'duplicate_tool',
+        name,
+        `${appToolAt(index, name)}: tool ${name} declared in code is refused: ${taken.plugin} already registers that name`,
+      );
       continue;
     }
     let spec: ToolSpec;

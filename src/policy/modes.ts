@@ -2,10 +2,8 @@
  * The fresh mode check around every handler (C5): a call refused by the session's mode when it
  * runs. Never lets a handler run in a mode that forbids it.
  */
-import type { Mode, ToolContext, ToolSpec } from '../types/index.js';
+import { MODES, type Mode, type ToolContext, type ToolSpec } from '../types/index.js';
 import { denialOf, executableInMode } from './gate.js';
-
-const MODES: readonly Mode[] = ['agent', 'plan', 'goal'];
 
 /** A handler refused by the fresh mode check: the call pipeline records it as denied_by_mode, never as a tool failure. */
 export class ModeDenied extends Error {

@@ -233,7 +233,8 @@ export function makeToolSpec(
     },
   };
   for (const k in def) {
-    if (Object.hasOwn(def, k) && !Object.hasOwn(spec, k)) (spec as unknown as Record<string, unknown>)[k] = (def as unknown as Record<string, unknown>)[k];
+    if (Object.hasOwn(def, k) && !Object.hasOwn(spec, k))
+      (spec as unknown as Record<string, unknown>)[k] = (def as unknown as Record<string, unknown>)[k];
   }
   return spec;
 }

@@ -63,6 +63,19 @@ test('R31: find_tools is offered only when the executable tools outnumber the ca
   assert.ok(names(menuOf(pool, 9, { called: ['find_tools'] })).includes('find_tools'));
 });
 
+test('R31: the executable count decides, not the pool size: a pool over the cap whose plan mode leaves it at the cap offers find_tools in agent mode only', () => {
+  // 14 tools: in agent mode 13 executable besides find_tools (over a cap of 9); in plan mode the four
+  // writes are hidden and 9 remain (at the cap). The menu starts from the view the pool's size
+  // suggests (with find_tools) and must turn back in plan mode (issue 49).
+  const writes = Array.from({ length: 4 }, (_, i) => tool(`save_${i}`, { effect: 'write' }, `Save record ${i}`));
+  const pool = [askUser, findTools, ...widgets(8), ...writes];
+  assert.ok(names(menuOf(pool, 9)).includes('find_tools'), 'agent: over the cap, offered');
+  const plan = menuOf(pool, 9, { mode: 'plan' });
+  assert.ok(!names(plan).includes('find_tools'), `plan: at the cap, not offered: ${names(plan)}`);
+  assert.equal(plan.admissible('find_tools'), false);
+  assert.deepEqual(names(plan).sort(), ['ask_user', ...widgets(8).map((t) => t.name)].sort(), 'every executable tool, nothing dropped');
+});
+
 test('R31: find_tools finds a dropped tool by a paraphrase; what it returns joins the next menu', () => {
   const thermostat = tool(
     'thermostat_set',
